@@ -16,17 +16,15 @@ from fractions import Fraction
 import numpy as np
 
 
-def _rows_of(matrix, what: str) -> list[list]:
-    """Return the entries of ``matrix`` as a list of rows, checking its shape."""
+def _rows_of(matrix, what: str) -> tuple[list[list], int]:
+    """Return the entries of ``matrix`` as a list of rows and the column count."""
     if hasattr(matrix, "tolist") and hasattr(matrix, "shape"):
         shape = tuple(matrix.shape)
         if len(shape) != 2:
             raise ValueError(f"{what} must be a 2-D matrix, got shape {shape}")
-        rows = [list(row) for row in matrix.tolist()]
-        if shape[0] and not shape[1]:
-            # numpy and sympy drop empty rows in tolist(); keep the row count.
-            rows = [[] for _ in range(shape[0])]
-        return rows
+        # tolist() loses the other dimension of empty matrices; the shape keeps it.
+        rows = [list(row) for row in matrix.tolist()] if shape[1] else [[] for _ in range(shape[0])]
+        return rows, shape[1]
     if isinstance(matrix, (str, bytes)) or not hasattr(matrix, "__iter__"):
         raise ValueError(f"{what} must be a matrix (a list of rows), got {type(matrix).__name__}")
     rows = []
@@ -39,7 +37,7 @@ def _rows_of(matrix, what: str) -> list[list]:
             raise ValueError(
                 f"{what} is ragged: row 0 has {len(rows[0])} entries but row {i} has {len(row)}"
             )
-    return rows
+    return rows, (len(rows[0]) if rows else 0)
 
 
 def _exact_entry(value, i: int, j: int, what: str, rational: bool):
@@ -59,8 +57,7 @@ def _exact_entry(value, i: int, j: int, what: str, rational: bool):
 
 
 def _as_exact_matrix(matrix, what: str, rational: bool) -> np.ndarray:
-    rows = _rows_of(matrix, what)
-    n_cols = len(rows[0]) if rows else 0
+    rows, n_cols = _rows_of(matrix, what)
     out = np.empty((len(rows), n_cols), dtype=object)
     for i, row in enumerate(rows):
         for j, value in enumerate(row):
@@ -97,6 +94,11 @@ def as_exact_vector(vector, length: int, what: str) -> list:
     if len(values) != length:
         raise ValueError(f"{what} must have {length} entries, got {len(values)}")
     return [_exact_entry(v, k, 0, what, rational=True) for k, v in enumerate(values)]
+
+
+def as_lists(matrix: np.ndarray) -> list[list]:
+    """Rows of an object matrix as mutable lists, also for shapes like 3 x 0."""
+    return [list(row) for row in matrix.tolist()] if matrix.shape[1] else [[] for _ in range(matrix.shape[0])]
 
 
 def identity(n: int) -> np.ndarray:

@@ -29,7 +29,7 @@ from functools import cached_property, reduce
 
 import numpy as np
 
-from ._matrix import as_exact_vector, as_rational_matrix, normalize, zeros
+from ._matrix import as_exact_vector, as_lists, as_rational_matrix, normalize, zeros
 
 
 def _array(rows: list[list], n_cols: int) -> np.ndarray:
@@ -96,7 +96,7 @@ class FourierMotzkin:
         return self._feasible(self._rhs(b))
 
     def _feasible(self, b: list) -> bool:
-        return all(sum(f * v for f, v in zip(row, b)) <= 0 for row in self.F.tolist())
+        return all(sum(f * v for f, v in zip(row, b)) <= 0 for row in as_lists(self.F))
 
     def real_bounds(self, b, later) -> tuple[Fraction | None, Fraction | None]:
         """Exact real range of the next variable given the later ones (eqs. 22-26).
@@ -114,7 +114,7 @@ class FourierMotzkin:
 
         def values(M, Mhat):
             return [sum(m * v for m, v in zip(row, b)) + sum(m * v for m, v in zip(hat, later))
-                    for row, hat in zip(M.tolist(), Mhat.tolist())] if M.shape[0] else []
+                    for row, hat in zip(as_lists(M), as_lists(Mhat))]
 
         lows, highs = values(self.L[k], self.Lhat[k]), values(self.H[k], self.Hhat[k])
         return (max(lows) if lows else None), (min(highs) if highs else None)
@@ -183,7 +183,7 @@ def fourier_motzkin(A, names=None, prune: bool = True) -> FourierMotzkin:
     names = tuple(names) if names is not None else tuple(f"x_{k}" for k in range(n_vars))
     if len(names) != n_vars:
         raise ValueError(f"fourier_motzkin: {len(names)} names for {n_vars} variables")
-    rows = [[Fraction(v) for v in row] for row in A.tolist()] if n_vars else [[] for _ in range(n_rows)]
+    rows = [[Fraction(v) for v in row] for row in as_lists(A)]
     combos = [[Fraction(int(i == j)) for j in range(n_rows)] for i in range(n_rows)]
     L, H, Lhat, Hhat, steps = [], [], [], [], []
     for k in range(n_vars):

@@ -23,7 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._matrix import as_exact_vector, as_int_matrix, identity, matmul, matvec, normalize, zeros
+from ._matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, zeros
 
 
 def extended_gcd(a: int, b: int) -> tuple[int, int, int]:
@@ -117,6 +117,11 @@ class SmithStep:
         return None if self.operation is None else self.operation.line
 
 
+def _initial_state(A: np.ndarray):
+    """Lines 0-1 of Algorithm 1: S = A, U and V identities, as mutable lists."""
+    return as_lists(A), as_lists(identity(A.shape[0])), as_lists(identity(A.shape[1]))
+
+
 def _to_array(rows: list[list[int]], n_cols: int) -> np.ndarray:
     out = zeros(len(rows), n_cols)
     for i, row in enumerate(rows):
@@ -147,9 +152,7 @@ class SmithNormalForm:
     @cached_property
     def steps(self) -> tuple[SmithStep, ...]:
         n_rows, n_cols = self.A.shape
-        S = [list(row) for row in self.A.tolist()] if n_cols else [[] for _ in range(n_rows)]
-        U = [list(row) for row in identity(n_rows).tolist()]
-        V = [list(row) for row in identity(n_cols).tolist()]
+        S, U, V = _initial_state(self.A)
 
         def snapshot(index, op):
             return SmithStep(index, op, _to_array(S, n_cols), _to_array(U, n_rows), _to_array(V, n_cols))
@@ -166,9 +169,7 @@ class _SmithRun:
 
     def __init__(self, A: np.ndarray):
         self.n_rows, self.n_cols = A.shape
-        self.S = [list(row) for row in A.tolist()] if self.n_cols else [[] for _ in range(self.n_rows)]
-        self.U = [list(row) for row in identity(self.n_rows).tolist()]
-        self.V = [list(row) for row in identity(self.n_cols).tolist()]
+        self.S, self.U, self.V = _initial_state(A)
         self.log: list[Operation] = []
 
     def do(self, axis, first, second, coeffs, line, words):
