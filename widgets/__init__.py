@@ -1,1 +1,16 @@
-"""placeholder"""
+"""Interactive ipywidgets front-ends to the core algorithms (import as ``tensoradbook.widgets``).
+
+* :class:`SmithStepper` -- Algorithm 1 (Smith normal form) one operation at a time;
+* :class:`KernelLattice` -- the solutions ``I beta + K z`` of ``A alpha = beta``
+  in the index box, drawn in ``alpha``-space (fig. 3, fig. 4a);
+* :class:`PolytopeView` -- ``Sigma(beta)`` in ``z``-space with the
+  Fourier-Motzkin loop bounds of eq. 45, step by step (fig. 4b).
+
+The widgets call :mod:`tensoradbook` for every computation and only draw.
+"""
+
+from .lattice import KernelLattice
+from .polytope import PolytopeView
+from .smith import SmithStepper
+
+__all__ = ["KernelLattice", "PolytopeView", "SmithStepper"]

@@ -1,0 +1,147 @@
+"""Small exact geometry for drawing the report's index sets (sec. 5.1, figs. 3 and 4).
+
+The widgets in :mod:`tensoradbook.widgets` draw ``alpha``-space and ``z``-space
+pictures; everything they compute beyond the core algorithms lives here, in
+exact arithmetic (``int`` and ``fractions.Fraction``):
+
+* :func:`image_range` -- the range of each entry of ``A alpha`` over the index
+  box ``0 <= alpha < shape`` (the values ``beta`` can take);
+* :func:`polygon_vertices` -- the vertices of a bounded 2-D region
+  ``{z : A z >= b}``, e.g. ``Sigma(beta)`` of eq. 42 relaxed to real ``z``
+  (the parallelogram of fig. 4b);
+* :func:`loop_bounds` -- the loop bounds of eq. 45 for one right-hand side
+  ``b``, as exact affine terms in the outer variables together with the
+  ceiling/floor rounding the integer loops apply to them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import combinations
+
+from ._matrix import as_exact_vector, as_int_matrix, as_rational_matrix
+from .fourier_motzkin import FourierMotzkin, fourier_motzkin
+
+
+def image_range(A, shape) -> list[tuple[int, int]]:
+    """``(min, max)`` of each entry of ``A alpha`` over the box ``0 <= alpha <= shape - 1``.
+
+    An affine function on a box takes its extremes at corners; per entry, each
+    column contributes its smallest and largest of ``0`` and ``A[i, j] * (shape[j] - 1)``.
+    """
+    A = as_int_matrix(A, "image_range: A")
+    shape = as_exact_vector(shape, A.shape[1], "image_range: shape")
+    if any(not isinstance(n, int) or n < 1 for n in shape):
+        raise ValueError(f"image_range: shape {tuple(shape)} must hold positive integers")
+    out = []
+    for row in A.tolist():
+        ends = [(0, a * (n - 1)) for a, n in zip(row, shape)]
+        out.append((sum(min(e) for e in ends), sum(max(e) for e in ends)))
+    return out
+
+
+def polygon_vertices(A, b, system: FourierMotzkin | None = None) -> list[tuple[Fraction, Fraction]]:
+    """Vertices of the bounded region ``{z in R^2 : A z >= b}``, counter-clockwise.
+
+    Returns ``[]`` for an empty region, one vertex for a single point and two for
+    a segment. Every vertex is the intersection of two constraint lines that
+    satisfies all constraints, so the vertices are exact Fractions. Raises
+    ValueError when the region is non-empty and unbounded (Fourier-Motzkin,
+    Algorithm 3, finds a variable without a lower or upper bound).
+    ``system`` is ``fourier_motzkin(A)`` when the caller already has it (it
+    does not depend on ``b``, as the report notes after eq. 45).
+    """
+    A = as_rational_matrix(A, "polygon_vertices: A")
+    if A.shape[1] != 2:
+        raise ValueError(f"polygon_vertices: A must have 2 columns, got {A.shape[1]}")
+    b = [Fraction(v) for v in as_exact_vector(b, A.shape[0], "polygon_vertices: b")]
+    if system is None:
+        system = fourier_motzkin(A)
+    elif system.A.shape != A.shape or not (system.A == A).all():
+        raise ValueError("polygon_vertices: system was not made from A")
+    if not system.feasible(b):
+        return []
+    if system.unbounded_variable() is not None:
+        raise ValueError("polygon_vertices: the region {z : A z >= b} is unbounded")
+    rows = [(Fraction(p), Fraction(q)) for p, q in A.tolist()]
+
+    def inside(z):
+        return all(p * z[0] + q * z[1] >= c for (p, q), c in zip(rows, b))
+
+    vertices = set()
+    for i, j in combinations(range(len(rows)), 2):
+        (p1, q1), (p2, q2) = rows[i], rows[j]
+        det = p1 * q2 - q1 * p2
+        if det == 0:
+            continue
+        z = ((b[i] * q2 - q1 * b[j]) / det, (p1 * b[j] - b[i] * p2) / det)  # Cramer's rule
+        if inside(z):
+            vertices.add(z)
+    if len(vertices) < 3:
+        return sorted(vertices)
+    # A convex polygon's vertices are seen from its centroid in distinct directions.
+    cx = sum(v[0] for v in vertices) / len(vertices)
+    cy = sum(v[1] for v in vertices) / len(vertices)
+    return sorted(vertices, key=lambda v: math.atan2(v[1] - cy, v[0] - cx))
+
+
+@dataclass(frozen=True)
+class AffineBound:
+    """One term of a loop bound in eq. 45: ``constant + coefficients . x_{k+1..}``.
+
+    ``constant`` is exact (the line to draw); the integer loop takes the
+    ceiling of a lower term and the floor of an upper one (eq. 45).
+    """
+
+    constant: Fraction
+    coefficients: tuple[Fraction, ...]
+    lower: bool
+
+    @property
+    def integral(self) -> bool:
+        """Whether the coefficients are integers, so the rounding acts on the constant alone."""
+        return all(c.denominator == 1 for c in self.coefficients)
+
+    @property
+    def rounded_constant(self) -> Fraction:
+        """For integer coefficients and integer ``x``, ``ceil(c + a.x) = ceil(c) + a.x`` (floor alike)."""
+        if not self.integral:
+            return self.constant
+        return Fraction(math.ceil(self.constant) if self.lower else math.floor(self.constant))
+
+    def value(self, later) -> int:
+        """The integer bound this term gives for integer values of the later variables."""
+        raw = self.constant + sum(c * v for c, v in zip(self.coefficients, later))
+        return math.ceil(raw) if self.lower else math.floor(raw)
+
+
+def _terms(M, Mhat, b: list, lower: bool) -> list[AffineBound]:
+    """The distinct terms ``M b + Mhat x`` of one side; constant terms folded into the tightest."""
+    terms, constants = [], []
+    for row, hat in zip(M.tolist(), Mhat.tolist()):
+        constant = sum((Fraction(m) * v for m, v in zip(row, b)), Fraction(0))
+        coefficients = tuple(Fraction(h) for h in hat)
+        if not any(coefficients):
+            constants.append(constant)
+            continue
+        term = AffineBound(constant, coefficients, lower)
+        if term not in terms:
+            terms.append(term)
+    if constants:
+        tightest = max(constants) if lower else min(constants)
+        terms.insert(0, AffineBound(tightest, (Fraction(0),) * Mhat.shape[1], lower))
+    return terms
+
+
+def loop_bounds(system: FourierMotzkin, b) -> list[tuple[list[AffineBound], list[AffineBound]]]:
+    """Per variable ``k`` (index order), the lower and upper terms of eq. 45 for this ``b``.
+
+    ``max(t.value(later) for t in lower) <= x_k <= min(t.value(later) for t in upper)``
+    is exactly :meth:`FourierMotzkin.bounds`; an empty side means unbounded.
+    """
+    b = [Fraction(v) for v in as_exact_vector(b, system.A.shape[0], "loop_bounds: b")]
+    return [(_terms(system.L[k], system.Lhat[k], b, lower=True),
+             _terms(system.H[k], system.Hhat[k], b, lower=False))
+            for k in range(system.n_vars)]

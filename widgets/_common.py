@@ -1,0 +1,202 @@
+"""Pieces the widgets share: the inline message box, plots rendered to PNG, beta sliders.
+
+Figures are drawn with matplotlib's Agg canvas directly (no pyplot), so the
+widgets leave no global figure state behind and work without a display.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+
+import ipywidgets as W
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from PIL import Image as PILImage
+
+from tensoradbook import integer_inverse
+from tensoradbook._matrix import as_exact_vector, as_int_matrix, matvec
+from tensoradbook.geometry import image_range
+
+# 6 x 4.5 inches at 80 dpi (480 x 360 pixels) keeps a redraw plus PNG encoding
+# well inside the 100 ms an interaction may take.
+FIGSIZE = (6.0, 4.5)
+DPI = 80
+# Axes on the left (figure fractions: left, bottom, width, height); the legend
+# goes to the right of them, anchored to the figure, so it never covers points
+# and stays put when equal aspect makes the axes narrower.
+AXES_RECT = {None: (0.11, 0.12, 0.52, 0.78), "3d": (0.0, 0.02, 0.66, 0.94)}
+LEGEND = dict(loc="upper left", fontsize=9, framealpha=0.9)
+
+
+def subscript(k: int) -> str:
+    """``k`` in Unicode subscript digits: plain text lays out much faster than mathtext."""
+    return "".join(chr(0x2080 + int(d)) for d in str(k))
+
+
+def vector_text(values) -> str:
+    """``(3)`` or ``(1, -2)``: a tuple without Python's trailing comma."""
+    return "(" + ", ".join(str(v) for v in values) + ")"
+
+
+class MessageBox(W.HTML):
+    """An inline message: red for errors, hidden while empty; ``.text`` holds the plain text."""
+
+    def __init__(self, color: str = "#b00020"):
+        super().__init__()
+        self._color = color
+        self.text = ""
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self.value = (f'<div style="color:{self._color};font-weight:600">{html.escape(text)}</div>'
+                      if text else "")
+
+
+class Plot:
+    """A matplotlib figure (Agg canvas, no pyplot) with one axes, rendered to PNG bytes.
+
+    Laying out the legend's text is a large share of a redraw, and the legend
+    sits outside the axes, so each distinct legend is drawn once, its pixels
+    are kept, and later frames are drawn without it and get those pixels pasted
+    back (matplotlib's blitting API): this keeps an interaction well inside
+    100 ms.
+    """
+
+    def __init__(self, projection: str | None = None):
+        self.fig = Figure(figsize=FIGSIZE, dpi=DPI)
+        self.canvas = FigureCanvasAgg(self.fig)
+        left, _, width, _ = rect = AXES_RECT[projection]
+        self.ax = self.fig.add_axes(rect, projection=projection)
+        self._legend_anchor = (left + width + 0.02, 0.9)
+        axes = [self.ax.xaxis, self.ax.yaxis] + ([self.ax.zaxis] if projection == "3d" else [])
+        for axis in axes:  # indices are integers; few ticks keep the redraw quick
+            axis.set_major_locator(MaxNLocator(nbins=7, integer=True))
+        self.ax.tick_params(labelsize=9)
+        self._legends: dict[tuple[str, ...], object] = {}
+
+    def png(self, handles, labels) -> bytes:
+        """Draw the figure with this legend and return it as PNG bytes."""
+        key = tuple(labels)
+        if key not in self._legends:
+            legend = self.fig.legend(handles, labels, bbox_to_anchor=self._legend_anchor, **LEGEND)
+            self.canvas.draw()
+            self._legends[key] = self.canvas.copy_from_bbox(legend.get_window_extent().padded(2))
+            legend.remove()
+        self.canvas.draw()
+        self.canvas.restore_region(self._legends[key])
+        image = PILImage.frombuffer("RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba(),
+                                    "raw", "RGBA", 0, 1).convert("RGB")
+        buffer = io.BytesIO()
+        # Fast zlib level: the plots are flat colours, so the files stay small (~30 kB) anyway.
+        image.save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()
+
+
+def check_shape(shape, n_cols: int, what: str) -> tuple[int, ...]:
+    """The index box's shape as a tuple of positive ints, one per column of A."""
+    values = as_exact_vector(shape, n_cols, f"{what}: shape")
+    for k, n in enumerate(values):
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"{what}: shape entry {k} is {n}; sizes must be positive integers")
+    return tuple(values)
+
+
+class BetaExplorer(W.VBox):
+    """Base of the widgets that explore ``A alpha = beta`` over a box (report sec. 5.1).
+
+    Holds ``A``, the box ``0 <= alpha < shape``, the integer inverse (eqs.
+    16-19), one IntSlider per entry of ``beta`` spanning the image of the box,
+    the error and status lines and the picture. Subclasses build their view,
+    then call :meth:`_start`, and redraw in :meth:`_update` whenever ``beta``
+    changes.
+    """
+
+    def __init__(self, A, shape, what: str):
+        super().__init__()
+        self._what = what
+        self._A = as_int_matrix(A, f"{what}: A")
+        if self._A.shape[0] == 0 or self._A.shape[1] == 0:
+            raise ValueError(f"{what}: A is {self._A.shape[0]} x {self._A.shape[1]}; it needs rows and columns")
+        self._shape = check_shape(shape, self._A.shape[1], what)
+        self._inverse = integer_inverse(self._A)
+        self._beta: tuple[int, ...] = ()
+        self._quiet = False  # set while several sliders move for one beta
+        self._errors = MessageBox()
+        self._status = MessageBox(color="black")
+        self._image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
+        self._ranges = image_range(self._A, self._shape)
+        self._sliders = [W.IntSlider(min=lo, max=hi, value=lo, description=f"β{subscript(k)}",
+                                     continuous_update=True, style={"description_width": "2em"})
+                         for k, (lo, hi) in enumerate(self._ranges)]
+        for slider in self._sliders:
+            slider.observe(self._on_slider, names="value")
+        self._slider_box = W.HBox(self._sliders)
+
+    def _start(self, beta) -> None:
+        """Show the initial beta: the one given, else ``A`` times the box's middle (which has solutions)."""
+        if beta is None:
+            beta = matvec(self._A, [n // 2 for n in self._shape])
+        if not self.set_beta(beta):
+            raise ValueError(self.error)
+
+    @property
+    def beta(self) -> tuple[int, ...]:
+        return self._beta
+
+    @beta.setter
+    def beta(self, value) -> None:
+        self.set_beta(value)
+
+    @property
+    def beta_range(self) -> list[tuple[int, int]]:
+        """Per entry of beta, ``(min, max)`` of ``A alpha`` over the box: the sliders' ranges."""
+        return list(self._ranges)
+
+    @property
+    def error(self) -> str:
+        """The current error message, "" if none."""
+        return self._errors.text
+
+    @property
+    def status(self) -> str:
+        """What the current beta gives, in plain words."""
+        return self._status.text
+
+    def set_beta(self, beta) -> bool:
+        """Show ``beta``; on bad input show the error inline, keep the old beta and return False."""
+        try:
+            values = as_exact_vector(beta, self._A.shape[0], f"{self._what}: beta")
+            bad = [k for k, v in enumerate(values) if not isinstance(v, int)]
+            if bad:
+                raise ValueError(f"{self._what}: beta entry {bad[0]} is {values[bad[0]]}, not an integer")
+        except ValueError as exc:
+            self._errors.show(str(exc))
+            return False
+        self._errors.show("")
+        self._quiet = True
+        try:
+            for slider, value in zip(self._sliders, values):
+                # A beta outside the box's image has no solution in it, but may be asked for.
+                slider.min, slider.max = min(slider.min, value), max(slider.max, value)
+                slider.value = value
+        finally:
+            self._quiet = False
+        self._beta = tuple(values)
+        self._update()
+        return True
+
+    def _on_slider(self, change) -> None:
+        if not self._quiet:
+            self.set_beta([slider.value for slider in self._sliders])
+
+    def _update(self) -> None:
+        raise NotImplementedError
+
+    def _solve(self):
+        """``(BoxedSolutions, None)`` for the current beta, or ``(None, reason)`` (eqs. 16-17, 42)."""
+        solutions = self._inverse.solve(self._beta)
+        if solutions is None:
+            return None, self._inverse.solvability(self._beta).reason
+        return solutions.within(self._shape), None

@@ -1,0 +1,189 @@
+"""SmithStepper: step through Algorithm 1 (Smith normal form, report sec. 4.1).
+
+Each step shows the state ``(S, U, V)`` after one elementary operation, with
+the rows or columns it touched coloured; ``U A V = S`` (eq. 12) holds at every
+step, and at the last one ``S`` is the diagonal of eqs. 10-11.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import re
+
+import ipywidgets as W
+
+from tensoradbook import smith_normal_form
+from tensoradbook._matrix import as_int_matrix, matmul, to_latex
+
+from ._common import MessageBox
+
+MAX_SIZE = 8  # rows and columns; larger matrices do not fit on screen
+
+
+def parse_matrix(text: str):
+    """Read a matrix typed as ``2 4 4; -6 6 12`` (rows by ``;`` or newlines) or ``[[2, 4], [6, 8]]``.
+
+    Returns nested lists of ints; raises ValueError saying what is wrong.
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError("A is empty: type rows like  2 4 4; -6 6 12")
+    if text.startswith("["):
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"cannot read {text!r} as a list of rows like [[2, 4], [6, 8]]") from None
+    lines = [line.strip() for line in re.split(r"[;\n]", text)]
+    while lines and not lines[-1]:  # a trailing ';' ends the last row
+        lines.pop()
+    rows = []
+    for i, line in enumerate(lines):
+        if not line:
+            raise ValueError(f"A: row {i} is empty")
+        tokens = re.split(r"[,\s]+", line.strip(","))
+        for j, token in enumerate(tokens):
+            if not re.fullmatch(r"[+-]?\d+", token):
+                raise ValueError(f"A: row {i}, entry {j} is {token!r}, not an integer")
+        rows.append([int(token) for token in tokens])
+    return rows
+
+
+def matrix_text(A) -> str:
+    """The typed form ``2 4 4; -6 6 12`` of a matrix, as :func:`parse_matrix` reads it."""
+    return "; ".join(" ".join(str(v) for v in row) for row in A.tolist())
+
+
+class SmithStepper(W.VBox):
+    """Replay Algorithm 1 on an integer matrix, one elementary operation at a time.
+
+    Python API: ``step`` (read/write, clamped), ``n_steps``, ``forward()``,
+    ``back()``, ``set_matrix(A_or_text)``, ``result`` (the
+    :class:`~tensoradbook.intlinalg.SmithNormalForm`), ``current`` (the
+    :class:`~tensoradbook.intlinalg.SmithStep` shown) and ``error`` ("" if none).
+    """
+
+    def __init__(self, A=((2, 4, 4), (-6, 6, 12), (10, -4, -16))):
+        super().__init__()
+        self._result = None
+        self._errors = MessageBox()
+        self._entry = W.Text(description="A =", placeholder="rows like 2 4 4; -6 6 12  or  [[2, 4], [6, 8]]",
+                             continuous_update=False, layout=W.Layout(width="28em"))
+        self._apply = W.Button(description="Apply", tooltip="Run Algorithm 1 on this matrix")
+        self._apply.on_click(lambda _: self.set_matrix(self._entry.value))
+        self._entry.observe(self._on_entry, names="value")
+        self._buttons = {}
+        for name, tip in (("First", "start state"), ("Back", "previous operation"),
+                          ("Forward", "next operation"), ("Last", "Smith normal form")):
+            button = W.Button(description=name, tooltip=tip, layout=W.Layout(width="6em"))
+            button.on_click(lambda _, name=name: self._jump(name))
+            self._buttons[name] = button
+        self._slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
+        self._slider.observe(lambda _: self._show(), names="value")
+        self._heading = W.HTML()
+        self._matrices = W.HTMLMath()
+        self._summary = W.HTML()
+        self._filling_entry = False  # set while the entry shows a matrix set from Python
+        self.children = [
+            W.HBox([self._entry, self._apply]),
+            self._errors,
+            W.HBox([*self._buttons.values(), self._slider]),
+            self._heading,
+            self._matrices,
+            self._summary,
+        ]
+        if not self.set_matrix(A):
+            raise ValueError(self.error)
+
+    # -- Python API ---------------------------------------------------------
+    @property
+    def result(self):
+        return self._result
+
+    @property
+    def n_steps(self) -> int:
+        """Number of states: the start plus one per operation."""
+        return len(self._result.steps)
+
+    @property
+    def step(self) -> int:
+        return self._slider.value
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self._slider.value = max(0, min(self.n_steps - 1, int(value)))
+
+    @property
+    def current(self):
+        return self._result.steps[self.step]
+
+    @property
+    def error(self) -> str:
+        return self._errors.text
+
+    def forward(self) -> None:
+        self.step = self.step + 1
+
+    def back(self) -> None:
+        self.step = self.step - 1
+
+    def set_matrix(self, A) -> bool:
+        """Run Algorithm 1 on ``A`` (a matrix or its typed text) and show its first step.
+
+        On bad input the message is shown inline, the previous matrix stays and
+        the call returns False.
+        """
+        try:
+            matrix = as_int_matrix(parse_matrix(A) if isinstance(A, str) else A, "A")
+            n_rows, n_cols = matrix.shape
+            if not n_rows or not n_cols:
+                raise ValueError(f"A is {n_rows} x {n_cols}; it needs at least one row and one column")
+            if n_rows > MAX_SIZE or n_cols > MAX_SIZE:
+                raise ValueError(f"A is {n_rows} x {n_cols}; at most {MAX_SIZE} x {MAX_SIZE} fits on screen")
+            result = smith_normal_form(matrix)
+        except ValueError as exc:
+            self._errors.show(str(exc))
+            return False
+        self._errors.show("")
+        self._result = result
+        self._filling_entry = True
+        self._entry.value = matrix_text(result.A)
+        self._filling_entry = False
+        with self._slider.hold_trait_notifications():
+            self._slider.max = self.n_steps - 1
+            self._slider.value = 0
+        self._show()
+        return True
+
+    # -- callbacks and drawing ----------------------------------------------
+    def _on_entry(self, change) -> None:
+        # The text box reports on Enter or when it loses focus (continuous_update=False).
+        if not self._filling_entry:
+            self.set_matrix(change["new"])
+
+    def _jump(self, name: str) -> None:
+        targets = {"First": 0, "Back": self.step - 1, "Forward": self.step + 1, "Last": self.n_steps - 1}
+        self.step = targets[name]
+
+    def _show(self) -> None:
+        state, last = self.current, self.n_steps - 1
+        op = state.operation
+        rows = op.touched if op is not None and op.axis == "rows" else ()
+        cols = op.touched if op is not None and op.axis == "cols" else ()
+        where = "" if state.line is None else f" &mdash; Algorithm 1, line {state.line}"
+        self._heading.value = (f"<b>Step {state.index} of {last}</b>{where}<br>{html.escape(state.words)}")
+        self._matrices.value = (
+            rf"$$S = {to_latex(state.S, rows, cols)} \qquad U = {to_latex(state.U, highlight_rows=rows)}"
+            rf" \qquad V = {to_latex(state.V, highlight_cols=cols)}$$")
+        for name, disabled in (("First", state.index == 0), ("Back", state.index == 0),
+                               ("Forward", state.index == last), ("Last", state.index == last)):
+            self._buttons[name].disabled = disabled
+        self._summary.value = self._final_summary() if state.index == last else ""
+
+    def _final_summary(self) -> str:
+        r = self._result
+        holds = bool((matmul(matmul(r.U, r.A), r.V) == r.S).all())
+        check = "U A V = S holds" if holds else "U A V = S FAILS (a bug in Algorithm 1)"
+        factors = ", ".join(str(f) for f in r.invariant_factors) or "none"
+        return (f"<b>{check}.</b> Smith normal form reached: rank {r.rank}, "
+                f"invariant factors {factors}.")
