@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property, reduce
+from functools import cached_property, lru_cache, reduce
 
 import numpy as np
+import sympy
 
 from ._matrix import as_exact_vector, as_lists, as_rational_matrix, normalize, zeros
 
@@ -159,6 +160,31 @@ class FourierMotzkin:
         loop([])
         return points
 
+    def symbolic_bounds(self, b) -> list[tuple[str, sympy.Expr, sympy.Expr]]:
+        """Eqs. 22-26 as formulas: ``(name, lower, upper)`` per variable, outermost first.
+
+        ``b`` may hold numbers or sympy expressions (e.g. in the index ``beta``);
+        ``lower`` is ``Max(ceiling(...), ...)``, ``upper`` likewise with ``Min``
+        and ``floor``, and an unbounded side is ``-oo`` / ``oo``.
+        """
+        if len(b) != self.A.shape[0]:
+            raise ValueError(f"b must have {self.A.shape[0]} entries, got {len(b)}")
+        b = [sympy.sympify(v) for v in b]
+        symbols = [sympy.Symbol(name, integer=True) for name in self.names]
+        out = []
+        for k in reversed(range(self.n_vars)):
+            def side(M, Mhat, rounding):
+                return [rounding(sum((sympy.Rational(m) * v for m, v in zip(row, b)), sympy.Integer(0))
+                                 + sum((sympy.Rational(h) * z for h, z in zip(hat, symbols[k + 1:])),
+                                       sympy.Integer(0)))
+                        for row, hat in zip(as_lists(M), as_lists(Mhat))]
+
+            lows = side(self.L[k], self.Lhat[k], sympy.ceiling)
+            highs = side(self.H[k], self.Hhat[k], sympy.floor)
+            out.append((self.names[k], sympy.Max(*lows) if lows else -sympy.oo,
+                        sympy.Min(*highs) if highs else sympy.oo))
+        return out
+
     def sample_point(self, b) -> tuple | None:
         """A rational solution of ``A x >= b`` by back-substitution, or None if infeasible."""
         b = self._rhs(b)
@@ -267,10 +293,10 @@ class BoxedSolutions:
         p = self.solutions.particular
         return tuple([-v for v in p] + [v - (size - 1) for v, size in zip(p, self.shape)])
 
-    @cached_property
+    @property
     def system(self) -> FourierMotzkin:
-        n = self.solutions.kernel.shape[1]
-        return fourier_motzkin(self.constraint_matrix, names=[f"z_{k}" for k in range(n)])
+        """Algorithm 3 on ``[K; -K]``: it depends on the kernel only, so it is computed once per kernel."""
+        return _kernel_system(tuple(map(tuple, as_lists(self.constraint_matrix))), self.solutions.kernel.shape[1])
 
     def points(self) -> list[tuple[int, ...]]:
         """The integer ``z`` in ``Sigma(beta)``, in loop order."""
@@ -279,3 +305,11 @@ class BoxedSolutions:
     def alphas(self) -> list[tuple[int, ...]]:
         """The indices ``alpha = I beta + K z`` for the points of :meth:`points`."""
         return [self.solutions.point(z) for z in self.points()]
+
+
+@lru_cache(maxsize=256)
+def _kernel_system(constraint_rows: tuple, n_vars: int) -> FourierMotzkin:
+    matrix = zeros(len(constraint_rows), n_vars)
+    for i, row in enumerate(constraint_rows):
+        matrix[i, :] = row
+    return fourier_motzkin(matrix, names=[f"z_{k}" for k in range(n_vars)])

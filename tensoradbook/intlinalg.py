@@ -22,6 +22,7 @@ from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
+import sympy
 
 from ._matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, zeros
 
@@ -346,6 +347,21 @@ class IntegerInverse:
             tuple(normalize(v) for v in matvec(self.cokernel, beta)),
             tuple(normalize(v) for v in matvec(self.pinv, beta)),
         )
+
+    def symbolic_region(self, shape, beta_names=None) -> list:
+        """``Sigma(beta)`` of eq. 45 with ``beta`` symbolic: the loop bounds of ``z``, outermost first.
+
+        Valid wherever ``A alpha = beta`` is solvable (``C beta = 0`` and
+        ``I beta`` integral); the bounds are those of
+        :meth:`tensoradbook.FourierMotzkin.symbolic_bounds`.
+        """
+        names = beta_names or [f"beta_{k}" for k in range(self.A.shape[0])]
+        beta = [sympy.Symbol(name, integer=True) for name in names]
+        particular = [sum((sympy.Rational(v) * s for v, s in zip(row, beta)), sympy.Integer(0))
+                      for row in as_lists(self.pinv)]
+        boxed = IntegerSolutions(tuple([0] * self.A.shape[1]), self.kernel).within(shape)
+        rhs = [-v for v in particular] + [v - (n - 1) for v, n in zip(particular, boxed.shape)]
+        return boxed.system.symbolic_bounds(rhs)
 
     def solve(self, beta) -> IntegerSolutions | None:
         """All integer solutions of ``A alpha = beta``, or None when there are none."""

@@ -9,6 +9,7 @@ import math
 from fractions import Fraction
 
 import pytest
+import sympy
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -170,3 +171,32 @@ def test_report_figure_4():
     assert sorted(alphas) == sorted(expected) and len(alphas) == len(set(alphas))
     assert boxed.system.n_vars == 2
     assert math.prod(boxed.solutions.kernel.shape) == 6
+
+
+@given(systems(max_vars=3, max_rows=4), st.data())
+def test_symbolic_bounds_agree_with_numeric_bounds(system, data):
+    A, b = system
+    fm = tab.fourier_motzkin(A)
+    formulas = fm.symbolic_bounds(b)
+    assert [name for name, _, _ in formulas] == list(reversed(fm.names))
+    for x in fm.integer_points(b)[:5]:
+        for depth, (name, low, high) in enumerate(formulas):
+            k = fm.n_vars - 1 - depth
+            values = {sympy.Symbol(n, integer=True): v for n, v in zip(fm.names[k + 1:], x[k + 1:])}
+            assert (int(low.subs(values)), int(high.subs(values))) == fm.bounds(b, x[k + 1:])
+
+
+@pytest.mark.parametrize("A, shape", [([[1, 0, 1]], (3, 4, 5)), ([[1, -2]], (7, 5)), ([[2, 1, 1]], (3, 4, 4))])
+def test_symbolic_region_matches_every_beta(A, shape):
+    """Sigma(beta) with symbolic beta (eq. 45) gives, at each solvable beta, the numeric bounds."""
+    inv = tab.integer_inverse(A)
+    formulas = inv.symbolic_region(shape)
+    (beta_symbol,) = sympy.symbols("beta_0", integer=True, seq=True)
+    for beta in range(-8, 12):
+        solutions = inv.solve([beta])
+        if solutions is None:
+            continue
+        boxed = solutions.within(shape)
+        name, low, high = formulas[0]
+        numeric = boxed.system.bounds(boxed.rhs)
+        assert (low.subs(beta_symbol, beta), high.subs(beta_symbol, beta)) == numeric
