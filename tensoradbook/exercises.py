@@ -106,6 +106,15 @@ def _vec(values) -> str:
     return "(" + ", ".join(_fmt(v) for v in values) + ")"
 
 
+def _triple(answer, labels: str) -> tuple:
+    """The three parts of a triple answer, or a _Wrong saying the answer is not one."""
+    try:
+        first, second, third = answer
+    except (TypeError, ValueError):
+        raise _Wrong(f"the answer must be a triple ({labels}), got {type(answer).__name__}") from None
+    return first, second, third
+
+
 def _int_matrix(value, what: str) -> np.ndarray:
     """The answer as an exact integer matrix, or a _Wrong saying why it is not one."""
     try:
@@ -153,9 +162,9 @@ def check_bezout(a: int, b: int, answer) -> CheckResult:
     if answer is None:
         return _pending(name, "Your answer is a triple (g, x, y).")
     try:
-        g, x, y = answer
-    except (TypeError, ValueError):
-        return CheckResult(name, False, [f"the answer must be a triple (g, x, y), got {answer!r}"])
+        g, x, y = _triple(answer, "g, x, y")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
     problems = []
     for label, v in (("g", g), ("x", x), ("y", y)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -192,12 +201,9 @@ def check_smith(A, answer) -> CheckResult:
     name = f"Smith decomposition of a {n_rows}x{n_cols} matrix"
     if answer is None:
         return _pending(name, "Your answer is a triple (S, U, V) of integer matrices with S = U A V.")
-    try:
-        S, U, V = answer
-    except (TypeError, ValueError):
-        return CheckResult(name, False, [f"the answer must be a triple (S, U, V), got {type(answer).__name__}"])
     problems = []
     try:
+        S, U, V = _triple(answer, "S, U, V")
         S, U, V = _int_matrix(S, "S"), _int_matrix(U, "U"), _int_matrix(V, "V")
     except _Wrong as err:
         return CheckResult(name, False, [str(err)])
