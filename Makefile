@@ -1,0 +1,74 @@
+# tensoradbook: `make lab` to read the book, `make test` to check it.
+# Everything runs from the virtual environment .venv/ at the repository root.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EXTRAS ?= lab,test
+
+# make lab PORT=9999 IP=0.0.0.0
+IP   ?= 127.0.0.1
+PORT ?= 8888
+START_PAGE ?= notebooks/00_start_here.ipynb
+
+NOTEBOOKS = $(sort $(wildcard notebooks/*.ipynb))
+NBVAL_OPTS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
+              -p tests.plugins.nbval_semicolon
+PYTEST_OPTS ?= -p no:cacheprovider
+
+.PHONY: help install lab test notebooks clean
+
+help:
+	@echo "make lab        install, then start JupyterLab on $(START_PAGE) (IP=$(IP) PORT=$(PORT))"
+	@echo "make test       install, then run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
+	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
+	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
+	@echo "make clean      remove $(VENV)/ and build leftovers"
+
+install: $(STAMP)
+
+# Re-installs only when pyproject.toml (or this Makefile) changed, or .venv/ is gone.
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: tensoradbook needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) --version 2>&1 || echo missing)." >&2; \
+	  echo "       Install a newer Python and run e.g. 'make install PYTHON=python3.12'." >&2; \
+	  exit 1; }
+	@if [ ! -x $(VPY) ]; then \
+	  echo "Creating $(VENV)/ with $$($(PYTHON) --version)"; \
+	  $(PYTHON) -m venv $(VENV) || { \
+	    echo "error: '$(PYTHON) -m venv' failed; on Debian/Ubuntu: apt-get install -y python3-venv" >&2; \
+	    rm -rf $(VENV); exit 1; }; \
+	fi
+	@# pip, and the build backend (build-system.requires) for the wheel test's --no-build-isolation
+	$(VPY) -m pip install --quiet --upgrade pip $$($(VPY) -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+	$(VPY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	@# A kernelspec inside the venv, so notebooks' "python3" kernel is the venv's Python.
+	$(VPY) -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (ipykernel)' >/dev/null
+	@touch $@
+	@echo "Installed into $(VENV)/"
+
+lab: install
+	@echo "Starting JupyterLab on $(START_PAGE): open the http://$(IP):$(PORT)/lab/tree/$(START_PAGE)?token=... URL printed below (Ctrl-C to stop)."
+	$(VENV)/bin/jupyter lab --ServerApp.ip=$(IP) --ServerApp.port=$(PORT) \
+	  --ServerApp.root_dir="$(CURDIR)" \
+	  $(if $(DISPLAY),,--no-browser) $(if $(filter 0,$(shell id -u)),--allow-root) \
+	  --LabApp.default_url=/lab/tree/$(START_PAGE) \
+	  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+
+# One pytest run: tests/ (including the browser test) plus strict nbval over notebooks/.
+test: install
+	$(VPY) -m pytest $(PYTEST_OPTS) $(NBVAL_OPTS) tests $(NOTEBOOKS) $(ARGS)
+
+notebooks: install
+	@test -n "$(NOTEBOOKS)" || { echo "no notebooks/*.ipynb to execute"; exit 0; }
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+	  --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
+	  $(NOTEBOOKS)
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
