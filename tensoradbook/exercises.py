@@ -280,9 +280,7 @@ def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
         return [f"the columns of {what} are linearly dependent (rank {rank_K} < {k})"]
     if k == 0:
         return []
-    # Coordinates of K in the basis V: the first R rows vanish because A K = 0.
-    V_inv = sympy.Matrix(inverse.smith.V.tolist()).inv()
-    X = (V_inv * sympy.Matrix(K.tolist()))[inverse.rank:, :]
+    X = sympy.Matrix(inverse.kernel_coordinates(K).tolist())  # K = kernel @ X
     index = abs(int(X.det()))
     if index != 1:
         X_inv = X.inv()

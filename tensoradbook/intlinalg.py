@@ -363,12 +363,51 @@ class IntegerInverse:
         rhs = [-v for v in particular] + [v - (n - 1) for v, n in zip(particular, boxed.shape)]
         return boxed.system.symbolic_bounds(rhs)
 
-    def solve(self, beta) -> IntegerSolutions | None:
-        """All integer solutions of ``A alpha = beta``, or None when there are none."""
+    def kernel_coordinates(self, K) -> np.ndarray:
+        """The exact ``W`` with ``K = kernel @ W`` for candidate kernel vectors ``K`` (M x k).
+
+        ``kernel = V[:, R:]`` and V is unimodular, so ``W = (V^-1 K)[R:]`` is an
+        integer matrix; K is another lattice basis of the kernel exactly when W
+        is square with ``det W = +-1``, and ``|det W|`` is the index of the
+        lattice K spans. Raises ValueError naming a column of K that is not in
+        the kernel.
+        """
+        K = as_int_matrix(K, "K")
+        n_cols = self.A.shape[1]
+        if K.shape[0] != n_cols:
+            raise ValueError(f"K must have {n_cols} rows (one per entry of alpha), got {K.shape[0]}")
+        for j in range(K.shape[1]):
+            image = matvec(self.A, list(K[:, j]))
+            if any(image):
+                raise ValueError(f"column {j} of K is not in the kernel: A K[:, {j}] = {tuple(image)}")
+        V_inverse = sympy.Matrix(self.smith.V.tolist()).inv() if n_cols else sympy.zeros(0, 0)
+        coordinates = (V_inverse * sympy.Matrix(K.shape[0], K.shape[1], list(K.flat)))[self.rank:, :]
+        return _to_array([[int(v) for v in coordinates.row(i)] for i in range(coordinates.rows)], K.shape[1])
+
+    def lattice_basis(self, K) -> np.ndarray:
+        """``K`` checked to be a basis of the integer kernel lattice (any basis ``kernel @ W``, W unimodular)."""
+        W = self.kernel_coordinates(K)
+        dim = self.kernel.shape[1]
+        if W.shape != (dim, dim):
+            raise ValueError(f"K has {W.shape[1]} columns but the kernel has dimension {dim}")
+        index = abs(int(sympy.Matrix(W.tolist()).det())) if dim else 1
+        if index != 1:
+            raise ValueError(f"the columns of K span only a sublattice of index {index} of the kernel"
+                             if index else "the columns of K are linearly dependent")
+        return as_int_matrix(K, "K")
+
+    def solve(self, beta, kernel=None) -> IntegerSolutions | None:
+        """All integer solutions of ``A alpha = beta``, or None when there are none.
+
+        ``kernel`` chooses another lattice basis of the kernel for ``z`` (checked
+        by :meth:`lattice_basis`); the set of solutions is the same, its
+        parametrization by ``z`` is not (the report's figs. 3 and 4).
+        """
         check = self.solvability(beta)
+        basis = self.kernel if kernel is None else self.lattice_basis(kernel)
         if not check.solvable:
             return None
-        return IntegerSolutions(tuple(int(v) for v in check.particular), self.kernel)
+        return IntegerSolutions(tuple(int(v) for v in check.particular), basis)
 
 
 def integer_inverse(A) -> IntegerInverse:

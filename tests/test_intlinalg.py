@@ -262,3 +262,44 @@ def test_boxed_solutions_reject_bad_shapes():
         solutions.within((3, 4))
     with pytest.raises(ValueError, match="shape entry 1 is 0"):
         solutions.within((3, 0, 5))
+
+
+@st.composite
+def unimodular(draw, n):
+    """A random unimodular n x n matrix: a product of elementary integer operations."""
+    W = [[int(i == j) for j in range(n)] for i in range(n)]
+    for _ in range(draw(st.integers(0, 6))):
+        i, j = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
+        if i != j:
+            f = draw(st.integers(-3, 3))
+            W = [[W[r][c] + (f * W[j][c] if r == i else 0) for c in range(n)] for r in range(n)]
+    return W
+
+
+@given(int_matrices(max_rows=2, max_cols=4, elements=st.integers(-4, 4)), st.data())
+def test_any_kernel_basis_gives_the_same_solutions(matrix, data):
+    rows, shape = matrix
+    assume(shape[0] > 0 and shape[1] > 0)
+    inv = tab.integer_inverse(rows)
+    dim = inv.kernel.shape[1]
+    W = data.draw(unimodular(dim)) if dim else []
+    K = np.array(exact_product(inv.kernel, np.array(W, dtype=object).reshape(dim, dim)).tolist(),
+                 dtype=object).reshape(shape[1], dim)
+    assert inv.kernel_coordinates(K).tolist() == np.array(W, dtype=object).reshape(dim, dim).tolist()
+    beta = tuple(sum(a * 1 for a in row) for row in rows.tolist())  # A (1, ..., 1) is solvable
+    box = (3,) * shape[1]
+    assert sorted(inv.solve(beta, kernel=K).within(box).alphas()) == sorted(inv.solve(beta).within(box).alphas())
+
+
+def test_kernel_basis_errors():
+    inv = tab.integer_inverse([[1, -2, -2]])  # the report's fig. 4
+    with pytest.raises(ValueError, match=r"column 0 of K is not in the kernel: A K\[:, 0\] = \(-4,\)"):
+        inv.solve([3], kernel=[[2, 0], [1, 1], [2, 1]])  # the basis printed in the report's dump
+    with pytest.raises(ValueError, match="sublattice of index 2"):
+        inv.solve([3], kernel=[[4, 2], [2, 0], [0, 1]])
+    with pytest.raises(ValueError, match="linearly dependent"):
+        inv.solve([3], kernel=[[2, 4], [1, 2], [0, 0]])
+    with pytest.raises(ValueError, match="1 columns but the kernel has dimension 2"):
+        inv.solve([3], kernel=[[2], [1], [0]])
+    with pytest.raises(ValueError, match="K must have 3 rows"):
+        inv.kernel_coordinates([[2, 0], [1, 1]])
