@@ -15,7 +15,7 @@ from tensoradbook._matrix import to_latex
 from tensoradbook.geometry import image_range
 from tensoradbook.widgets import KernelLattice, PolytopeView, SmithStepper
 from tensoradbook.widgets.polytope import affine_text
-from tensoradbook.widgets.smith import parse_matrix
+from tensoradbook.widgets._common import parse_matrix
 
 FIG3 = ([[1, -2]], (7, 5))
 FIG4 = ([[1, -2, -2]], (8, 6, 6))
@@ -441,3 +441,38 @@ def test_widgets_agree_with_brute_force_on_random_index_matrices(case, data):
     view = PolytopeView(A, shape, beta)
     solutions = tab.integer_inverse(A).solve(beta)
     assert [solutions.point(z) for z in view.points] == lattice.alphas if solutions else view.points == []
+
+
+@pytest.mark.parametrize("cls", [PolytopeView, KernelLattice])
+def test_choosing_another_kernel_basis(cls):
+    """Another lattice basis K W changes z, never the solutions alpha; bad bases are refused inline."""
+    A, shape = [[1, -2, -2]], (12, 5, 5)
+    widget = cls(A, shape, beta=[3])
+    before = sorted(tab.integer_inverse(A).solve([3]).within(shape).alphas())
+    assert widget.set_kernel("2 0; 1 -1; 0 1") and widget.error == ""
+    assert widget.kernel.tolist() == [[2, 0], [1, -1], [0, 1]]
+    assert sorted(widget.alphas if cls is KernelLattice else
+                  [tab.IntegerSolutions((3, 0, 0), widget.kernel).point(z) for z in widget.points]) == before
+    assert not widget.set_kernel("2 0; 1 1; 2 1")  # the basis printed in the report's dump
+    assert "column 0 of K is not in the kernel" in widget.error
+    assert widget.kernel.tolist() == [[2, 0], [1, -1], [0, 1]]  # kept
+    assert not widget.set_kernel("4 2; 2 0; 0 1") and "sublattice of index 2" in widget.error
+    assert not widget.set_kernel("2 x; 1 0; 0 1") and "row 0, entry 1 is 'x'" in widget.error
+    assert widget.set_beta([5]) and widget.error == ""  # still works after bad input
+
+
+def test_kernel_basis_in_the_constructor():
+    with pytest.raises(ValueError, match="sublattice of index 3"):
+        PolytopeView([[1, -2]], (7, 5), beta=[-1], kernel=[[6], [3]])
+    view = PolytopeView([[1, -2]], (7, 5), beta=[-1], kernel=[[-2], [-1]])
+    assert view.points == [(-3,), (-2,), (-1,)]  # z runs the other way along the same line
+
+
+def test_typing_a_kernel_basis_into_the_box():
+    view = PolytopeView([[1, -2, -2]], (12, 5, 5), beta=[3])
+    view._kernel_entry.value = "2 0; 1 -1; 0 1"  # what Enter in the text box does
+    assert view.kernel.tolist() == [[2, 0], [1, -1], [0, 1]]
+    assert view.bounds_text == ["0 <= z_1 <= 4", "max(-1, z_1) <= z_0 <= min(4, 4 + z_1)"]
+    view._kernel_entry.value = "1 0; 0 1; 0 0"
+    assert "column 0 of K is not in the kernel" in view.error
+    assert view.kernel.tolist() == [[2, 0], [1, -1], [0, 1]]

@@ -6,8 +6,10 @@ widgets leave no global figure state behind and work without a display.
 
 from __future__ import annotations
 
+import ast
 import html
 import io
+import re
 
 import ipywidgets as W
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -15,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
 
-from tensoradbook import integer_inverse
+from tensoradbook import IntegerSolutions, integer_inverse
 from tensoradbook._matrix import as_exact_vector, as_int_matrix, matvec
 from tensoradbook.geometry import image_range
 
@@ -38,6 +40,39 @@ def subscript(k: int) -> str:
 def vector_text(values) -> str:
     """``(3)`` or ``(1, -2)``: a tuple without Python's trailing comma."""
     return "(" + ", ".join(str(v) for v in values) + ")"
+
+
+def parse_matrix(text: str, what: str = "A"):
+    """Read a matrix typed as ``2 4 4; -6 6 12`` (rows by ``;`` or newlines) or ``[[2, 4], [6, 8]]``.
+
+    Returns nested lists of ints; raises ValueError saying what is wrong.
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError(f"{what} is empty: type rows like  2 4 4; -6 6 12")
+    if text.startswith("["):
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"cannot read {text!r} as a list of rows like [[2, 4], [6, 8]]") from None
+    lines = [line.strip() for line in re.split(r"[;\n]", text)]
+    while lines and not lines[-1]:  # a trailing ';' ends the last row
+        lines.pop()
+    rows = []
+    for i, line in enumerate(lines):
+        if not line:
+            raise ValueError(f"{what}: row {i} is empty")
+        tokens = re.split(r"[,\s]+", line.strip(","))
+        for j, token in enumerate(tokens):
+            if not re.fullmatch(r"[+-]?\d+", token):
+                raise ValueError(f"{what}: row {i}, entry {j} is {token!r}, not an integer")
+        rows.append([int(token) for token in tokens])
+    return rows
+
+
+def matrix_text(A) -> str:
+    """The typed form ``2 4 4; -6 6 12`` of a matrix, as :func:`parse_matrix` reads it."""
+    return "; ".join(" ".join(str(v) for v in row) for row in A.tolist())
 
 
 class MessageBox(W.HTML):
@@ -107,13 +142,14 @@ class BetaExplorer(W.VBox):
     """Base of the widgets that explore ``A alpha = beta`` over a box (report sec. 5.1).
 
     Holds ``A``, the box ``0 <= alpha < shape``, the integer inverse (eqs.
-    16-19), one IntSlider per entry of ``beta`` spanning the image of the box,
-    the error and status lines and the picture. Subclasses build their view,
-    then call :meth:`_start`, and redraw in :meth:`_update` whenever ``beta``
-    changes.
+    16-19), the kernel basis in use (the Smith normal form's unless the student
+    types another, see :meth:`set_kernel`), one IntSlider per entry of ``beta``
+    spanning the image of the box, the error and status lines and the picture.
+    Subclasses build their view, then call :meth:`_start`, and redraw in
+    :meth:`_update` whenever ``beta`` or the kernel basis changes.
     """
 
-    def __init__(self, A, shape, what: str):
+    def __init__(self, A, shape, what: str, kernel=None):
         super().__init__()
         self._what = what
         self._A = as_int_matrix(A, f"{what}: A")
@@ -121,6 +157,7 @@ class BetaExplorer(W.VBox):
             raise ValueError(f"{what}: A is {self._A.shape[0]} x {self._A.shape[1]}; it needs rows and columns")
         self._shape = check_shape(shape, self._A.shape[1], what)
         self._inverse = integer_inverse(self._A)
+        self._kernel = self._inverse.kernel if kernel is None else self._inverse.lattice_basis(kernel)
         self._beta: tuple[int, ...] = ()
         self._quiet = False  # set while several sliders move for one beta
         self._errors = MessageBox()
@@ -133,6 +170,16 @@ class BetaExplorer(W.VBox):
         for slider in self._sliders:
             slider.observe(self._on_slider, names="value")
         self._slider_box = W.HBox(self._sliders)
+        # Any lattice basis K W (W unimodular) of the kernel gives the same alphas, other z (figs. 3-4).
+        self._kernel_entry = W.Text(value=matrix_text(self._kernel), description="K =", continuous_update=False,
+                                    style={"description_width": "2em"}, layout=W.Layout(width="22em"))
+        # The text box reports on Enter or when it loses focus (continuous_update=False).
+        self._kernel_entry.observe(lambda change: self._filling_kernel or self.set_kernel(change["new"]),
+                                   names="value")
+        self._filling_kernel = False  # set while the entry shows a basis set from Python
+        apply = W.Button(description="Use this kernel basis", layout=W.Layout(width="auto"))
+        apply.on_click(lambda _: self.set_kernel(self._kernel_entry.value))
+        self._kernel_box = W.HBox([self._kernel_entry, apply])
 
     def _start(self, beta) -> None:
         """Show the initial beta: the one given, else ``A`` times the box's middle (which has solutions)."""
@@ -187,6 +234,30 @@ class BetaExplorer(W.VBox):
         self._update()
         return True
 
+    @property
+    def kernel(self):
+        """The kernel basis K in use (columns), an object array of ints."""
+        return self._kernel
+
+    def set_kernel(self, K) -> bool:
+        """Use another lattice basis of the kernel, typed (``2 2; 1 0; 0 1``) or as a matrix.
+
+        The core checks it (``A K = 0`` and a unimodular change of basis); bad
+        input is shown inline, the old basis kept, and False returned.
+        """
+        try:
+            basis = self._inverse.lattice_basis(parse_matrix(K, "K") if isinstance(K, str) else K)
+        except ValueError as exc:
+            self._errors.show(f"{self._what}: {exc}")
+            return False
+        self._errors.show("")
+        self._kernel = basis
+        self._filling_kernel = True
+        self._kernel_entry.value = matrix_text(basis)
+        self._filling_kernel = False
+        self._update()
+        return True
+
     def _on_slider(self, change) -> None:
         if not self._quiet:
             self.set_beta([slider.value for slider in self._sliders])
@@ -199,4 +270,4 @@ class BetaExplorer(W.VBox):
         solutions = self._inverse.solve(self._beta)
         if solutions is None:
             return None, self._inverse.solvability(self._beta).reason
-        return solutions.within(self._shape), None
+        return IntegerSolutions(solutions.particular, self._kernel).within(self._shape), None

@@ -33,15 +33,15 @@ class KernelLattice(BetaExplorer):
     the core's loop order) and ``error`` ("" if none).
     """
 
-    def __init__(self, A, shape, beta=None):
-        super().__init__(A, shape, "KernelLattice")
+    def __init__(self, A, shape, beta=None, kernel=None):
+        super().__init__(A, shape, "KernelLattice", kernel)
         self._dim = self._A.shape[1]
         if self._dim not in (2, 3):
             raise ValueError(f"KernelLattice draws 2-D and 3-D index spaces: A must have 2 or 3 columns "
                              f"(one per entry of alpha), got {self._dim}")
         self._alphas: list[tuple[int, ...]] = []
         self._build_figure()
-        self.children = [self._slider_box, self._errors, self._status, self._image]
+        self.children = [self._slider_box, self._kernel_box, self._errors, self._status, self._image]
         self._start(beta)
 
     @property
@@ -102,7 +102,7 @@ class KernelLattice(BetaExplorer):
         return f"beta = {vector_text(self._beta)}: {count} {noun} in the {box} box: {_listing(self._alphas)}."
 
     def _draw(self, particular) -> None:
-        ax, kernel = self._ax, self._inverse.kernel.T.tolist()
+        ax, kernel = self._ax, self._kernel.T.tolist()
         points = np.array(self._alphas, dtype=float).reshape(-1, self._dim)
         if self._dim == 3:
             # A 3-D scatter keeps its data in _offsets3d; matplotlib has no public setter for it.
@@ -130,7 +130,11 @@ class KernelLattice(BetaExplorer):
         else:
             ax.set_aspect("equal", adjustable="box")
         ax.set_title(f"Aα = β for β = {vector_text(self._beta)}", fontsize=11)
-        self._image.value = self._plot.png(self._legend_handles, self._legend_labels)
+        # Legend entries only for what is drawn (each distinct legend is cached by Plot).
+        drawn = (True, True, bool(self._alphas), True, bool(kernel))
+        handles, labels = zip(*(entry for entry, shown in zip(zip(self._legend_handles, self._legend_labels), drawn)
+                                if shown))
+        self._image.value = self._plot.png(handles, labels)
 
     def _arrow(self, start, direction, tip):
         """An arrow for one kernel column, from I beta to I beta + K e_j."""

@@ -75,8 +75,8 @@ class PolytopeView(BetaExplorer):
     line per variable, outermost first), ``status`` and ``error``.
     """
 
-    def __init__(self, A, shape, beta=None):
-        super().__init__(A, shape, "PolytopeView")
+    def __init__(self, A, shape, beta=None, kernel=None):
+        super().__init__(A, shape, "PolytopeView", kernel)
         self._kappa = self._inverse.kernel.shape[1]
         self._names = [f"z_{k}" for k in range(self._kappa)]
         self._boxed, self._reason, self._points, self._bounds, self._vertices = None, None, [], [], []
@@ -89,7 +89,7 @@ class PolytopeView(BetaExplorer):
             self._build_figure()
         else:  # no picture for a point or for more than two dimensions: the text says it all
             self._image.layout.display = "none"
-        self.children = [self._slider_box, self._errors, self._status, self._step_slider,
+        self.children = [self._slider_box, self._kernel_box, self._errors, self._status, self._step_slider,
                          self._step_text, self._image, self._table]
         self._start(beta)
 

@@ -7,51 +7,16 @@ step, and at the last one ``S`` is the diagonal of eqs. 10-11.
 
 from __future__ import annotations
 
-import ast
 import html
-import re
 
 import ipywidgets as W
 
 from tensoradbook import smith_normal_form
 from tensoradbook._matrix import as_int_matrix, matmul, to_latex
 
-from ._common import MessageBox
+from ._common import MessageBox, matrix_text, parse_matrix
 
 MAX_SIZE = 8  # rows and columns; larger matrices do not fit on screen
-
-
-def parse_matrix(text: str):
-    """Read a matrix typed as ``2 4 4; -6 6 12`` (rows by ``;`` or newlines) or ``[[2, 4], [6, 8]]``.
-
-    Returns nested lists of ints; raises ValueError saying what is wrong.
-    """
-    text = text.strip()
-    if not text:
-        raise ValueError("A is empty: type rows like  2 4 4; -6 6 12")
-    if text.startswith("["):
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise ValueError(f"cannot read {text!r} as a list of rows like [[2, 4], [6, 8]]") from None
-    lines = [line.strip() for line in re.split(r"[;\n]", text)]
-    while lines and not lines[-1]:  # a trailing ';' ends the last row
-        lines.pop()
-    rows = []
-    for i, line in enumerate(lines):
-        if not line:
-            raise ValueError(f"A: row {i} is empty")
-        tokens = re.split(r"[,\s]+", line.strip(","))
-        for j, token in enumerate(tokens):
-            if not re.fullmatch(r"[+-]?\d+", token):
-                raise ValueError(f"A: row {i}, entry {j} is {token!r}, not an integer")
-        rows.append([int(token) for token in tokens])
-    return rows
-
-
-def matrix_text(A) -> str:
-    """The typed form ``2 4 4; -6 6 12`` of a matrix, as :func:`parse_matrix` reads it."""
-    return "; ".join(" ".join(str(v) for v in row) for row in A.tolist())
 
 
 class SmithStepper(W.VBox):
