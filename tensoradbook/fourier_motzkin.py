@@ -140,25 +140,27 @@ class FourierMotzkin:
         The loops run ``x_{M-1}`` outermost; each point is ``(x_0, ..., x_{M-1})``.
         Raises ValueError naming the variable if the solution set is unbounded.
         """
+        return list(self.iter_integer_points(b))
+
+    def iter_integer_points(self, b):
+        """:meth:`integer_points` as a generator, so a search can stop at the first point."""
         b = self._rhs(b)
         if not self._feasible(b):
-            return []
+            return
         missing = self.unbounded_variable()
         if missing is not None:
             name, side = missing
             raise ValueError(f"{name} has no {side} bound: A x >= b has infinitely many integer solutions")
-        points: list[tuple[int, ...]] = []
 
         def loop(later: list):
             if len(later) == self.n_vars:
-                points.append(tuple(reversed(later)))
+                yield tuple(reversed(later))
                 return
             low, high = self._real_bounds(b, list(reversed(later)))
             for value in range(math.ceil(low), math.floor(high) + 1):
-                loop(later + [value])
+                yield from loop(later + [value])
 
-        loop([])
-        return points
+        yield from loop([])
 
     def symbolic_bounds(self, b) -> list[tuple[str, sympy.Expr, sympy.Expr]]:
         """Eqs. 22-26 as formulas: ``(name, lower, upper)`` per variable, outermost first.

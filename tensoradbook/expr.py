@@ -1,0 +1,350 @@
+"""Element-wise defined functions (report sec. 5): the expression tree and its reference evaluator.
+
+A function ``f[i; j] = body`` is a :class:`Function`: output index names,
+a scalar ``body`` built from the nodes below, and the shapes of the output and
+every argument. Argument indices are :class:`Affine` in the output and sum
+indices (integer coefficients; a denominator appears only in derivatives,
+guarded by a divisibility condition, e.g. ``if {b % 2 = 0} then (df[b / 2])``).
+
+Nodes are immutable and compare by value, so equal subexpressions are equal
+keys and the derivation can share them (the report's DAG, sec. 2).
+
+:meth:`Function.evaluate` is the reference evaluator: numpy over the whole
+output grid, one exact loop per sum index, used to check every other way of
+computing a function (derivatives, generated kernels).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+
+class ExpressionError(ValueError):
+    """A bad element-wise function: what is wrong and, for text, where (a caret line)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a node came from in the source text (start and end offsets), for caret messages."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``(sum_k coefficients[k] * name_k + constant) / denominator`` over index names.
+
+    Coefficients and constant are Python ints, ``denominator >= 1`` and the
+    whole is reduced (gcd 1), so equal affines are equal objects. Build them
+    with :meth:`of`, :meth:`index`, :meth:`constant_value` and arithmetic.
+    """
+
+    terms: tuple[tuple[str, int], ...]  # sorted by name, no zero coefficient
+    constant: int = 0
+    denominator: int = 1
+
+    @staticmethod
+    def of(coefficients: dict, constant=0, denominator: int = 1) -> Affine:
+        """From ``{name: coefficient}`` (ints or Fractions) and a constant, reduced."""
+        values = {name: Fraction(c) / denominator for name, c in coefficients.items()}
+        constant = Fraction(constant) / denominator
+        common = math.lcm(constant.denominator, *(v.denominator for v in values.values()))
+        numerators = {name: int(v * common) for name, v in values.items() if v != 0}
+        c0 = int(constant * common)
+        divisor = math.gcd(common, c0, *numerators.values())
+        return Affine(tuple(sorted((n, c // divisor) for n, c in numerators.items())),
+                      c0 // divisor, common // divisor)
+
+    @staticmethod
+    def index(name: str) -> Affine:
+        return Affine(((name, 1),))
+
+    @staticmethod
+    def constant_value(value) -> Affine:
+        return Affine.of({}, value)
+
+    @property
+    def coefficients(self) -> dict[str, Fraction]:
+        return {name: Fraction(c, self.denominator) for name, c in self.terms}
+
+    @property
+    def offset(self) -> Fraction:
+        return Fraction(self.constant, self.denominator)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.terms)
+
+    @property
+    def is_integral(self) -> bool:
+        """Whether the coefficients and constant are integers (no division)."""
+        return self.denominator == 1
+
+    @property
+    def is_constant(self) -> bool:
+        return not self.terms
+
+    @property
+    def numerator(self) -> Affine:
+        """``denominator * self``: the integer affine whose divisibility makes ``self`` integral."""
+        return Affine(self.terms, self.constant, 1)
+
+    def coefficient(self, name: str) -> Fraction:
+        return self.coefficients.get(name, Fraction(0))
+
+    def __add__(self, other: Affine) -> Affine:
+        other = other if isinstance(other, Affine) else Affine.constant_value(other)
+        merged = dict(self.coefficients)
+        for name, c in other.coefficients.items():
+            merged[name] = merged.get(name, 0) + c
+        return Affine.of(merged, self.offset + other.offset)
+
+    def __neg__(self) -> Affine:
+        return Affine(tuple((n, -c) for n, c in self.terms), -self.constant, self.denominator)
+
+    def __sub__(self, other: Affine) -> Affine:
+        other = other if isinstance(other, Affine) else Affine.constant_value(other)
+        return self + (-other)
+
+    def scale(self, factor) -> Affine:
+        factor = Fraction(factor)
+        return Affine.of({n: c * factor for n, c in self.coefficients.items()}, self.offset * factor)
+
+    def substitute(self, mapping: dict[str, Affine]) -> Affine:
+        """Replace index names by affines (names not in ``mapping`` stay)."""
+        out = Affine.constant_value(self.offset)
+        for name, c in self.coefficients.items():
+            out = out + (mapping[name].scale(c) if name in mapping else Affine.of({name: c}))
+        return out
+
+    def evaluate(self, env: dict):
+        """The value for index values ``env`` (ints or numpy int arrays); floor division by the denominator.
+
+        Exact where the divisibility condition guarding a denominator holds,
+        which is the only place such a value is used.
+        """
+        total = self.constant
+        for name, c in self.terms:
+            total = total + c * env[name]
+        return total // self.denominator if self.denominator != 1 else total
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One condition: ``affine = 0`` (``modulus == 0``) or ``affine % modulus = 0``."""
+
+    affine: Affine
+    modulus: int = 0
+
+    def holds(self, env: dict):
+        value = self.affine.evaluate(env)
+        return value == 0 if self.modulus == 0 else value % self.modulus == 0
+
+
+class Expr:
+    """Base of the scalar expression nodes."""
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Number(Expr):
+    """A constant: a Python int (kept exact by the simplifier) or a float."""
+
+    value: int | float
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Element(Expr):
+    """``name[indices]``: an element of an argument (or of the output's adjoint)."""
+
+    name: str
+    indices: tuple[Affine, ...]
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+UNARY_FUNCTIONS = ("neg", "exp", "log", "sin", "cos", "tanh", "sqrt")
+BINARY_OPERATORS = ("+", "-", "*", "/", "**")
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    """``op(arg)`` for ``op`` in :data:`UNARY_FUNCTIONS` (``neg`` is unary minus)."""
+
+    op: str
+    arg: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    """``left op right`` for ``op`` in :data:`BINARY_OPERATORS`."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def children(self):
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Sum(Expr):
+    """``sum{index}_lower^upper body`` with inclusive bounds ``max(ceil(lower))`` .. ``min(floor(upper))``.
+
+    Each bound is a tuple of affines; an affine with a denominator is rounded
+    inwards (ceiling below, floor above), as Fourier-Motzkin's bounds are
+    (eqs. 22-26). An empty range sums to 0.
+    """
+
+    index: str
+    lower: tuple[Affine, ...]
+    upper: tuple[Affine, ...]
+    body: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def children(self):
+        return (self.body,)
+
+
+@dataclass(frozen=True)
+class If(Expr):
+    """``if {atom and ...} then (then) else (otherwise)``: Kronecker deltas and integrality conditions."""
+
+    condition: tuple[Atom, ...]
+    then: Expr
+    otherwise: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def children(self):
+        return (self.then, self.otherwise)
+
+
+def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
+    """``max(ceil(...))`` of a lower bound or ``min(floor(...))`` of an upper bound."""
+    values = []
+    for a in affines:
+        numerator = a.numerator.evaluate(env)
+        # ceil(n / d) = -floor(-n / d)
+        values.append(-((-numerator) // a.denominator) if lower else numerator // a.denominator)
+    pick = np.maximum if lower else np.minimum
+    out = values[0]
+    for v in values[1:]:
+        out = pick(out, v)
+    return out
+
+
+_NUMPY_UNARY = {"neg": np.negative, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
+                "tanh": np.tanh, "sqrt": np.sqrt}
+_NUMPY_BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power}
+
+
+def _clipped(index, size: int):
+    """Indices clipped into range: lanes outside a sum's range or a condition read a valid element,
+    and their value is masked out afterwards."""
+    return np.clip(index, 0, size - 1)
+
+
+def _evaluate(node: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
+    if isinstance(node, Number):
+        return np.float64(node.value)
+    if isinstance(node, Element):
+        array = args[node.name]
+        index = tuple(_clipped(a.evaluate(env), n) for a, n in zip(node.indices, array.shape))
+        return array[index] if index else array[()]
+    if isinstance(node, Unary):
+        return _NUMPY_UNARY[node.op](_evaluate(node.arg, env, args, grid_shape))
+    if isinstance(node, Binary):
+        return _NUMPY_BINARY[node.op](_evaluate(node.left, env, args, grid_shape),
+                                      _evaluate(node.right, env, args, grid_shape))
+    if isinstance(node, If):
+        mask = np.ones(grid_shape, dtype=bool)
+        for atom in node.condition:
+            mask = mask & atom.holds(env)
+        return np.where(mask, _evaluate(node.then, env, args, grid_shape),
+                        _evaluate(node.otherwise, env, args, grid_shape))
+    if isinstance(node, Sum):
+        low = np.broadcast_to(bound_value(node.lower, env, lower=True), grid_shape)
+        high = np.broadcast_to(bound_value(node.upper, env, lower=False), grid_shape)
+        total = np.zeros(grid_shape)
+        if low.size == 0 or high.size == 0:
+            return total
+        for k in range(int(low.min()), int(high.max()) + 1):
+            inner = dict(env)
+            inner[node.index] = k
+            value = _evaluate(node.body, inner, args, grid_shape)
+            total = total + np.where((low <= k) & (k <= high), value, 0.0)
+        return total
+    raise TypeError(f"not an expression node: {node!r}")
+
+
+@dataclass(frozen=True)
+class Function:
+    """``name[indices] = body`` with the shapes of the output and the arguments (report eq. 38).
+
+    Build one with :func:`tensoradbook.parse` (which checks it) or directly from nodes.
+    """
+
+    name: str
+    indices: tuple[str, ...]
+    body: Expr
+    shapes: dict = field(hash=False)
+    source: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """The argument names in order of first appearance."""
+        seen: dict[str, None] = {}
+        for node in walk(self.body):
+            if isinstance(node, Element):
+                seen.setdefault(node.name, None)
+        return tuple(seen)
+
+    def __str__(self) -> str:
+        """The report's notation (sec. 6); :func:`tensoradbook.parse` reads it back."""
+        from .printer import to_text
+
+        return to_text(self)
+
+    def _repr_latex_(self) -> str:
+        from .printer import to_latex
+
+        return to_latex(self)
+
+    def evaluate(self, args: dict) -> np.ndarray:
+        """The reference value of the whole output as a float64 array of the output's shape."""
+        shape = tuple(self.shapes[self.name])
+        arrays = {}
+        for name in self.arguments:
+            if name not in args:
+                raise ExpressionError(f"{self.name}: no value given for argument {name!r}")
+            array = np.asarray(args[name], dtype=np.float64)
+            if array.shape != tuple(self.shapes[name]):
+                raise ExpressionError(f"{self.name}: argument {name!r} has shape {array.shape}, "
+                                      f"expected {tuple(self.shapes[name])}")
+            arrays[name] = array
+        grid = np.indices(shape, sparse=True) if shape else ()
+        env = dict(zip(self.indices, grid))
+        with np.errstate(all="ignore"):  # masked-out lanes may overflow or divide by zero harmlessly
+            value = _evaluate(self.body, env, arrays, shape)
+        return np.array(np.broadcast_to(value, shape), dtype=np.float64)
+
+
+def walk(node: Expr):
+    """Every node of the tree below ``node`` (shared subtrees once per occurrence), parents first."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children()))
