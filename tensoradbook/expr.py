@@ -136,13 +136,17 @@ class Affine:
 
 @dataclass(frozen=True)
 class Atom:
-    """One condition: ``affine = 0`` (``modulus == 0``) or ``affine % modulus = 0``."""
+    """One condition on integer indices: ``affine = 0`` (``modulus == 0``), ``affine % modulus = 0``,
+    or, with ``inequality``, ``affine >= 0`` (the feasibility rows ``F b <= 0`` of eq. 34)."""
 
     affine: Affine
     modulus: int = 0
+    inequality: bool = False
 
     def holds(self, env: dict):
         value = self.affine.evaluate(env)
+        if self.inequality:
+            return value >= 0
         return value == 0 if self.modulus == 0 else value % self.modulus == 0
 
 
@@ -339,6 +343,32 @@ class Function:
         with np.errstate(all="ignore"):  # masked-out lanes may overflow or divide by zero harmlessly
             value = _evaluate(self.body, env, arrays, shape)
         return np.array(np.broadcast_to(value, shape), dtype=np.float64)
+
+
+def substitute(node: Expr, mapping: dict[str, Affine]) -> Expr:
+    """``node`` with index names replaced by affines everywhere (indices, bounds, conditions).
+
+    Sum indices are unique in a function (the derivation renames them first),
+    so no bound name is captured.
+    """
+    if not mapping:
+        return node
+    if isinstance(node, Number):
+        return node
+    if isinstance(node, Element):
+        return Element(node.name, tuple(a.substitute(mapping) for a in node.indices), node.span)
+    if isinstance(node, Unary):
+        return Unary(node.op, substitute(node.arg, mapping), node.span)
+    if isinstance(node, Binary):
+        return Binary(node.op, substitute(node.left, mapping), substitute(node.right, mapping), node.span)
+    if isinstance(node, Sum):
+        inner = {k: v for k, v in mapping.items() if k != node.index}
+        return Sum(node.index, tuple(a.substitute(mapping) for a in node.lower),
+                   tuple(a.substitute(mapping) for a in node.upper), substitute(node.body, inner), node.span)
+    if isinstance(node, If):
+        condition = tuple(Atom(a.affine.substitute(mapping), a.modulus, a.inequality) for a in node.condition)
+        return If(condition, substitute(node.then, mapping), substitute(node.otherwise, mapping), node.span)
+    raise TypeError(f"not an expression node: {node!r}")
 
 
 def walk(node: Expr):

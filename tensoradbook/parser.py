@@ -1,0 +1,685 @@
+"""Reading element-wise functions in the report's own notation (sec. 6) into :mod:`tensoradbook.expr` trees.
+
+:func:`parse` accepts what the report prints, so an example can be pasted from it::
+
+    f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))
+
+and the derivatives it prints (sec. 5.3): sums with bounds ``max [..; ..]`` /
+``min [..; ..]`` and, for rational bounds, ``ceil(..)`` / ``floor(..)``
+(eqs. 22-26), and ``if {..} then (..) else (..)`` for Kronecker deltas,
+integrality conditions (``b % 2 = 0``) and feasibility conditions
+(``b - 3 >= 0``, eq. 34).
+
+The parser is responsible for the function being well defined: every index
+name is bound, every argument index is integer-affine (sec. 5: ``A alpha``)
+and a division appears only under a matching divisibility condition, every
+argument has a shape with the right number of dimensions, and no index ever
+leaves its argument's shape. That last check is exact: the indices reachable
+at an element form an integer polytope (the output box, the enclosing sums'
+bounds, the enclosing conditions), searched for an out-of-range point with
+Fourier-Motzkin elimination (sec. 4.2).
+
+Every mistake is an :class:`~tensoradbook.expr.ExpressionError` that says what
+is wrong and shows the source line with a caret under the offending token.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from fractions import Fraction
+from numbers import Integral
+
+from .expr import (
+    Affine,
+    Atom,
+    Binary,
+    Element,
+    Expr,
+    ExpressionError,
+    Function,
+    If,
+    Number,
+    Span,
+    Sum,
+    Unary,
+)
+from .fourier_motzkin import fourier_motzkin
+from .printer import affine_text
+
+FUNCTIONS = ("exp", "log", "sin", "cos", "tanh", "sqrt")
+KEYWORDS = frozenset(("sum", "if", "then", "else", "and", "max", "min", "ceil", "floor") + FUNCTIONS)
+
+_TOKEN = re.compile(
+    r"(?P<space>\s+)"
+    r"|(?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)"
+    r"|(?P<name>[A-Za-z][A-Za-z0-9_]*)"
+    r"|(?P<op>\*\*|>=|<=|[-+*/%=()\[\]{};,_^])"
+)
+_SEPARATORS = (";", ",")
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "number", "name", the operator itself, or "end"
+    text: str
+    start: int
+    end: int
+
+    def describe(self) -> str:
+        return "the end of the text" if self.kind == "end" else repr(self.text)
+
+
+def caret_block(text: str, start: int, end: int) -> str:
+    """The source line holding ``start`` with carets under ``start:end`` (clipped to that line)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    line = text[line_start:line_end]
+    # keep tabs so the carets line up under them
+    pad = "".join("\t" if ch == "\t" else " " for ch in line[:start - line_start])
+    width = max(1, min(end, line_end) - start)
+    return f"  {line}\n  {pad}{'^' * width}"
+
+
+@dataclass(frozen=True)
+class _Sum:
+    index: str
+    lower: tuple[Affine, ...]
+    upper: tuple[Affine, ...]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What is in force at a point of the text: bound index names, enclosing sums and conditions."""
+
+    indices: tuple[str, ...]  # output indices, then sum indices outermost first
+    sums: tuple[_Sum, ...] = ()
+    conditions: tuple[Atom, ...] = ()  # atoms of the enclosing if-thens
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.indices[:len(self.indices) - len(self.sums)]
+
+    def with_sum(self, frame: _Sum) -> _Scope:
+        return _Scope(self.indices + (frame.index,), self.sums + (frame,), self.conditions)
+
+    def with_conditions(self, atoms: tuple[Atom, ...]) -> _Scope:
+        return _Scope(self.indices, self.sums, self.conditions + atoms)
+
+
+@dataclass(frozen=True)
+class _Index:
+    """An index expression while it is read: its value, where it is, and whether it is a top-level +/-."""
+
+    affine: Affine
+    start: int
+    end: int
+    additive: bool = False
+
+
+@dataclass(frozen=True)
+class _Use:
+    """One argument element, remembered for the range check."""
+
+    element: Element
+    spans: tuple[tuple[int, int], ...]
+    scope: _Scope
+
+
+def _shape_text(shape: tuple) -> str:
+    return f"({shape[0]},)" if len(shape) == 1 else str(tuple(shape))
+
+
+def _side(lower: bool) -> str:
+    return "a lower bound" if lower else "an upper bound"
+
+
+def _check_shapes(shapes) -> dict[str, tuple[int, ...]]:
+    if not isinstance(shapes, Mapping):
+        raise ExpressionError(f"shapes must be a dict from names to tuples of sizes, got {type(shapes).__name__}")
+    out = {}
+    for name, shape in shapes.items():
+        if not isinstance(name, str):
+            raise ExpressionError(f"shapes: the key {name!r} is not a name")
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise ExpressionError(f"shape of {name!r} must be a tuple of positive ints, got {shape!r}")
+        sizes = tuple(shape)
+        if not all(isinstance(n, Integral) and not isinstance(n, bool) and n > 0 for n in sizes):
+            raise ExpressionError(f"shape of {name!r} must be a tuple of positive ints, got {shape!r}")
+        out[name] = tuple(int(n) for n in sizes)
+    return out
+
+
+class _Parser:
+    """Recursive descent over the token list; one method per rule of the notation."""
+
+    def __init__(self, text: str, shapes: dict):
+        self.text = text
+        self.shapes = shapes
+        self.tokens = self._tokenize(text)
+        self.pos = 0
+        self.uses: list[_Use] = []
+        self.polytopes: dict[_Scope, _Polytope] = {}
+        self.name = ""
+
+    # --- tokens and errors -------------------------------------------------
+
+    def fail(self, message: str, start: int, end: int):
+        raise ExpressionError(f"{message}\n{caret_block(self.text, start, end)}")
+
+    def fail_at(self, message: str, token: _Token):
+        self.fail(message, token.start, token.end)
+
+    def _tokenize(self, text: str) -> list[_Token]:
+        tokens, pos = [], 0
+        while pos < len(text):
+            match = _TOKEN.match(text, pos)
+            if match is None:
+                self.fail(f"unexpected character {text[pos]!r}", pos, pos + 1)
+            kind = match.lastgroup
+            if kind != "space":
+                tokens.append(_Token(match.group() if kind == "op" else kind, match.group(), pos, match.end()))
+            pos = match.end()
+        for before, after in zip(tokens, tokens[1:]):
+            if before.kind == "number" and after.kind == "name" and before.end == after.start:
+                self.fail(f"write a product with '*': {before.text} * {after.text}", before.start, after.end)
+        tokens.append(_Token("end", "", len(text), len(text)))
+        return tokens
+
+    def peek(self, ahead: int = 0) -> _Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def advance(self) -> _Token:
+        token = self.peek()
+        self.pos = min(self.pos + 1, len(self.tokens) - 1)
+        return token
+
+    def expect(self, kind: str, what: str, hint: str = "") -> _Token:
+        token = self.peek()
+        if token.kind != kind:
+            self.fail_at(f"expected {what}, found {token.describe()}{hint}", token)
+        return self.advance()
+
+    def expect_name(self, what: str) -> _Token:
+        token = self.expect("name", what)
+        if token.text in KEYWORDS:
+            self.fail_at(f"{token.text!r} is a reserved word and cannot be {what}", token)
+        return token
+
+    # --- the function ------------------------------------------------------
+
+    def function(self) -> Function:
+        if self.peek().kind == "end":
+            raise ExpressionError("empty text: write a function such as f[i] = x[i] ** 2")
+        head = self.expect_name("the output's name")
+        self.name = head.text
+        self.expect("[", f"'[' after the output's name (a scalar output is written {head.text}[])")
+        names: list[_Token] = []
+        if self.peek().kind != "]":
+            names.append(self.expect_name("an output index"))
+            while self.peek().kind in _SEPARATORS:
+                self.advance()
+                names.append(self.expect_name("an output index"))
+        close = self.expect("]", "';', ',' or ']' in the output's indices")
+        seen = set()
+        for token in names:
+            if token.text in seen:
+                self.fail_at(f"output index {token.text!r} appears twice", token)
+            seen.add(token.text)
+        shape = self.shape_of(head.text, len(names), "the output", head.start, close.end)
+        self.expect("=", "'=' after the output")
+        body = self.expression(_Scope(tuple(t.text for t in names)))
+        if self.peek().kind != "end":
+            self.fail_at(f"unexpected {self.peek().describe()} after the end of the expression", self.peek())
+        for use in self.uses:
+            self.check_range(use, shape)
+        return Function(head.text, tuple(t.text for t in names), body, self.shapes, self.text)
+
+    def shape_of(self, name: str, n_indices: int, role: str, start: int, end: int) -> tuple[int, ...]:
+        """The shape of ``name``, which must exist and have one size per index."""
+        plural = "index" if n_indices == 1 else "indices"
+        if name not in self.shapes:
+            example = _shape_text(tuple(f"n{k}" for k in range(n_indices))).replace("'", "")
+            self.fail(f"no shape given for {role} {name!r} ({n_indices} {plural}): add it to shapes, "
+                      f"e.g. shapes[{name!r}] = {example}", start, end)
+        shape = self.shapes[name]
+        if len(shape) != n_indices:
+            self.fail(f"{role} {name!r} has shape {_shape_text(shape)} but {n_indices} {plural}", start, end)
+        return shape
+
+    # --- scalar expressions: + -, then * /, then unary minus, then ** ------
+
+    def expression(self, scope: _Scope) -> Expr:
+        left = self.term(scope)
+        while self.peek().kind in ("+", "-"):
+            op = self.advance().text
+            right = self.term(scope)
+            left = Binary(op, left, right, span=Span(left.span.start, right.span.end))
+        return left
+
+    def term(self, scope: _Scope) -> Expr:
+        left = self.unary(scope)
+        while self.peek().kind in ("*", "/"):
+            op = self.advance().text
+            right = self.unary(scope)
+            left = Binary(op, left, right, span=Span(left.span.start, right.span.end))
+        return left
+
+    def unary(self, scope: _Scope) -> Expr:
+        token = self.peek()
+        if token.kind != "-":
+            return self.power(scope)
+        # "-2" is the number -2, but "-2 ** x" is -(2 ** x), as in Python
+        if self.peek(1).kind == "number" and self.peek(2).kind != "**":
+            self.advance()
+            literal = self.advance()
+            return Number(-self.number_value(literal), span=Span(token.start, literal.end))
+        self.advance()
+        arg = self.unary(scope)
+        return Unary("neg", arg, span=Span(token.start, arg.span.end))
+
+    def power(self, scope: _Scope) -> Expr:
+        base = self.primary(scope)
+        if self.peek().kind != "**":
+            return base
+        self.advance()
+        exponent = self.unary(scope)  # right-associative: x ** y ** z is x ** (y ** z)
+        return Binary("**", base, exponent, span=Span(base.span.start, exponent.span.end))
+
+    @staticmethod
+    def number_value(token: _Token) -> int | float:
+        return int(token.text) if token.text.isdigit() else float(token.text)
+
+    def primary(self, scope: _Scope) -> Expr:
+        token = self.peek()
+        if token.kind == "number":
+            self.advance()
+            return Number(self.number_value(token), span=Span(token.start, token.end))
+        if token.kind == "(":
+            self.advance()
+            inner = self.expression(scope)
+            self.expect(")", "')'")
+            return inner
+        if token.kind != "name":
+            self.fail_at(f"expected an expression, found {token.describe()}", token)
+        if token.text == "sum":
+            return self.sum(scope)
+        if token.text == "if":
+            return self.condition(scope)
+        if token.text in FUNCTIONS:
+            self.advance()
+            self.expect("(", f"'(' after {token.text}")
+            arg = self.expression(scope)
+            close = self.expect(")", "')'")
+            return Unary(token.text, arg, span=Span(token.start, close.end))
+        if token.text in KEYWORDS:
+            self.fail_at(f"unexpected {token.text!r}", token)
+        following = self.peek(1).kind
+        if following == "[":
+            return self.element(scope)
+        if following == "(":
+            self.fail_at(f"unknown function {token.text!r} (the functions are {', '.join(FUNCTIONS)})", token)
+        if token.text in scope.indices:
+            self.fail_at(f"the index {token.text!r} can only be used inside an argument's brackets", token)
+        self.fail_at(f"expected '[' after {token.text!r} (a scalar argument is written {token.text}[])", token)
+
+    def element(self, scope: _Scope) -> Element:
+        name = self.advance()
+        self.advance()  # "["
+        indices: list[_Index] = []
+        if self.peek().kind != "]":
+            indices.append(self.index(scope))
+            while self.peek().kind in _SEPARATORS:
+                self.advance()
+                indices.append(self.index(scope))
+        token = self.peek()
+        if token.kind != "]":
+            if token.kind in ("**", "%"):
+                self.fail_at(f"{token.text!r} cannot appear in an index: indices are affine "
+                             "(+, -, and * or / by integer constants)", token)
+            self.fail_at(f"expected ';', ',' or ']' in the indices of {name.text!r}, found {token.describe()}", token)
+        close = self.advance()
+        if name.text == self.name:
+            self.fail(f"the output {name.text!r} cannot appear in its own definition", name.start, close.end)
+        self.shape_of(name.text, len(indices), "the argument", name.start, close.end)
+        for index in indices:
+            affine = index.affine
+            if not affine.is_integral and Atom(affine.numerator, affine.denominator) not in scope.conditions:
+                names = ", ".join(affine.names) or "every value"
+                self.fail(f"index {affine_text(affine)} is not an integer for every {names}; a division needs "
+                          f"an enclosing if {{{affine_text(affine.numerator)} % {affine.denominator} = 0}} "
+                          "then (...)", index.start, index.end)
+        element = Element(name.text, tuple(i.affine for i in indices), span=Span(name.start, close.end))
+        self.uses.append(_Use(element, tuple((i.start, i.end) for i in indices), scope))
+        return element
+
+    # --- sums and conditions -------------------------------------------------
+
+    def sum(self, scope: _Scope) -> Sum:
+        keyword = self.advance()
+        self.expect("{", "'{' after sum")
+        index = self.expect_name("a sum index")
+        if index.text in scope.indices:
+            what = "an output index" if index.text in scope.outputs else "the index of an enclosing sum"
+            self.fail_at(f"the sum index {index.text!r} shadows {what}", index)
+        self.expect("}", "'}' after the sum index")
+        self.expect("_", "'_' and the lower bound")
+        lower = self.bound(scope, lower=True)
+        self.expect("^", "'^' and the upper bound", self.paren_hint())
+        upper = self.bound(scope, lower=False)
+        if self.peek().kind in ("+", "-", "*", "/"):
+            self.fail_at(f"expected the sum's body{self.paren_hint()}", self.peek())
+        body = self.primary(scope.with_sum(_Sum(index.text, lower, upper)))
+        return Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end))
+
+    def paren_hint(self) -> str:
+        if self.peek().kind in ("+", "-", "*", "/"):
+            return "; a bound of more than one token is parenthesised, e.g. sum{k}_(i + 1)^(n - 1) (...)"
+        return ""
+
+    def bound(self, scope: _Scope, lower: bool) -> tuple[Affine, ...]:
+        """``INT``, ``NAME``, or a parenthesised affine, ``max``/``min`` list or ``ceil``/``floor``."""
+        token = self.peek()
+        if token.kind == "(":
+            self.advance()
+            affines = self.bound_list(scope, lower)
+            self.expect(")", "')' closing the bound")
+            return affines
+        if token.kind == "name" and token.text in ("max", "min", "ceil", "floor"):
+            return self.bound_list(scope, lower)
+        if token.kind in ("number", "name"):
+            return (self.index_atom(scope).affine,)
+        if token.kind == "-":
+            self.fail_at("a bound of more than one token is parenthesised, e.g. sum{k}_(-1)^3 (...)", token)
+        self.fail_at(f"expected {_side(lower)}, found {token.describe()}", token)
+
+    def bound_list(self, scope: _Scope, lower: bool) -> tuple[Affine, ...]:
+        token = self.peek()
+        if token.kind == "name" and token.text in ("max", "min"):
+            wanted = "max" if lower else "min"
+            if token.text != wanted:
+                side = _side(lower)
+                self.fail_at(f"{token.text} in {side}: {side} takes {wanted} [..; ..]", token)
+            self.advance()
+            self.expect("[", f"'[' after {token.text}")
+            items = [self.bound_item(scope, lower)]
+            while self.peek().kind in _SEPARATORS:
+                self.advance()
+                items.append(self.bound_item(scope, lower))
+            self.expect("]", f"';', ',' or ']' in the {token.text} list")
+            return tuple(items)
+        return (self.bound_item(scope, lower),)
+
+    def bound_item(self, scope: _Scope, lower: bool) -> Affine:
+        token = self.peek()
+        rounding = "ceil" if lower else "floor"
+        if token.kind == "name" and token.text in ("ceil", "floor"):
+            if token.text != rounding:
+                side = _side(lower)
+                self.fail_at(f"{token.text} in {side}: {side} is rounded inwards with {rounding}(...)", token)
+            self.advance()
+            self.expect("(", f"'(' after {token.text}")
+            affine = self.index(scope).affine
+            self.expect(")", "')'")
+            return affine
+        index = self.index(scope)
+        if not index.affine.is_integral:
+            self.fail(f"the bound {affine_text(index.affine)} is not an integer; round it inwards with "
+                      f"{rounding}(...)", index.start, index.end)
+        return index.affine
+
+    def condition(self, scope: _Scope) -> If:
+        keyword = self.advance()
+        self.expect("{", "'{' after if")
+        atoms = [self.atom(scope)]
+        while self.peek().kind == "name" and self.peek().text == "and":
+            self.advance()
+            atoms.append(self.atom(scope))
+        self.expect("}", "'and' or '}' in the condition")
+        self.expect_keyword("then")
+        then = self.primary(scope.with_conditions(tuple(atoms)))
+        self.expect_keyword("else")
+        otherwise = self.primary(scope)
+        return If(tuple(atoms), then, otherwise, span=Span(keyword.start, otherwise.span.end))
+
+    def expect_keyword(self, word: str):
+        token = self.peek()
+        if token.kind != "name" or token.text != word:
+            self.fail_at(f"expected {word!r}, found {token.describe()}", token)
+        self.advance()
+
+    def atom(self, scope: _Scope) -> Atom:
+        """``lhs = rhs``, ``lhs % m = rhs``, ``lhs >= rhs`` or ``lhs <= rhs``, kept as ``Atom(lhs - rhs, ...)``."""
+        lhs = self.index(scope)
+        modulus = 0
+        if self.peek().kind == "%":
+            if lhs.additive:
+                self.fail("parenthesise the left side of %, e.g. (i + 1) % 2 = 0", lhs.start, lhs.end)
+            self.advance()
+            literal = self.expect("number", "the modulus (a positive integer)")
+            if not literal.text.isdigit() or int(literal.text) == 0:
+                self.fail_at("the modulus must be a positive integer", literal)
+            modulus = int(literal.text)
+        relation = self.peek()
+        if relation.kind not in ("=", ">=", "<=") or (modulus and relation.kind != "="):
+            self.fail_at(f"expected {'=' if modulus else '=, >= or <='} in the condition, found "
+                         f"{relation.describe()}", relation)
+        self.advance()
+        rhs = self.index(scope)
+        for side in (lhs, rhs):
+            if not side.affine.is_integral:
+                self.fail("a condition compares integers: multiply it through by the denominator",
+                          side.start, side.end)
+        if relation.kind == "<=":
+            return Atom(rhs.affine - lhs.affine, inequality=True)
+        return Atom(lhs.affine - rhs.affine, modulus, inequality=relation.kind == ">=")
+
+    # --- affine index expressions -------------------------------------------
+
+    def index(self, scope: _Scope) -> _Index:
+        left = self.index_term(scope)
+        additive = False
+        while self.peek().kind in ("+", "-"):
+            op = self.advance().text
+            right = self.index_term(scope)
+            value = left.affine + right.affine if op == "+" else left.affine - right.affine
+            left, additive = _Index(value, left.start, right.end), True
+        return _Index(left.affine, left.start, left.end, additive)
+
+    def index_term(self, scope: _Scope) -> _Index:
+        left = self.index_factor(scope)
+        while self.peek().kind in ("*", "/"):
+            op = self.advance()
+            right = self.index_factor(scope)
+            a, b = left.affine, right.affine
+            if op.text == "*":
+                if not (a.is_constant or b.is_constant):
+                    self.fail("an index is affine: a product needs a constant factor", left.start, right.end)
+                value = b.scale(a.offset) if a.is_constant else a.scale(b.offset)
+            else:
+                if not (b.is_constant and b.is_integral) or b.constant == 0:
+                    self.fail("an index can only be divided by a non-zero integer constant", right.start, right.end)
+                value = a.scale(Fraction(1, b.constant))
+            left = _Index(value, left.start, right.end)
+        return left
+
+    def index_factor(self, scope: _Scope) -> _Index:
+        token = self.peek()
+        if token.kind == "-":
+            self.advance()
+            inner = self.index_factor(scope)
+            return _Index(-inner.affine, token.start, inner.end)
+        if token.kind == "(":
+            self.advance()
+            inner = self.index(scope)
+            close = self.expect(")", "')'")
+            return _Index(inner.affine, token.start, close.end)
+        return self.index_atom(scope)
+
+    def index_atom(self, scope: _Scope) -> _Index:
+        token = self.advance()
+        if token.kind == "number":
+            if not token.text.isdigit():
+                self.fail_at(f"indices are integers, not {token.text}", token)
+            return _Index(Affine.constant_value(int(token.text)), token.start, token.end)
+        if token.kind == "name":
+            if token.text not in scope.indices:
+                bound = ", ".join(scope.indices) or "none"
+                self.fail_at(f"unbound index {token.text!r}: it is neither an output index nor the index of "
+                             f"an enclosing sum (bound here: {bound})", token)
+            return _Index(Affine.index(token.text), token.start, token.end)
+        self.fail_at(f"expected an index expression, found {token.describe()}", token)
+
+    # --- the exact range check ----------------------------------------------
+
+    def check_range(self, use: _Use, out_shape: tuple):
+        shape = self.shapes[use.element.name]
+        intervals = _intervals(use.scope, out_shape)
+        if intervals is None:  # some enclosing sum is empty everywhere: the element is never read
+            return
+        for affine, size, span in zip(use.element.indices, shape, use.spans):
+            numerator, limit = affine.numerator, affine.denominator * (size - 1)
+            sums = use.scope.sums
+            if 0 <= -_above(-numerator, sums, intervals) and _above(numerator, sums, intervals) <= limit:
+                continue  # a cheap bound already shows it fits
+            if use.scope not in self.polytopes:
+                self.polytopes[use.scope] = _Polytope(use.scope, out_shape)
+            polytope = self.polytopes[use.scope]
+            if polytope.empty:
+                return
+            # numerator <= -1, or numerator >= limit + 1
+            for extra in (-numerator - 1, numerator - (limit + 1)):
+                point = polytope.search(extra)
+                if point is not None:
+                    self.report_range(use, affine, size, shape, span, point)
+
+    def report_range(self, use: _Use, affine: Affine, size: int, shape: tuple, span: tuple, point: dict):
+        value = affine.evaluate(point)
+        relation = f"{value} < 0" if value < 0 else f"{value} > {size - 1}"
+        at = ", ".join(f"{n} = {point[n]}" for n in use.scope.indices if n in point)
+        source = self.text[use.element.span.start:use.element.span.end]
+        self.fail(f"{source} leaves {use.element.name}'s shape {_shape_text(shape)}{' at ' + at if at else ''}: "
+                  f"index {relation}", *span)
+
+
+def _affine_interval(affine: Affine, intervals: dict) -> tuple[Fraction, Fraction]:
+    low = high = affine.constant
+    for name, c in affine.terms:
+        a, b = intervals[name]
+        low += min(c * a, c * b)
+        high += max(c * a, c * b)
+    return Fraction(low, affine.denominator), Fraction(high, affine.denominator)
+
+
+def _above(affine: Affine, sums: tuple[_Sum, ...], intervals: dict) -> Fraction:
+    """An upper bound of ``affine`` over the polytope, often its maximum.
+
+    The innermost sum index is replaced by its upper bound (its lower bound
+    where its coefficient is negative); with several bounds, each gives an
+    upper bound and the least is kept. What is left ranges over the box.
+    """
+    for depth in reversed(range(len(sums))):
+        frame = sums[depth]
+        c = dict(affine.terms).get(frame.index, 0)
+        if c:
+            return min(_above(affine.substitute({frame.index: bound}), sums[:depth], intervals)
+                       for bound in (frame.upper if c > 0 else frame.lower))
+    return _affine_interval(affine, intervals)[1]
+
+
+def _intervals(scope: _Scope, out_shape: tuple) -> dict | None:
+    """A box around every index's reachable values, or None if an enclosing sum is empty everywhere."""
+    intervals = {name: (0, n - 1) for name, n in zip(scope.outputs, out_shape)}
+    for frame in scope.sums:
+        low = max(math.ceil(_affine_interval(a, intervals)[0]) for a in frame.lower)
+        high = min(math.floor(_affine_interval(a, intervals)[1]) for a in frame.upper)
+        if low > high:
+            return None
+        intervals[frame.index] = (low, high)
+    return intervals
+
+
+class _Polytope:
+    """The integer points of the indices at an element: ``rows`` of ``affine >= 0``.
+
+    The output box, each enclosing sum's bounds multiplied through by their
+    denominators, and each enclosing condition: ``a >= 0`` as it is, ``a = 0``
+    as two inequalities, ``a % m = 0`` exactly as ``a = m q`` with a fresh
+    integer ``q``.
+    """
+
+    def __init__(self, scope: _Scope, out_shape: tuple):
+        rows = []
+        for name, n in zip(scope.outputs, out_shape):
+            rows += [Affine.index(name), Affine.constant_value(n - 1) - Affine.index(name)]
+        for frame in scope.sums:
+            k = Affine.index(frame.index)
+            rows += [k.scale(a.denominator) - a.numerator for a in frame.lower]
+            rows += [a.numerator - k.scale(a.denominator) for a in frame.upper]
+        multiples = []
+        for atom in scope.conditions:
+            if atom.inequality:
+                rows.append(atom.affine)
+                continue
+            equal = atom.affine
+            if atom.modulus:
+                # '%' cannot be a name in the text, so these never clash with an index
+                multiples.append(f"%{len(multiples)}")
+                equal = equal - Affine.index(multiples[-1]).scale(atom.modulus)
+            rows += [equal, -equal]
+        self.rows = rows
+        # Fourier-Motzkin loops x_{M-1} outermost: outputs outside, then the sums, multiples innermost.
+        self.variables = tuple(multiples) + tuple(reversed(scope.indices))
+        # Indices that share no row are independent; eliminating each group alone is much cheaper.
+        self.groups: list[set[str]] = []
+        for row in rows:
+            joined = set(row.names).union(*(g for g in self.groups if g & set(row.names)))
+            self.groups = [g for g in self.groups if not g & joined] + [joined]
+        # a row without indices is a condition such as 1 = 0: false everywhere or true everywhere
+        self.empty = any(row.constant < 0 for row in rows if row.is_constant) or \
+            any(self.point(group) is None for group in self.groups if group)
+
+    def point(self, group: set[str], extra: tuple[Affine, ...] = ()) -> dict | None:
+        """The first integer point of the rows on ``group`` (and ``extra``), or None."""
+        rows = [row for row in self.rows if set(row.names) & group] + list(extra)
+        return _first_point(rows, tuple(v for v in self.variables if v in group))
+
+    def search(self, extra: Affine) -> dict | None:
+        """An integer point with ``extra >= 0`` (on the indices tied to it), given that the polytope is not empty."""
+        return self.point(set(extra.names).union(*(g for g in self.groups if g & set(extra.names))), (extra,))
+
+
+def _first_point(rows: list[Affine], variables: tuple[str, ...]) -> dict | None:
+    """The first integer point with every row ``>= 0``, in Fourier-Motzkin's loop order, or None."""
+    A = tuple(tuple(int(row.coefficient(v)) for v in variables) for row in rows)
+    point = _cached_first_point(A, tuple(-row.constant for row in rows), variables)
+    return None if point is None else dict(zip(variables, point))
+
+
+@lru_cache(maxsize=4096)
+def _cached_first_point(A: tuple, b: tuple, variables: tuple) -> tuple | None:
+    # the elements of a derivative repeat the same indices under the same sums many times
+    return next(fourier_motzkin(A, names=variables).iter_integer_points(b), None)
+
+
+def parse(text: str, shapes: Mapping) -> Function:
+    """The :class:`~tensoradbook.expr.Function` written as ``text`` in the report's notation (sec. 6).
+
+    ``shapes`` maps the output and every argument to a tuple of positive
+    sizes. Raises :class:`~tensoradbook.expr.ExpressionError` (with a caret
+    line) for anything that is not a well-defined element-wise function.
+    """
+    if not isinstance(text, str):
+        raise ExpressionError(f"the function must be given as text, got {type(text).__name__}")
+    try:
+        return _Parser(text, _check_shapes(shapes)).function()
+    except ExpressionError:
+        raise
+    except RecursionError:
+        raise ExpressionError("the expression is nested too deeply to read") from None
+    except Exception as error:  # a bug here must still surface as the one documented error class
+        raise ExpressionError(f"could not read the function: {type(error).__name__}: {error}") from error

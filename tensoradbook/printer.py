@@ -1,0 +1,267 @@
+"""Printing element-wise functions: the report's text notation (sec. 6) and LaTeX for Jupyter.
+
+:func:`to_text` writes what the report prints, ``f[i; j] = exp (-sum{k}_0^4 (...))``,
+with the fewest parentheses that keep the tree: ``parse(to_text(fn), fn.shapes) == fn``
+for every function :func:`tensoradbook.parser.parse` accepts, including the
+derivatives of sec. 5.3 with their ``max``/``min`` and ``ceil``/``floor``
+bounds (eqs. 22-26) and their ``if`` conditions (eqs. 16, 17 and 34).
+:func:`to_latex` renders the same tree as mathematics: sums with bounds,
+Kronecker deltas, Iverson brackets, powers and fractions.
+
+One ``_print_<Node>`` method per node class, as sympy's printers do; each
+returns the text and its precedence, and the caller adds parentheses.
+"""
+
+from __future__ import annotations
+
+import re
+from numbers import Integral
+
+from .expr import Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary
+
+# Precedence, loosest first. Sums and ifs read to the right like a prefix operator.
+PREFIX, ADD, MUL, UNARY, POWER, ATOM = range(6)
+_BINARY = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "**": POWER}
+_AND = r" \wedge "
+_SINGLE_TOKEN = re.compile(r"\d+|[A-Za-z][A-Za-z0-9_]*")
+
+
+def _linear(affine: Affine, name, times: str) -> str:
+    """The numerator of ``affine`` as signed terms: positive terms first, then the negative ones and the
+    constant (a positive constant leads if no term is positive: ``3 - i`` rather than ``-i + 3``)."""
+    pieces = [(c, name(n)) for n, c in sorted(affine.terms, key=lambda t: (t[1] < 0, t[0]))]
+    if affine.constant or not pieces:
+        leads = affine.constant > 0 and not any(c > 0 for c, _ in pieces)
+        pieces.insert(0 if leads else len(pieces), (affine.constant, None))
+    out = ""
+    for k, (c, symbol) in enumerate(pieces):
+        magnitude = abs(c) if k else c
+        if symbol is None:
+            text = str(magnitude)
+        elif magnitude in (1, -1):
+            text = symbol if magnitude == 1 else "-" + symbol
+        else:
+            text = f"{magnitude}{times}{symbol}"
+        out += text if not k else (" - " if c < 0 else " + ") + text
+    return out
+
+
+def _pieces(affine: Affine) -> int:
+    return len(affine.terms) + (affine.constant != 0)
+
+
+def affine_text(affine: Affine) -> str:
+    """An index as it is written: ``2 * i - j + 3``, ``dd_0 - 2``, ``(b - 3) / 2``."""
+    numerator = _linear(affine, str, " * ")
+    if affine.is_integral:
+        return numerator
+    if _pieces(affine) > 1:
+        numerator = f"({numerator})"
+    return f"{numerator} / {affine.denominator}"
+
+
+def _number_text(value) -> str:
+    # repr is the shortest text that reads back as the same float
+    return str(int(value)) if isinstance(value, Integral) else repr(float(value))
+
+
+class _Printer:
+    """Shared precedence handling: :meth:`show` parenthesises a child looser than ``minimum``."""
+
+    def show(self, node: Expr, minimum: int = PREFIX) -> str:
+        text, precedence = getattr(self, "_print_" + type(node).__name__)(node)
+        return self.parens(text) if precedence < minimum else text
+
+    @staticmethod
+    def parens(text: str) -> str:
+        return f"({text})"
+
+
+class _TextPrinter(_Printer):
+    """The report's notation; every choice here is one :func:`~tensoradbook.parser.parse` reads back."""
+
+    def _print_Number(self, node: Number):
+        text = _number_text(node.value)
+        return text, UNARY if text.startswith("-") else ATOM
+
+    def _print_Element(self, node: Element):
+        return f"{node.name}[{'; '.join(affine_text(a) for a in node.indices)}]", ATOM
+
+    def _print_Unary(self, node: Unary):
+        if node.op != "neg":
+            return f"{node.op} ({self.show(node.arg)})", ATOM
+        arg = node.arg
+        # -(2) and -(-x): "-2" would read back as the number -2, and "--x" is hard to read
+        if isinstance(arg, Number) or (isinstance(arg, Unary) and arg.op == "neg"):
+            return f"-({self.show(arg)})", UNARY
+        return "-" + self.show(arg, UNARY), UNARY
+
+    def _print_Binary(self, node: Binary):
+        precedence = _BINARY[node.op]
+        if node.op == "**":  # right-associative, and its exponent may carry a unary minus
+            left, right = self.show(node.left, ATOM), self.show(node.right, UNARY)
+        else:  # left-associative: an equal-precedence right operand keeps its parentheses
+            left, right = self.show(node.left, precedence), self.show(node.right, precedence + 1)
+        return f"{left} {node.op} {right}", precedence
+
+    def _print_Sum(self, node: Sum):
+        lower, upper = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
+        return f"sum{{{node.index}}}_{lower}^{upper} ({self.show(node.body)})", UNARY
+
+    def _print_If(self, node: If):
+        condition = " and ".join(self.atom(a) for a in node.condition)
+        return f"if {{{condition}}} then ({self.show(node.then)}) else ({self.show(node.otherwise)})", UNARY
+
+    @staticmethod
+    def bound(affines: tuple[Affine, ...], lower: bool) -> str:
+        rounding = "ceil" if lower else "floor"
+        items = [affine_text(a) if a.is_integral else f"{rounding}({affine_text(a)})" for a in affines]
+        text = items[0] if len(items) == 1 else f"{'max' if lower else 'min'} [{'; '.join(items)}]"
+        return text if _SINGLE_TOKEN.fullmatch(text) else f"({text})"
+
+    @staticmethod
+    def atom(atom: Atom) -> str:
+        text = affine_text(atom.affine)
+        if atom.inequality:
+            return f"{text} >= 0"
+        if not atom.modulus:
+            return f"{text} = 0"
+        return f"{f'({text})' if _pieces(atom.affine) > 1 else text} % {atom.modulus} = 0"
+
+
+def latex_name(name: str) -> str:
+    """``x`` stays, ``dd`` is upright, ``dd_z1`` is ``\\mathrm{dd}_{\\mathrm{z1}}``."""
+    base, _, sub = name.partition("_")
+    head = base if len(base) == 1 else rf"\mathrm{{{base}}}"
+    if not sub:
+        return head
+    return f"{head}_{{{sub if sub.isdigit() else latex_name(sub)}}}"
+
+
+def affine_latex(affine: Affine) -> str:
+    numerator = _linear(affine, latex_name, " ")
+    return numerator if affine.is_integral else rf"\frac{{{numerator}}}{{{affine.denominator}}}"
+
+
+def _subscripted(name: str, subscripts: list[str]) -> str:
+    symbol = latex_name(name)
+    if not subscripts:
+        return symbol
+    # a name that has a subscript of its own is grouped, so the indices form a second one
+    head = f"{{{symbol}}}" if "_" in name else symbol
+    return f"{head}_{{{','.join(subscripts)}}}"
+
+
+def _sides(affine: Affine) -> tuple[str, str, bool]:
+    """``affine`` as ``left - right``, both with positive coefficients, and whether it was negated to get a
+    positive term on the left (``i = j``, ``i >= 2``, ``i <= 4``)."""
+    flipped = not any(c > 0 for _, c in affine.terms)
+    if flipped:
+        affine = -affine
+    positive = Affine.of({n: c for n, c in affine.coefficients.items() if c > 0})
+    return affine_latex(positive), affine_latex(positive - affine), flipped
+
+
+class _LatexPrinter(_Printer):
+    """Mathematics for a notebook; it only has to read well, not to read back."""
+
+    @staticmethod
+    def parens(text: str) -> str:
+        return rf"\left({text}\right)"
+
+    def _print_Number(self, node: Number):
+        text = _number_text(node.value)
+        if "e" in text:
+            mantissa, exponent = text.split("e")
+            power = f"10^{{{int(exponent)}}}"
+            return (power if mantissa == "1" else rf"{mantissa} \cdot {power}"), MUL
+        if text in ("inf", "-inf"):
+            text = text.replace("inf", r"\infty")
+        return text, UNARY if text.startswith("-") else ATOM
+
+    def _print_Element(self, node: Element):
+        return _subscripted(node.name, [affine_latex(a) for a in node.indices]), ATOM
+
+    def _print_Unary(self, node: Unary):
+        arg = node.arg
+        if node.op == "sqrt":
+            return rf"\sqrt{{{self.show(arg)}}}", ATOM
+        if node.op != "neg":
+            return rf"\{node.op}\left({self.show(arg)}\right)", ATOM
+        if isinstance(arg, Sum):
+            return "-" + self.show(arg), UNARY
+        if isinstance(arg, Unary) and arg.op == "neg":
+            return "-" + self.parens(self.show(arg)), UNARY
+        return "-" + self.show(arg, UNARY), UNARY
+
+    def _print_Binary(self, node: Binary):
+        left, right = node.left, node.right
+        if node.op == "/":
+            return rf"\frac{{{self.show(left)}}}{{{self.show(right)}}}", MUL
+        if node.op == "**":
+            return f"{{{self.show(left, ATOM)}}}^{{{self.show(right)}}}", POWER
+        precedence = _BINARY[node.op]
+        # + and * are associative, so only - needs its right operand parenthesised at equal precedence
+        right_minimum = precedence + 1 if node.op == "-" else precedence
+        symbol = r" \cdot " if node.op == "*" else f" {node.op} "
+        return self.show(left, precedence) + symbol + self.show(right, right_minimum), precedence
+
+    def _print_Sum(self, node: Sum):
+        body = self.factor(node.body)
+        lower, upper = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
+        return rf"\sum_{{{latex_name(node.index)}={lower}}}^{{{upper}}} {body}", PREFIX
+
+    def _print_If(self, node: If):
+        if node.otherwise == Number(0):
+            deltas = [a for a in node.condition if not (a.modulus or a.inequality)]
+            others = [self.atom(a) for a in node.condition if a not in deltas]
+            factors = [r"\delta_{%s,%s}" % _sides(a.affine)[:2] for a in deltas]
+            if others:  # an Iverson bracket: 1 where the conditions hold, else 0
+                factors.append(r"\left[\," + _AND.join(others) + r"\,\right]")
+            return r" \, ".join(factors + [self.factor(node.then)]), PREFIX
+        condition = _AND.join(self.atom(a) for a in node.condition)
+        return (rf"\begin{{cases}} {self.show(node.then)} & \text{{if }} {condition} \\ "
+                rf"{self.show(node.otherwise)} & \text{{otherwise}} \end{{cases}}"), PREFIX
+
+    def factor(self, node: Expr) -> str:
+        """The last factor after a sum sign or a delta: nested sums and deltas read as one product,
+        anything looser than a product (or starting with a minus) is grouped."""
+        text = self.show(node, PREFIX if isinstance(node, (Sum, If)) else MUL)
+        return self.parens(text) if text.startswith("-") else text
+
+    @staticmethod
+    def bound(affines: tuple[Affine, ...], lower: bool) -> str:
+        rounding = (r"\left\lceil ", r" \right\rceil") if lower else (r"\left\lfloor ", r" \right\rfloor")
+        items = [affine_latex(a) if a.is_integral else rounding[0] + affine_latex(a) + rounding[1]
+                 for a in affines]
+        if len(items) == 1:
+            return items[0]
+        return rf"\{'max' if lower else 'min'}\left({', '.join(items)}\right)"
+
+    @staticmethod
+    def atom(atom: Atom) -> str:
+        if atom.modulus:
+            return rf"{affine_latex(atom.affine)} \equiv 0 \pmod{{{atom.modulus}}}"
+        left, right, flipped = _sides(atom.affine)
+        relation = (r"\leq" if flipped else r"\geq") if atom.inequality else "="
+        return f"{left} {relation} {right}"
+
+
+def expr_text(node: Expr) -> str:
+    """One expression in the report's notation."""
+    return _TextPrinter().show(node)
+
+
+def expr_latex(node: Expr) -> str:
+    """One expression as LaTeX (no math delimiters)."""
+    return _LatexPrinter().show(node)
+
+
+def to_text(fn: Function) -> str:
+    """``name[i; j] = body`` in the report's notation; :func:`~tensoradbook.parser.parse` reads it back."""
+    return f"{fn.name}[{'; '.join(fn.indices)}] = {expr_text(fn.body)}"
+
+
+def to_latex(fn: Function) -> str:
+    """``$\\displaystyle f_{i,j} = ...$`` for Jupyter's ``_repr_latex_``."""
+    return rf"$\displaystyle {_subscripted(fn.name, [latex_name(i) for i in fn.indices])} = {expr_latex(fn.body)}$"
