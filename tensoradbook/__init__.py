@@ -3,11 +3,20 @@
 The core library (this package) follows Urban & van der Smagt, "Automatic
 Differentiation for Tensor Algebras": integer equations (sec. 4.1) in
 :mod:`tensoradbook.intlinalg`, inequalities (sec. 4.2) in
-:mod:`tensoradbook.fourier_motzkin`. The ipywidgets front-ends live in
+:mod:`tensoradbook.fourier_motzkin`; element-wise functions (sec. 5) in
+:mod:`tensoradbook.expr`, reverse accumulation (sec. 2) in
+:mod:`tensoradbook.reverse` and Algorithm 4 in :mod:`tensoradbook.derive`; the
+report's notation (sec. 6) is read by :mod:`tensoradbook.parser` and written by
+:mod:`tensoradbook.printer`. The ipywidgets front-ends live in
 :mod:`tensoradbook.widgets`, which this package never imports.
 """
 
+from .derive import Gradients, derive
+from .expr import ExpressionError, Function
 from .fourier_motzkin import BoxedSolutions, FourierMotzkin, fourier_motzkin
+from .gradcheck import check_gradients
+from .parser import parse
+from .printer import to_latex, to_text
 from .intlinalg import (
     IntegerInverse,
     IntegerSolutions,
@@ -18,6 +27,14 @@ from .intlinalg import (
 )
 
 __all__ = [
+    "ExpressionError",
+    "Function",
+    "Gradients",
+    "check_gradients",
+    "derive",
+    "parse",
+    "to_latex",
+    "to_text",
     "BoxedSolutions",
     "FourierMotzkin",
     "IntegerInverse",

@@ -1,0 +1,284 @@
+"""Derivatives of element-wise defined functions: Algorithm 4 of the report (sec. 5).
+
+For ``f[alpha] = body`` and the adjoint ``df`` (shaped like ``f``), the
+gradient of ``sum(df * f)`` with respect to an argument ``x`` is, per element
+``beta`` of ``x`` (eqs. 38-47),
+
+    dx[beta] = sum over occurrences x[A alpha + a] of
+               [C (beta - a) = 0] [I (beta - a) integral] [F b <= 0]
+               sum_{z in Sigma(beta)} Delta(alpha = I (beta - a) + K z)
+
+where ``Delta`` is the occurrence's adjoint from reverse accumulation (sec. 2,
+:mod:`tensoradbook.reverse`), ``I``, ``K``, ``C`` come from the Smith normal form
+(sec. 4.1) and ``Sigma(beta)`` is the box of ``f`` and the liberated sums'
+ranges (sec. 5.2) solved by Fourier-Motzkin (sec. 4.2) into nested sums with
+``max``/``min`` bounds. Each gradient element is an independent expression:
+one thread per element, no atomics.
+
+The result of :func:`derive` is again a set of element-wise functions, so it
+can be derived again (sec. 5.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .expr import Affine, Atom, Element, ExpressionError, Expr, Function, If, Sum, substitute, walk
+from .fourier_motzkin import fourier_motzkin
+from .intlinalg import integer_inverse
+from .reverse import reverse_accumulate
+from .simplify import ZERO, add, if_
+
+
+def _fresh(base: str, used: set[str]) -> str:
+    name, n = base, 1
+    while name in used:
+        name, n = f"{base}_{n}", n + 1
+    used.add(name)
+    return name
+
+
+def _unique_sums(node: Expr, used: set[str]) -> Expr:
+    """Rename sum indices so that each sum of the function has its own (sec. 5.2 liberates them)."""
+    if isinstance(node, Sum):
+        name = _fresh(node.index, used)
+        body = _unique_sums(node.body, used)
+        if name != node.index:
+            body = substitute(body, {node.index: Affine.index(name)})
+        return Sum(name, node.lower, node.upper, body, node.span)
+    children = node.children()
+    if not children:
+        return node
+    rebuilt = [_unique_sums(child, used) for child in children]
+    fields = dict(node.__dict__)
+    for attr, child in zip(_CHILD_FIELDS[type(node).__name__], rebuilt):
+        fields[attr] = child
+    return type(node)(**fields)
+
+
+_CHILD_FIELDS = {"Unary": ("arg",), "Binary": ("left", "right"), "If": ("then", "otherwise")}
+
+
+def _all_names(fn: Function) -> set[str]:
+    names = set(fn.indices) | set(fn.shapes)
+    for node in walk(fn.body):
+        if isinstance(node, Sum):
+            names.add(node.index)
+    return names
+
+
+def _domain(fn: Function, scope: tuple[Sum, ...]) -> tuple[list[str], list[list[int]], list[int]]:
+    """The extended index ``alpha`` (outputs, then liberated sums) and its box ``R alpha >= r`` (eq. 52)."""
+    names = list(fn.indices) + [s.index for s in scope]
+    position = {name: k for k, name in enumerate(names)}
+    R, r = [], []
+
+    def row(affine: Affine, sign: int, extra: tuple[str, int] | None):
+        # sign * numerator(affine) + extra >= 0, i.e. coefficients . alpha >= -constant
+        coefficients = [0] * len(names)
+        for name, c in affine.terms:
+            coefficients[position[name]] += sign * c
+        if extra is not None:
+            coefficients[position[extra[0]]] += extra[1]
+        R.append(coefficients)
+        r.append(-sign * affine.constant)
+
+    for name, size in zip(fn.indices, fn.shapes[fn.name]):
+        row(Affine.index(name), 1, None)                            # i >= 0
+        row(Affine.index(name) - (size - 1), -1, None)              # size - 1 - i >= 0
+    for s in scope:
+        for low in s.lower:   # s >= ceil(low)  <=>  d s - num >= 0
+            row(low.numerator, -1, (s.index, low.denominator))
+        for high in s.upper:  # s <= floor(high) <=>  num - d s >= 0
+            row(high.numerator, 1, (s.index, -high.denominator))
+    return names, R, r
+
+
+def _affine(coefficients, names, constant=0) -> Affine:
+    return Affine.of({n: Fraction(c) for n, c in zip(names, coefficients) if c}, constant)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """What one occurrence ``x[A alpha + a]`` adds to ``dx[beta]``, with the matrices behind it (Alg. 4)."""
+
+    element: Element
+    index_matrix: np.ndarray
+    offset: tuple[int, ...]
+    alpha: tuple[str, ...]
+    pseudo_inverse: np.ndarray
+    kernel: np.ndarray
+    cokernel: np.ndarray
+    bounds: object  # the FourierMotzkin of R K z >= r - R I (beta - a)
+    expression: Expr
+
+
+def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str]) -> Contribution:
+    element = occurrence.element
+    alpha, R, r = _domain(fn, occurrence.scope)
+    for k, index in enumerate(element.indices):
+        if not index.is_integral:
+            raise ExpressionError(f"{fn.name}: cannot derive through {element.name}[...] whose index {k} "
+                                  f"divides by {index.denominator}; derive the function before that step")
+    A = [[int(index.coefficient(name)) for name in alpha] for index in element.indices]
+    offset = [index.constant for index in element.indices]
+    inverse = integer_inverse(np.array(A, dtype=object).reshape(len(A), len(alpha)))
+    target = [Affine.index(b) - a for b, a in zip(beta, offset)]   # beta - a
+
+    def combine(row):  # row . (beta - a) as an affine in beta
+        out = Affine.constant_value(0)
+        for c, t in zip(row, target):
+            out = out + t.scale(c)
+        return out
+
+    atoms = [Atom(combine(row), 0) for row in inverse.cokernel.tolist()]            # eq. 16
+    particular = [combine(row) for row in inverse.pinv.tolist()]                      # I (beta - a)
+    atoms += [Atom(p.numerator, p.denominator) for p in particular if not p.is_integral]  # eq. 17
+    n_z = inverse.kernel.shape[1]
+    z_names = z_names[:n_z]
+    kernel = inverse.kernel.tolist()
+    mapping = {}
+    for j, name in enumerate(alpha):
+        mapping[name] = particular[j] + _affine(kernel[j], z_names)
+    # Sigma(beta): R (I beta' + K z) >= r  <=>  (R K) z >= r - R I beta'  (eqs. 42-44)
+    RK = [[sum(R[i][j] * kernel[j][k] for j in range(len(alpha))) for k in range(n_z)] for i in range(len(R))]
+    rhs = []
+    for i in range(len(R)):
+        value = Affine.constant_value(r[i])
+        for j in range(len(alpha)):
+            value = value - particular[j].scale(R[i][j])
+        rhs.append(value)
+    system = fourier_motzkin(np.array(RK, dtype=object).reshape(len(R), n_z), names=z_names)
+
+    def bound(M, Mhat, k):
+        terms = []
+        for row, hat in zip(M.tolist(), Mhat.tolist()):
+            value = Affine.constant_value(0)
+            for c, b in zip(row, rhs):
+                value = value + b.scale(c)
+            terms.append(value + _affine(hat, z_names[k + 1:]))
+        return terms
+
+    body = substitute(occurrence.adjoint, mapping)
+    for k in range(n_z):  # z_0 innermost (eqs. 22-26, 45)
+        body = Sum(z_names[k], _tidy(bound(system.L[k], system.Lhat[k], k), lower=True),
+                   _tidy(bound(system.H[k], system.Hhat[k], k), lower=False), body)
+    for row in system.F.tolist():  # eq. 34: F b <= 0, i.e. -F b >= 0
+        if sum(1 for c in row if c) > 1:
+            # A combination of a lower and an upper bound of some z_k: when it fails, z_k's range
+            # is empty and the sums give 0 anyway. Only original rows without any z need a condition.
+            continue
+        value = Affine.constant_value(0)
+        for c, b in zip(row, rhs):
+            value = value - b.scale(c)
+        atoms.append(Atom(value.numerator, 0, inequality=True))
+    expression = if_(tuple(atoms), body, ZERO)
+    return Contribution(element, np.array(A, dtype=object).reshape(len(A), len(alpha)), tuple(offset),
+                        tuple(alpha), inverse.pinv, inverse.kernel, inverse.cokernel, system, expression)
+
+
+def _tidy(terms: list[Affine], lower: bool) -> tuple[Affine, ...]:
+    """Merge bound terms that differ only in their constant: the tightest one wins."""
+    best: dict[tuple, Affine] = {}
+    for t in terms:
+        key = (t.terms, t.denominator)
+        if key not in best or (t.constant > best[key].constant) == lower:
+            best[key] = t
+    return tuple(best.values())
+
+
+@dataclass(frozen=True)
+class Gradients(Mapping):
+    """The gradients of ``sum(df * f)``: one element-wise function per argument (``grads["a"]`` is ``da``)."""
+
+    function: Function
+    functions: dict
+    contributions: dict
+
+    def __getitem__(self, name: str) -> Function:
+        return self.functions[name]
+
+    def __iter__(self):
+        return iter(self.functions)
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+    @property
+    def adjoint_name(self) -> str:
+        return "d" + self.function.name
+
+    def evaluate(self, args: dict, df) -> dict[str, np.ndarray]:
+        """``{"a": dA, ...}``: the gradients of ``sum(df * f)`` at ``args``, by the reference evaluator."""
+        values = dict(args)
+        values[self.adjoint_name] = df
+        return {name: fn.evaluate(values) for name, fn in self.functions.items()}
+
+    def __str__(self) -> str:
+        return "\n".join(str(fn) for fn in self.functions.values())
+
+    def _repr_latex_(self) -> str:
+        return "$$" + r" \\ ".join(fn._repr_latex_().strip("$") for fn in self.functions.values()) + "$$"
+
+
+def derive(fn, shapes=None) -> Gradients:
+    """Algorithm 4: the gradient functions of an element-wise function (or of its text and shapes)."""
+    if isinstance(fn, str):
+        from .parser import parse
+
+        fn = parse(fn, shapes or {})
+    elif shapes is not None:
+        raise ExpressionError("derive: give shapes only with the function's text")
+    used = _all_names(fn)
+    body = _unique_sums(fn.body, set(fn.indices) | set(fn.shapes))
+    fn = Function(fn.name, fn.indices, body, fn.shapes, fn.source)
+    adjoint = "d" + fn.name
+    if adjoint in fn.shapes:
+        raise ExpressionError(f"{fn.name}: the adjoint would be called {adjoint!r}, which is already an argument")
+    seed = Element(adjoint, tuple(Affine.index(i) for i in fn.indices))
+    sweep = reverse_accumulate(fn.body, seed)
+    shapes = dict(fn.shapes)
+    shapes[adjoint] = tuple(fn.shapes[fn.name])
+    used |= {adjoint}
+    functions, contributions = {}, {}
+    for name in fn.arguments:
+        gradient = "d" + name
+        names = set(used) | {gradient}
+        beta = [_fresh(f"{gradient}_{k}", names) for k in range(len(fn.shapes[name]))]
+        z_names = [_fresh(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + _depth(fn.body))]
+        parts = [_contribution(fn, occ, beta, z_names) for occ in sweep.occurrences if occ.element.name == name]
+        total = ZERO
+        for part in parts:
+            total = add(total, _box_decide(part.expression, beta, fn.shapes[name]))
+        gradient_shapes = dict(shapes)
+        gradient_shapes[gradient] = tuple(fn.shapes[name])
+        functions[name] = Function(gradient, tuple(beta), total, gradient_shapes)
+        contributions[name] = tuple(parts)
+    return Gradients(fn, functions, contributions)
+
+
+def _depth(node: Expr) -> int:
+    """How many sums there are: an upper bound on the kernel dimension beyond the output's."""
+    return sum(isinstance(n, Sum) for n in walk(node))
+
+
+def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
+    """Drop inequality atoms that hold for every ``beta`` in the gradient's box ``0 <= beta < shape``."""
+    if not isinstance(expression, If):
+        return expression
+    ranges = dict(zip(beta, [(0, n - 1) for n in shape]))
+    kept = []
+    for atom in expression.condition:
+        if atom.inequality and set(atom.affine.names) <= set(ranges):
+            low = atom.affine.constant + sum(min(c * ranges[n][0], c * ranges[n][1]) for n, c in atom.affine.terms)
+            high = atom.affine.constant + sum(max(c * ranges[n][0], c * ranges[n][1]) for n, c in atom.affine.terms)
+            if low >= 0:
+                continue  # always holds
+            if high < 0:
+                return ZERO  # never holds
+        kept.append(atom)
+    return if_(tuple(kept), expression.then, expression.otherwise)

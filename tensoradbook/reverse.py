@@ -1,0 +1,122 @@
+"""Symbolic reverse accumulation on a scalar expression DAG (report sec. 2, eq. 1).
+
+:func:`reverse_accumulate` walks the expression from the root to the leaves
+once, in an order where every node comes after all its parents, and gives each
+node its adjoint ``Delta = sum over parents of Delta_parent * d parent / d node``.
+Equal subexpressions are one node, so each is visited once (no blow-up).
+
+Sums are *liberated* on the way (sec. 5.2): the adjoint of a sum's body is the
+sum's adjoint, with the sum index now free; the sums a node lies inside are its
+*scope*, and the same subexpression in two scopes is two nodes. The adjoints of
+the argument elements (the leaves) are what Algorithm 4 turns into gradients.
+
+The sweep is kept step by step (:class:`SweepStep`) for the GraphView widget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import Binary, Element, Expr, If, Number, Sum, Unary
+from .simplify import ONE, ZERO, add, div, if_, mul, neg, number, power, sub, unary
+
+
+def local_partials(node: Expr) -> list[tuple[Expr, Expr]]:
+    """``(child, d node / d child)`` for each child: the derivative table, one line per operation."""
+    if isinstance(node, Unary):
+        u = node.arg
+        return [(u, {
+            "neg": lambda: number(-1),
+            "exp": lambda: node,                                   # exp' = exp
+            "log": lambda: div(ONE, u),
+            "sin": lambda: unary("cos", u),
+            "cos": lambda: neg(unary("sin", u)),
+            "tanh": lambda: sub(ONE, power(node, number(2))),      # 1 - tanh^2
+            "sqrt": lambda: div(ONE, mul(number(2), node)),        # 1 / (2 sqrt u)
+        }[node.op]())]
+    if isinstance(node, Binary):
+        left, right = node.left, node.right
+        if node.op == "+":
+            return [(left, ONE), (right, ONE)]
+        if node.op == "-":
+            return [(left, ONE), (right, number(-1))]
+        if node.op == "*":
+            return [(left, right), (right, left)]
+        if node.op == "/":
+            return [(left, div(ONE, right)), (right, neg(div(node, right)))]
+        if node.op == "**":
+            exponent = [(left, mul(right, power(left, sub(right, ONE))))]
+            if isinstance(right, Number):  # a constant exponent has no derivative to carry
+                return exponent
+            return exponent + [(right, mul(node, unary("log", left)))]
+    if isinstance(node, Sum):
+        return [(node.body, ONE)]
+    return []
+
+
+@dataclass(frozen=True)
+class SweepStep:
+    """One node of the reverse sweep: its adjoint and what it passed to each child."""
+
+    node: Expr
+    scope: tuple[Sum, ...]  # the liberated sums the node lies inside, outermost first
+    adjoint: Expr
+    contributions: tuple[tuple[Expr, Expr], ...]  # (child, adjoint contribution)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """An argument element with its adjoint: the ``Delta`` of eq. 38 for one ``x[A alpha]``."""
+
+    element: Element
+    scope: tuple[Sum, ...]
+    adjoint: Expr
+
+
+@dataclass(frozen=True)
+class ReverseSweep:
+    steps: tuple[SweepStep, ...]
+    occurrences: tuple[Occurrence, ...]
+
+
+def _children(node: Expr, scope: tuple) -> list[tuple[Expr, tuple]]:
+    inner = scope + (node,) if isinstance(node, Sum) else scope
+    return [(child, inner) for child in node.children()]
+
+
+def reverse_accumulate(root: Expr, seed: Expr) -> ReverseSweep:
+    """The reverse sweep from ``root`` with adjoint ``seed`` (e.g. ``df[i; j]``)."""
+    order: list[tuple[Expr, tuple]] = []  # reverse post-order: parents before children
+    seen = set()
+    stack = [((root, ()), False)]
+    while stack:  # iterative DFS: deep expressions must not hit the recursion limit
+        key, done = stack.pop()
+        if done:
+            order.append(key)
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        stack.append((key, True))
+        stack.extend(((child, False) for child in _children(*key) if child not in seen))
+    order.reverse()
+
+    adjoints: dict[tuple[Expr, tuple], Expr] = {(root, ()): seed}
+    steps, occurrences = [], []
+    for node, scope in order:
+        delta = adjoints.get((node, scope), ZERO)
+        contributions = []
+        if isinstance(node, If):
+            parts = [(node.then, if_(node.condition, delta, ZERO)),
+                     (node.otherwise, if_(node.condition, ZERO, delta))]
+        else:
+            parts = [(child, mul(delta, partial)) for child, partial in local_partials(node)]
+        inner = scope + (node,) if isinstance(node, Sum) else scope
+        for child, contribution in parts:
+            key = (child, inner)
+            adjoints[key] = add(adjoints.get(key, ZERO), contribution)
+            contributions.append((child, contribution))
+        steps.append(SweepStep(node, scope, delta, tuple(contributions)))
+        if isinstance(node, Element) and delta != ZERO:
+            occurrences.append(Occurrence(node, scope, delta))
+    return ReverseSweep(tuple(steps), tuple(occurrences))
