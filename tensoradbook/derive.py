@@ -165,8 +165,12 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str])
 
     body = substitute(occurrence.adjoint, mapping)
     for k in range(n_z):  # z_0 innermost (eqs. 22-26, 45)
-        body = Sum(z_names[k], _tidy(bound(system.L[k], system.Lhat[k], k), lower=True),
-                   _tidy(bound(system.H[k], system.Hhat[k], k), lower=False), body)
+        lower = _tidy(bound(system.L[k], system.Lhat[k], k), lower=True)
+        upper = _tidy(bound(system.H[k], system.Hhat[k], k), lower=False)
+        if len(lower) == 1 and lower == upper and lower[0].is_integral:  # a sum of one term
+            body = substitute(body, {z_names[k]: lower[0]})
+        else:
+            body = Sum(z_names[k], lower, upper, body)
     for row in system.F.tolist():  # eq. 34: F b <= 0, i.e. -F b >= 0
         if sum(1 for c in row if c) > 1:
             # A combination of a lower and an upper bound of some z_k: when it fails, z_k's range

@@ -107,6 +107,13 @@ def test_second_order(text, shapes):
         assert_gradients_right(gradient, second, seed=1)
 
 
+def test_sums_of_one_term_disappear():
+    grads = tab.derive("f[i; j] = x[i] * y[j]", {"f": (3, 1), "x": (3,), "y": (1,)})
+    assert str(grads["x"]) == "dx[dx_0] = df[dx_0; 0] * y[0]"
+    assert str(grads["y"]).startswith("dy[dy_0] = sum{dy_z0}_0^2 (")
+    assert_gradients_right(grads.function, grads)
+
+
 # --- random element-wise functions -------------------------------------------------------
 
 OUTPUT = {"i": 3, "j": 2}
