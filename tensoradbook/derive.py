@@ -21,6 +21,7 @@ can be derived again (sec. 5.3).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -275,6 +276,20 @@ def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
     if not isinstance(expression, If):
         return expression
     ranges = dict(zip(beta, [(0, n - 1) for n in shape]))
+    for atom in expression.condition:  # a divisibility atom on one index narrows that index's range
+        if atom.modulus and len(atom.affine.terms) == 1:
+            ((name, c),) = atom.affine.terms
+            low, high = ranges[name]
+            # c v + c0 = 0 (mod m) holds exactly for v = v0 (mod m / g), g = gcd(c, m), if g divides c0
+            g = math.gcd(c, atom.modulus)
+            if atom.affine.constant % g:
+                return ZERO
+            step = atom.modulus // g
+            v0 = (-atom.affine.constant // g) * pow(c // g, -1, step) % step if step > 1 else 0
+            first, last = low + (v0 - low) % step, high - (high - v0) % step
+            if first > last:
+                return ZERO
+            ranges[name] = (first, last)
     kept = []
     for atom in expression.condition:
         if atom.inequality and set(atom.affine.names) <= set(ranges):

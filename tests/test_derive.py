@@ -107,6 +107,13 @@ def test_second_order(text, shapes):
         assert_gradients_right(gradient, second, seed=1)
 
 
+def test_conditions_implied_by_the_box_disappear():
+    grads = tab.derive("f[i; j] = x[2 * i; j] ** 2", {"f": (3, 4), "x": (6, 4)})
+    assert str(grads["x"]) == "dx[dx_0; dx_1] = if {dx_0 % 2 = 0} then (df[dx_0 / 2; dx_1] * (2 * x[dx_0; dx_1])) else (0)"
+    grads = tab.derive("f[i; j] = x[2 * i; j] ** 2", {"f": (3, 4), "x": (7, 4)})  # x[6] is even but unused
+    assert str(grads["x"]).startswith("dx[dx_0; dx_1] = if {dx_0 % 2 = 0 and 4 - dx_0 >= 0} then (")
+
+
 def test_sums_of_one_term_disappear():
     grads = tab.derive("f[i; j] = x[i] * y[j]", {"f": (3, 1), "x": (3,), "y": (1,)})
     assert str(grads["x"]) == "dx[dx_0] = df[dx_0; 0] * y[0]"
@@ -223,3 +230,17 @@ def test_command_line(capsys):
     assert main(["derive", "f[i] = x[i * i]", "--shape", "f=3", "--shape", "x=9"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "^" in err and "Traceback" not in err
+
+
+def test_the_check_catches_wrong_gradients():
+    grads = tab.derive(SECTION_6, SECTION_6_SHAPES)
+    fn = grads.function
+    for name in "abcd":
+        wrong = dict(grads.functions)
+        right = grads[name]
+        wrong[name] = Function(right.name, right.indices, Binary("*", Number(1.01), right.body), right.shapes)
+        errors = tab.check_gradients(fn, grads=tab.Gradients(fn, wrong, grads.contributions))
+        assert errors[name] > 1e-3 and max(v for k, v in errors.items() if k != name) < TOLERANCE
+    dropped = dict(grads.functions)  # forgetting the d[i + k] ** 3 term's contribution to dd
+    dropped["d"] = Function("dd", grads["d"].indices, Number(0), grads["d"].shapes)
+    assert tab.check_gradients(fn, grads=tab.Gradients(fn, dropped, grads.contributions))["d"] > 0.5
