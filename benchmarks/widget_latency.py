@@ -6,7 +6,11 @@ REPEATS interactions, each timed alone:
 * SmithStepper: one step forward through Algorithm 1 on the default 3 x 3 matrix;
 * KernelLattice: one beta change in the 3-D example of report fig. 4
   (``A = [[1, -2, -2]]``, shape 8 x 6 x 6: the slower, 3-D picture);
-* PolytopeView: one beta change in the same example (a 2-D kernel, fig. 4b).
+* PolytopeView: one beta change in the same example (a 2-D kernel, fig. 4b);
+* GraphView: one step forward through the reverse sweep of the report's
+  sec. 6 example (14 nodes, the largest picture);
+* DerivationExplorer: one switch of preset, cycling through the presets, each
+  derived and checked afresh (its caches emptied first).
 
 The beta changes walk through distinct values, so every one is computed and
 drawn afresh. Run: ``python benchmarks/widget_latency.py``.
@@ -17,7 +21,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from tensoradbook.widgets import KernelLattice, PolytopeView, SmithStepper
+from tensoradbook.widgets import DerivationExplorer, GraphView, KernelLattice, PolytopeView, SmithStepper
+from tensoradbook.widgets import explorer as explorer_module
+from tensoradbook.widgets.explorer import PRESETS, SECTION_6
 
 REPEATS = 20
 FIG4 = ([[1, -2, -2]], (8, 6, 6))
@@ -51,10 +57,34 @@ def beta_change(widget_class) -> float:
     return median_ms(lambda _: None, lambda k: widget.set_beta((values[k],)))
 
 
+def graph_step() -> float:
+    view = GraphView(*PRESETS[SECTION_6])
+
+    def fresh_at_end(_):  # a new view, so no step is shown from the pictures already drawn
+        nonlocal view
+        if view.step == view.n_steps - 1:
+            view = GraphView(*PRESETS[SECTION_6])
+
+    return median_ms(fresh_at_end, lambda _: view.forward())
+
+
+def preset_switch() -> float:
+    explorer = DerivationExplorer(preset=SECTION_6)
+    names = list(PRESETS)
+
+    def forget(_):  # the explorer keeps each function's derivation and check: start cold
+        explorer_module._derivation.cache_clear()
+        explorer_module._check.cache_clear()
+
+    return median_ms(forget, lambda k: explorer.set_preset(names[(k + 1) % len(names)]))
+
+
 def main() -> None:
     for name, measure in (("SmithStepper", step_forward),
                           ("KernelLattice", lambda: beta_change(KernelLattice)),
-                          ("PolytopeView", lambda: beta_change(PolytopeView))):
+                          ("PolytopeView", lambda: beta_change(PolytopeView)),
+                          ("GraphView", graph_step),
+                          ("DerivationExplorer", preset_switch)):
         print(f"{name} {measure():.1f}")
 
 

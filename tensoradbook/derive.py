@@ -181,7 +181,7 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str])
         for c, b in zip(row, rhs):
             value = value - b.scale(c)
         atoms.append(Atom(value.numerator, 0, inequality=True))
-    expression = if_(tuple(atoms), body, ZERO)
+    expression = _box_decide(if_(tuple(atoms), body, ZERO), beta, fn.shapes[element.name])
     return Contribution(element, np.array(A, dtype=object).reshape(len(A), len(alpha)), tuple(offset),
                         tuple(alpha), inverse.pinv, inverse.kernel, inverse.cokernel, system, expression)
 
@@ -258,7 +258,7 @@ def derive(fn, shapes=None) -> Gradients:
         parts = [_contribution(fn, occ, beta, z_names) for occ in sweep.occurrences if occ.element.name == name]
         total = ZERO
         for part in parts:
-            total = add(total, _box_decide(part.expression, beta, fn.shapes[name]))
+            total = add(total, part.expression)
         gradient_shapes = dict(shapes)
         gradient_shapes[gradient] = tuple(fn.shapes[name])
         functions[name] = Function(gradient, tuple(beta), total, gradient_shapes)

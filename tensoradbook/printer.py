@@ -60,6 +60,28 @@ def affine_text(affine: Affine) -> str:
     return f"{numerator} / {affine.denominator}"
 
 
+def bound_text(affines: tuple[Affine, ...], lower: bool, standalone: bool = False) -> str:
+    """A sum bound in the report's notation: ``0``, ``(dd_0 - 2)``, ``(max [dd_0 - 2; 0])``, ``(floor(b / 2))``.
+
+    Inside ``sum{k}_..^..`` a bound of more than one token is parenthesised;
+    ``standalone`` leaves that out, for bounds written as ``lower <= k <= upper``.
+    """
+    rounding = "ceil" if lower else "floor"
+    items = [affine_text(a) if a.is_integral else f"{rounding}({affine_text(a)})" for a in affines]
+    text = items[0] if len(items) == 1 else f"{'max' if lower else 'min'} [{'; '.join(items)}]"
+    return text if standalone or _SINGLE_TOKEN.fullmatch(text) else f"({text})"
+
+
+def atom_text(atom: Atom) -> str:
+    """One condition of an ``if``: ``dc_0 - dc_1 = 0``, ``(b - 1) % 3 = 0`` or ``6 - dd_0 >= 0``."""
+    text = affine_text(atom.affine)
+    if atom.inequality:
+        return f"{text} >= 0"
+    if not atom.modulus:
+        return f"{text} = 0"
+    return f"{f'({text})' if _pieces(atom.affine) > 1 else text} % {atom.modulus} = 0"
+
+
 def _number_text(value) -> str:
     # repr is the shortest text that reads back as the same float
     return str(int(value)) if isinstance(value, Integral) else repr(float(value))
@@ -105,28 +127,13 @@ class _TextPrinter(_Printer):
         return f"{left} {node.op} {right}", precedence
 
     def _print_Sum(self, node: Sum):
-        lower, upper = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
+        lower, upper = bound_text(node.lower, lower=True), bound_text(node.upper, lower=False)
         return f"sum{{{node.index}}}_{lower}^{upper} ({self.show(node.body)})", UNARY
 
     def _print_If(self, node: If):
-        condition = " and ".join(self.atom(a) for a in node.condition)
+        condition = " and ".join(atom_text(a) for a in node.condition)
         return f"if {{{condition}}} then ({self.show(node.then)}) else ({self.show(node.otherwise)})", UNARY
 
-    @staticmethod
-    def bound(affines: tuple[Affine, ...], lower: bool) -> str:
-        rounding = "ceil" if lower else "floor"
-        items = [affine_text(a) if a.is_integral else f"{rounding}({affine_text(a)})" for a in affines]
-        text = items[0] if len(items) == 1 else f"{'max' if lower else 'min'} [{'; '.join(items)}]"
-        return text if _SINGLE_TOKEN.fullmatch(text) else f"({text})"
-
-    @staticmethod
-    def atom(atom: Atom) -> str:
-        text = affine_text(atom.affine)
-        if atom.inequality:
-            return f"{text} >= 0"
-        if not atom.modulus:
-            return f"{text} = 0"
-        return f"{f'({text})' if _pieces(atom.affine) > 1 else text} % {atom.modulus} = 0"
 
 
 def latex_name(name: str) -> str:
@@ -208,18 +215,18 @@ class _LatexPrinter(_Printer):
 
     def _print_Sum(self, node: Sum):
         body = self.factor(node.body)
-        lower, upper = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
+        lower, upper = bound_text(node.lower, lower=True), bound_text(node.upper, lower=False)
         return rf"\sum_{{{latex_name(node.index)}={lower}}}^{{{upper}}} {body}", PREFIX
 
     def _print_If(self, node: If):
         if node.otherwise == Number(0):
             deltas = [a for a in node.condition if not (a.modulus or a.inequality)]
-            others = [self.atom(a) for a in node.condition if a not in deltas]
+            others = [atom_text(a) for a in node.condition if a not in deltas]
             factors = [r"\delta_{%s,%s}" % _sides(a.affine)[:2] for a in deltas]
             if others:  # an Iverson bracket: 1 where the conditions hold, else 0
                 factors.append(r"\left[\," + _AND.join(others) + r"\,\right]")
             return r" \, ".join(factors + [self.factor(node.then)]), PREFIX
-        condition = _AND.join(self.atom(a) for a in node.condition)
+        condition = _AND.join(atom_text(a) for a in node.condition)
         return (rf"\begin{{cases}} {self.show(node.then)} & \text{{if }} {condition} \\ "
                 rf"{self.show(node.otherwise)} & \text{{otherwise}} \end{{cases}}"), PREFIX
 

@@ -271,3 +271,72 @@ class BetaExplorer(W.VBox):
         if solutions is None:
             return None, self._inverse.solvability(self._beta).reason
         return IntegerSolutions(solutions.particular, self._kernel).within(self._shape), None
+
+
+class CodeMessageBox(MessageBox):
+    """A :class:`MessageBox` in monospace that keeps line breaks and spaces, so a parser's caret
+    line still points at the right character."""
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self.value = (f'<pre style="color:{self._color};font-weight:600;margin:0;white-space:pre">'
+                      f'{html.escape(text)}</pre>' if text else "")
+
+
+def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
+    """Read shapes typed as ``f=3x4, a=3x5, d=8`` (``x=()`` for a scalar) into ``{"f": (3, 4), ...}``.
+
+    Raises ValueError saying which item is wrong; the parser checks the sizes against the function.
+    """
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in (part.strip() for part in re.split(r"[,;\n]", text)):
+        if not item:
+            continue
+        match = re.fullmatch(r"([A-Za-z_]\w*)\s*=\s*(\(\s*\)|\d+(?:\s*[x×*]\s*\d+)*)", item)
+        if match is None:
+            raise ValueError(f"shapes: cannot read {item!r}; write NAME=3x4 (or NAME=() for a scalar), "
+                             "separated by commas")
+        name, sizes = match.groups()
+        if name in shapes:
+            raise ValueError(f"shapes: {name} is given twice")
+        shapes[name] = () if sizes.startswith("(") else tuple(int(n) for n in re.split(r"\s*[x×*]\s*", sizes))
+    return shapes
+
+
+def shapes_text(shapes) -> str:
+    """The typed form ``f=3x4, d=8, s=()`` of a shapes dict, as :func:`parse_shapes` reads it."""
+    return ", ".join(f"{name}={'x'.join(str(n) for n in shape) or '()'}" for name, shape in shapes.items())
+
+
+def canvas_png(canvas: FigureCanvasAgg) -> bytes:
+    """The canvas's pixels as they stand (no redraw, so blitted artists stay) as PNG bytes."""
+    image = PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(),
+                                "raw", "RGBA", 0, 1).convert("RGB")
+    buffer = io.BytesIO()
+    image.save(buffer, format="png", compress_level=1)  # fast zlib level: the pictures are flat colours
+    return buffer.getvalue()
+
+
+_LEGEND_PIXELS: dict[tuple, object] = {}
+
+
+def legend_pixels(entries, dpi: int, **options):
+    """The pixels (an RGBA array) of a legend with these ``(handle, label)`` entries, drawn once.
+
+    Laying out a legend's text costs tens of milliseconds; a picture whose
+    size changes with its content cannot reuse a legend's place the way
+    :class:`Plot` does, but it can paste these pixels with ``Figure.figimage``.
+    """
+    import numpy as np
+
+    key = (tuple(label for _, label in entries), dpi, tuple(sorted(options.items())))
+    if key not in _LEGEND_PIXELS:
+        figure = Figure(figsize=(10, 2), dpi=dpi)
+        canvas = FigureCanvasAgg(figure)
+        legend = figure.legend(*zip(*entries), loc="center", **options)
+        canvas.draw()
+        box = legend.get_window_extent().padded(2)
+        pixels = np.asarray(canvas.buffer_rgba())
+        height = pixels.shape[0]  # window coordinates count from the bottom, array rows from the top
+        _LEGEND_PIXELS[key] = pixels[int(height - box.y1):int(height - box.y0), int(box.x0):int(box.x1)].copy()
+    return _LEGEND_PIXELS[key]
