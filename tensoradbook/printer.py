@@ -215,18 +215,18 @@ class _LatexPrinter(_Printer):
 
     def _print_Sum(self, node: Sum):
         body = self.factor(node.body)
-        lower, upper = bound_text(node.lower, lower=True), bound_text(node.upper, lower=False)
+        lower, upper = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         return rf"\sum_{{{latex_name(node.index)}={lower}}}^{{{upper}}} {body}", PREFIX
 
     def _print_If(self, node: If):
         if node.otherwise == Number(0):
             deltas = [a for a in node.condition if not (a.modulus or a.inequality)]
-            others = [atom_text(a) for a in node.condition if a not in deltas]
+            others = [self.atom(a) for a in node.condition if a not in deltas]
             factors = [r"\delta_{%s,%s}" % _sides(a.affine)[:2] for a in deltas]
             if others:  # an Iverson bracket: 1 where the conditions hold, else 0
                 factors.append(r"\left[\," + _AND.join(others) + r"\,\right]")
             return r" \, ".join(factors + [self.factor(node.then)]), PREFIX
-        condition = _AND.join(atom_text(a) for a in node.condition)
+        condition = _AND.join(self.atom(a) for a in node.condition)
         return (rf"\begin{{cases}} {self.show(node.then)} & \text{{if }} {condition} \\ "
                 rf"{self.show(node.otherwise)} & \text{{otherwise}} \end{{cases}}"), PREFIX
 
