@@ -72,7 +72,7 @@ def _all_names(fn: Function) -> set[str]:
     return names
 
 
-def _domain(fn: Function, scope: tuple[Sum, ...]) -> tuple[list[str], list[list[int]], list[int]]:
+def extended_domain(fn: Function, scope: tuple[Sum, ...]) -> tuple[list[str], list[list[int]], list[int]]:
     """The extended index ``alpha`` (outputs, then liberated sums) and its box ``R alpha >= r`` (eq. 52)."""
     names = list(fn.indices) + [s.index for s in scope]
     position = {name: k for k, name in enumerate(names)}
@@ -120,7 +120,7 @@ class Contribution:
 
 def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str]) -> Contribution:
     element = occurrence.element
-    alpha, R, r = _domain(fn, occurrence.scope)
+    alpha, R, r = extended_domain(fn, occurrence.scope)
     for k, index in enumerate(element.indices):
         if not index.is_integral:
             raise ExpressionError(f"{fn.name}: cannot derive through {element.name}[...] whose index {k} "
