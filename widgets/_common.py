@@ -75,6 +75,25 @@ def matrix_text(A) -> str:
     return "; ".join(" ".join(str(v) for v in row) for row in A.tolist())
 
 
+class SliderSteps:
+    """``step`` (clamped to ``0 .. n_steps - 1``), ``forward()`` and ``back()`` for a widget whose
+    ``_slider`` shows the step and whose ``n_steps`` says how many there are."""
+
+    @property
+    def step(self) -> int:
+        return self._slider.value
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self._slider.value = max(0, min(self.n_steps - 1, int(value)))
+
+    def forward(self) -> None:
+        self.step = self.step + 1
+
+    def back(self) -> None:
+        self.step = self.step - 1
+
+
 class MessageBox(W.HTML):
     """An inline message: red for errors, hidden while empty; ``.text`` holds the plain text."""
 

@@ -35,7 +35,7 @@ from tensoradbook.printer import expr_latex, expr_text
 from tensoradbook.reverse import local_partials, reverse_accumulate
 from tensoradbook.simplify import ZERO, add
 
-from ._common import CodeMessageBox, canvas_png, legend_pixels, subscript
+from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, subscript
 
 DEFAULT = "f[] = exp (x[] * y[]) + sin (x[])"
 MAX_NODES = 30  # beyond this the picture is unreadable; the text of the function is better
@@ -226,7 +226,7 @@ def _layout(keys, children) -> tuple[dict, tuple]:
     return position, (width, height)
 
 
-class GraphView(W.VBox):
+class GraphView(SliderSteps, W.VBox):
     """The computational graph of a function (Fig. 1) and its reverse sweep step by step (Fig. 2).
 
     Python API: ``step`` (read/write, clamped; 0 is the forward graph, ``k``
@@ -275,20 +275,6 @@ class GraphView(W.VBox):
     def n_steps(self) -> int:
         """Number of states: the forward graph plus one per node of the sweep."""
         return len(self._graph.keys) + 1
-
-    @property
-    def step(self) -> int:
-        return self._slider.value
-
-    @step.setter
-    def step(self, value: int) -> None:
-        self._slider.value = max(0, min(self.n_steps - 1, int(value)))
-
-    def forward(self) -> None:
-        self.step = self.step + 1
-
-    def back(self) -> None:
-        self.step = self.step - 1
 
     @property
     def current(self):

@@ -14,12 +14,12 @@ import ipywidgets as W
 from tensoradbook import smith_normal_form
 from tensoradbook._matrix import as_int_matrix, matmul, to_latex
 
-from ._common import MessageBox, matrix_text, parse_matrix
+from ._common import MessageBox, SliderSteps, matrix_text, parse_matrix
 
 MAX_SIZE = 8  # rows and columns; larger matrices do not fit on screen
 
 
-class SmithStepper(W.VBox):
+class SmithStepper(SliderSteps, W.VBox):
     """Replay Algorithm 1 on an integer matrix, one elementary operation at a time.
 
     Python API: ``step`` (read/write, clamped), ``n_steps``, ``forward()``,
@@ -71,26 +71,12 @@ class SmithStepper(W.VBox):
         return len(self._result.steps)
 
     @property
-    def step(self) -> int:
-        return self._slider.value
-
-    @step.setter
-    def step(self, value: int) -> None:
-        self._slider.value = max(0, min(self.n_steps - 1, int(value)))
-
-    @property
     def current(self):
         return self._result.steps[self.step]
 
     @property
     def error(self) -> str:
         return self._errors.text
-
-    def forward(self) -> None:
-        self.step = self.step + 1
-
-    def back(self) -> None:
-        self.step = self.step - 1
 
     def set_matrix(self, A) -> bool:
         """Run Algorithm 1 on ``A`` (a matrix or its typed text) and show its first step.
