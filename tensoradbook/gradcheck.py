@@ -21,6 +21,23 @@ def random_arguments(fn: Function, rng: np.random.Generator) -> dict[str, np.nda
     return {name: rng.uniform(0.5, 1.5, fn.shapes[name]) for name in fn.arguments}
 
 
+def numeric_gradient(fn: Function, args: dict, name: str, df, step: float = 1e-6) -> np.ndarray:
+    """The gradient of ``sum(df * f)`` with respect to ``args[name]``, one central difference per element.
+
+    The brute-force oracle (two evaluations per element): for small shapes
+    and for teaching; the dot-product test needs only a few evaluations.
+    """
+    x = np.asarray(args[name], dtype=np.float64)
+    gradient = np.zeros_like(x)
+    for beta in np.ndindex(*x.shape):
+        values = {key: np.array(value, dtype=np.float64) for key, value in args.items()}
+        values[name][beta] += step
+        plus = np.sum(df * fn.evaluate(values))
+        values[name][beta] -= 2 * step
+        gradient[beta] = (plus - np.sum(df * fn.evaluate(values))) / (2 * step)
+    return gradient
+
+
 def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 0,
                             step: float = 1e-3) -> dict[str, tuple[float, float]]:
     """Per argument, ``(finite difference, gradient)`` of ``<df, J v>`` for a random ``df`` and ``v``.

@@ -27,27 +27,34 @@ import sympy
 from ._matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, zeros
 
 
-def extended_gcd(a: int, b: int) -> tuple[int, int, int]:
-    """Return ``(g, x, y)`` with ``g = gcd(a, b) = a*x + b*y`` and ``g >= 0`` (Algorithm 2).
+def euclid_table(a: int, b: int) -> list[tuple[int | None, int, int, int]]:
+    """The rows ``(q_i, r_i, s_i, t_i)`` of Algorithm 2, from ``(a, 1, 0)`` and ``(b, 0, 1)`` down to ``r = 0``.
 
-    The report states Algorithm 2 for positive numbers; floor division keeps the
-    remainders shrinking for any signs, and a final sign flip makes ``g``
-    non-negative. ``extended_gcd(0, 0) == (0, 1, 0)``.
+    Every row keeps ``r_i = a s_i + b t_i``; ``q_i = r_{i-1} // r_i`` is the
+    quotient that forms the next row (None on the first and the last row).
+    Floor division keeps the remainders shrinking for any signs.
     """
     for name, value in (("a", a), ("b", b)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise ValueError(f"extended_gcd: {name} = {value!r} is not an integer")
-    r_prev, r = int(a), int(b)
-    s_prev, s = 1, 0
-    t_prev, t = 0, 1
-    while r != 0:
-        q = r_prev // r
-        r_prev, r = r, r_prev - q * r
-        s_prev, s = s, s_prev - q * s
-        t_prev, t = t, t_prev - q * t
-    if r_prev < 0:
-        return -r_prev, -s_prev, -t_prev
-    return r_prev, s_prev, t_prev
+    rows = [[None, int(a), 1, 0], [None, int(b), 0, 1]]
+    while rows[-1][1] != 0:
+        previous, current = rows[-2], rows[-1]
+        q = previous[1] // current[1]
+        current[0] = q
+        rows.append([None] + [p - q * c for p, c in zip(previous[1:], current[1:])])
+    return [tuple(row) for row in rows]
+
+
+def extended_gcd(a: int, b: int) -> tuple[int, int, int]:
+    """Return ``(g, x, y)`` with ``g = gcd(a, b) = a*x + b*y`` and ``g >= 0`` (Algorithm 2).
+
+    The report states Algorithm 2 for positive numbers; :func:`euclid_table`
+    runs it for any signs, and a final sign flip makes ``g`` non-negative.
+    ``extended_gcd(0, 0) == (0, 1, 0)``.
+    """
+    _, g, x, y = euclid_table(a, b)[-2]  # the last non-zero remainder
+    return (-g, -x, -y) if g < 0 else (g, x, y)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Affine, Atom, Binary, Expr, If, Number, Unary
+from .expr import Atom, Binary, Expr, If, Number, Unary
 
 
 def number(value) -> Number:
@@ -121,8 +121,6 @@ def unary(op: str, a: Expr) -> Expr:
     return Unary(op, a)
 
 
-BINARY = {"+": add, "-": sub, "*": mul, "/": div, "**": power}
-
 
 def atom_truth(atom: Atom) -> bool | None:
     """True or False for an atom without index names, None when it depends on indices."""
@@ -146,7 +144,3 @@ def if_(condition, then: Expr, otherwise: Expr) -> Expr:
     if not kept or then == otherwise:
         return then
     return If(tuple(kept), then, otherwise)
-
-
-def constant_affine(value) -> Affine:
-    return Affine.constant_value(value)

@@ -115,6 +115,18 @@ def test_conditions_implied_by_the_box_disappear():
     assert str(grads["x"]).startswith("dx[dx_0; dx_1] = if {dx_0 % 2 = 0 and 4 - dx_0 >= 0} then (")
 
 
+def test_numeric_gradient_is_the_per_element_oracle():
+    from tensoradbook.gradcheck import numeric_gradient
+
+    fn = tab.parse("f[i; j] = sin (x[i + j]) * y[j]", {"f": (2, 3), "x": (4,), "y": (3,)})
+    rng = np.random.default_rng(5)
+    args = {"x": rng.uniform(0, 1, 4), "y": rng.uniform(0, 1, 3)}
+    df = rng.standard_normal((2, 3))
+    exact = tab.derive(fn).evaluate(args, df)
+    for name in ("x", "y"):
+        assert np.allclose(numeric_gradient(fn, args, name, df), exact[name], rtol=1e-7, atol=1e-9)
+
+
 def test_sums_of_one_term_disappear():
     grads = tab.derive("f[i; j] = x[i] * y[j]", {"f": (3, 1), "x": (3,), "y": (1,)})
     assert str(grads["x"]) == "dx[dx_0] = df[dx_0; 0] * y[0]"
