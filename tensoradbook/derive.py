@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
 
-from .expr import Affine, Atom, Element, ExpressionError, Expr, Function, If, Sum, substitute, walk
+from .expr import Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, replace, substitute, walk
 from .fourier_motzkin import fourier_motzkin
 from .intlinalg import integer_inverse
-from .reverse import reverse_accumulate
-from .simplify import ZERO, add, if_
+from .reverse import Occurrence, ReverseSweep, reverse_accumulate
+from .simplify import ZERO, add, hoist_invariants, if_
 
 
 def _fresh(base: str, used: set[str]) -> str:
@@ -116,9 +117,37 @@ class Contribution:
     cokernel: np.ndarray
     bounds: object  # the FourierMotzkin of R K z >= r - R I (beta - a)
     expression: Expr
+    scope: tuple[Sum, ...]  # the liberated sums around the occurrence (sec. 5.2)
+    adjoint: Expr           # its Delta (eq. 38), free in alpha: what the scatter form of eq. 40 adds
 
 
-def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str]) -> Contribution:
+def _loop_order(adjoint: Expr, alpha: list[str], kernel: list[list[int]], shapes: dict) -> list[list[int]]:
+    """The kernel basis's columns reordered so the innermost loop (``z_0``) has the smallest memory strides.
+
+    Any order of the columns is a basis of the same lattice, and
+    Fourier-Motzkin bounds any order of loops (sec. 4.2); only the speed
+    differs. The cost of ``z_k`` is how far, in elements of row-major arrays,
+    one step of ``z_k`` moves each read of the adjoint.
+    """
+    n_z = len(kernel[0]) if kernel else 0
+    if n_z < 2:
+        return kernel
+    position = {name: j for j, name in enumerate(alpha)}
+    cost = [0] * n_z
+    for node in walk(adjoint):
+        if not isinstance(node, Element):
+            continue
+        strides = np.cumprod((1,) + tuple(shapes[node.name])[:0:-1])[::-1]
+        for k in range(n_z):
+            step = sum(int(stride) * index.coefficient(name) * kernel[position[name]][k]
+                       for stride, index in zip(strides, node.indices) for name in index.names if name in position)
+            cost[k] += abs(step)
+    order = sorted(range(n_z), key=cost.__getitem__)
+    return [[row[k] for k in order] for row in kernel]
+
+
+def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str], shapes: dict,
+                  fast_loop_order: bool) -> Contribution:
     element = occurrence.element
     alpha, R, r = extended_domain(fn, occurrence.scope)
     for k, index in enumerate(element.indices):
@@ -142,6 +171,8 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str])
     n_z = inverse.kernel.shape[1]
     z_names = z_names[:n_z]
     kernel = inverse.kernel.tolist()
+    if fast_loop_order:
+        kernel = _loop_order(occurrence.adjoint, alpha, kernel, shapes)
     mapping = {}
     for j, name in enumerate(alpha):
         mapping[name] = particular[j] + _affine(kernel[j], z_names)
@@ -183,7 +214,9 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str])
         atoms.append(Atom(value.numerator, 0, inequality=True))
     expression = _box_decide(if_(tuple(atoms), body, ZERO), beta, fn.shapes[element.name])
     return Contribution(element, np.array(A, dtype=object).reshape(len(A), len(alpha)), tuple(offset),
-                        tuple(alpha), inverse.pinv, inverse.kernel, inverse.cokernel, system, expression)
+                        tuple(alpha), inverse.pinv, np.array(kernel, dtype=object).reshape(len(alpha), n_z),
+                        inverse.cokernel, system, expression,
+                        occurrence.scope, occurrence.adjoint)
 
 
 def _tidy(terms: list[Affine], lower: bool) -> tuple[Affine, ...]:
@@ -198,11 +231,18 @@ def _tidy(terms: list[Affine], lower: bool) -> tuple[Affine, ...]:
 
 @dataclass(frozen=True)
 class Gradients(Mapping):
-    """The gradients of ``sum(df * f)``: one element-wise function per argument (``grads["a"]`` is ``da``)."""
+    """The gradients of ``sum(df * f)``: one element-wise function per argument (``grads["a"]`` is ``da``).
+
+    As :func:`derive` returns them they are the report's output (sec. 6):
+    every summand recomputes the forward expression. :meth:`simplified` gives
+    the form the kernels run, which reads the forward result ``f`` instead.
+    """
 
     function: Function
     functions: dict
     contributions: dict
+    reads_forward: bool = False
+    intermediates: dict = field(default_factory=dict)  # output-shaped adjoints the simplified form reads
 
     def __getitem__(self, name: str) -> Function:
         return self.functions[name]
@@ -221,13 +261,55 @@ class Gradients(Mapping):
         """``{"a": dA, ...}``: the gradients of ``sum(df * f)`` at ``args``, by the reference evaluator."""
         values = dict(args)
         values[self.adjoint_name] = df
+        if self.reads_forward:
+            values[self.function.name] = self.function.evaluate(args)
+        for name, intermediate in self.intermediates.items():
+            values[name] = intermediate.evaluate(values)
         return {name: fn.evaluate(values) for name, fn in self.functions.items()}
 
+    @cached_property
+    def simplified(self) -> Gradients:
+        """The same gradients as the kernels compute them: reading ``f`` and with loop invariants hoisted.
+
+        Where the forward expression (the whole body of ``f``) appears in an
+        adjoint, as ``exp(...)`` does in its own derivative, the simplified
+        gradients read ``f[...]`` instead: computed once, not once per summand
+        (the cheap gradient principle). So do the adjoints of the outermost
+        sums, kept in :attr:`intermediates` (``df_k[i; j] = -(df[i; j] * f[i; j])``
+        for sec. 6). Factors and conditions that do not
+        depend on a sum's index move out of it
+        (:func:`tensoradbook.simplify.hoist_invariants`), and nested sums are
+        ordered so the innermost walks memory with the smallest strides. For evaluation only:
+        derive :attr:`functions`, not these, again, since here ``f`` is data.
+        """
+        if self.reads_forward:
+            return self
+        return _derive(self.function, reads_forward=True)
+
+    def compile(self, target: str = "numba"):
+        """``grad(args, df) -> {"a": dA, ...}`` running generated kernels (:mod:`tensoradbook.kernels`).
+
+        Targets: ``"numpy"``, ``"numba"`` (CPU threads, one gradient element
+        each), ``"cuda"`` (one GPU thread per gradient element), and the
+        scatter baselines of eq. 40, ``"numba-scatter"`` and ``"cuda-scatter"``.
+        ``grad`` computes ``f`` once itself; ``grad.forward`` is the forward kernel.
+        """
+        from .kernels import compile_gradients
+
+        return compile_gradients(self.simplified, target)
+
+    def source(self, target: str = "numba") -> str:
+        """The generated module behind :meth:`compile` (the forward kernel, one kernel per gradient)."""
+        from .kernels import gradients_source
+
+        return gradients_source(self.simplified, target)
+
     def __str__(self) -> str:
-        return "\n".join(str(fn) for fn in self.functions.values())
+        return "\n".join(str(fn) for fn in [*self.intermediates.values(), *self.functions.values()])
 
     def _repr_latex_(self) -> str:
-        return "$$" + r" \\ ".join(fn._repr_latex_().strip("$") for fn in self.functions.values()) + "$$"
+        functions = [*self.intermediates.values(), *self.functions.values()]
+        return "$$" + r" \\ ".join(fn._repr_latex_().strip("$") for fn in functions) + "$$"
 
 
 def derive(fn, shapes=None) -> Gradients:
@@ -238,6 +320,10 @@ def derive(fn, shapes=None) -> Gradients:
         fn = parse(fn, shapes or {})
     elif shapes is not None:
         raise ExpressionError("derive: give shapes only with the function's text")
+    return _derive(fn, reads_forward=False)
+
+
+def _derive(fn: Function, reads_forward: bool) -> Gradients:
     used = _all_names(fn)
     body = _unique_sums(fn.body, set(fn.indices) | set(fn.shapes))
     fn = Function(fn.name, fn.indices, body, fn.shapes, fn.source)
@@ -249,21 +335,51 @@ def derive(fn, shapes=None) -> Gradients:
     shapes = dict(fn.shapes)
     shapes[adjoint] = tuple(fn.shapes[fn.name])
     used |= {adjoint}
+    occurrences, intermediates = sweep.occurrences, {}
+    if reads_forward:
+        occurrences, intermediates = _tensor_adjoints(fn, sweep, seed, used, shapes)
     functions, contributions = {}, {}
     for name in fn.arguments:
         gradient = "d" + name
         names = set(used) | {gradient}
         beta = [_fresh(f"{gradient}_{k}", names) for k in range(len(fn.shapes[name]))]
         z_names = [_fresh(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + _depth(fn.body))]
-        parts = [_contribution(fn, occ, beta, z_names) for occ in sweep.occurrences if occ.element.name == name]
+        parts = [_contribution(fn, occ, beta, z_names, shapes, fast_loop_order=reads_forward)
+                 for occ in occurrences if occ.element.name == name]
         total = ZERO
         for part in parts:
             total = add(total, part.expression)
+        if reads_forward:
+            total = hoist_invariants(total)
         gradient_shapes = dict(shapes)
         gradient_shapes[gradient] = tuple(fn.shapes[name])
         functions[name] = Function(gradient, tuple(beta), total, gradient_shapes)
         contributions[name] = tuple(parts)
-    return Gradients(fn, functions, contributions)
+    return Gradients(fn, functions, contributions, reads_forward, intermediates)
+
+
+def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set, shapes: dict):
+    """The occurrences as the kernels use them, and the output-shaped adjoints they read.
+
+    The forward expression in an adjoint becomes a read of ``f`` (computed
+    once). The adjoint of a sum outside all sums depends on the output index
+    only, yet the report's formula recomputes it in every summand of every
+    gradient: here it is a tensor of ``f``'s shape (``df_k`` for ``sum{k}``),
+    computed once, and the reverse sweep restarts inside the sum from it.
+    ``used`` and ``shapes`` gain the new tensors' names.
+    """
+    forward = Element(fn.name, seed.indices)
+    occurrences, intermediates, replaced = [], {}, set()
+    for step in sweep.steps:
+        if isinstance(step.node, Sum) and not step.scope and not isinstance(step.adjoint, (Element, Number)):
+            name = _fresh(f"{seed.name}_{step.node.index}", used)
+            shapes[name] = shapes[fn.name]
+            intermediates[name] = Function(name, fn.indices, replace(step.adjoint, fn.body, forward), dict(shapes))
+            occurrences += reverse_accumulate(step.node, Element(name, seed.indices)).occurrences
+            replaced.add(step.node)
+    occurrences = [occ for occ in sweep.occurrences if not (occ.scope and occ.scope[0] in replaced)] + occurrences
+    return [Occurrence(occ.element, occ.scope, replace(occ.adjoint, fn.body, forward)) for occ in occurrences], \
+        intermediates
 
 
 def _depth(node: Expr) -> int:

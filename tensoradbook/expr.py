@@ -326,9 +326,8 @@ class Function:
 
         return to_latex(self)
 
-    def evaluate(self, args: dict) -> np.ndarray:
-        """The reference value of the whole output as a float64 array of the output's shape."""
-        shape = tuple(self.shapes[self.name])
+    def argument_arrays(self, args: dict) -> dict[str, np.ndarray]:
+        """``args`` as float64 arrays, each checked to be there and to have its declared shape."""
         arrays = {}
         for name in self.arguments:
             if name not in args:
@@ -338,11 +337,30 @@ class Function:
                 raise ExpressionError(f"{self.name}: argument {name!r} has shape {array.shape}, "
                                       f"expected {tuple(self.shapes[name])}")
             arrays[name] = array
+        return arrays
+
+    def evaluate(self, args: dict) -> np.ndarray:
+        """The reference value of the whole output as a float64 array of the output's shape."""
+        shape = tuple(self.shapes[self.name])
+        arrays = self.argument_arrays(args)
         grid = np.indices(shape, sparse=True) if shape else ()
         env = dict(zip(self.indices, grid))
         with np.errstate(all="ignore"):  # masked-out lanes may overflow or divide by zero harmlessly
             value = _evaluate(self.body, env, arrays, shape)
         return np.array(np.broadcast_to(value, shape), dtype=np.float64)
+
+    def compile(self, target: str = "numba"):
+        """``fwd(args) -> ndarray``: generated kernels for ``"numpy"``, ``"numba"`` or ``"cuda"``
+        (:mod:`tensoradbook.kernels`), equal to :meth:`evaluate`."""
+        from .kernels import compile_function
+
+        return compile_function(self, target)
+
+    def kernel_source(self, target: str = "numba") -> str:
+        """The generated module behind :meth:`compile`."""
+        from .kernels import function_source
+
+        return function_source(self, target)
 
 
 def substitute(node: Expr, mapping: dict[str, Affine]) -> Expr:
@@ -378,3 +396,36 @@ def walk(node: Expr):
         current = stack.pop()
         yield current
         stack.extend(reversed(current.children()))
+
+
+def replace(node: Expr, target: Expr, replacement: Expr) -> Expr:
+    """``node`` with every subtree equal to ``target`` replaced by ``replacement``."""
+    if node == target:
+        return replacement
+    if isinstance(node, Unary):
+        return Unary(node.op, replace(node.arg, target, replacement), node.span)
+    if isinstance(node, Binary):
+        return Binary(node.op, replace(node.left, target, replacement),
+                      replace(node.right, target, replacement), node.span)
+    if isinstance(node, Sum):
+        return Sum(node.index, node.lower, node.upper, replace(node.body, target, replacement), node.span)
+    if isinstance(node, If):
+        return If(node.condition, replace(node.then, target, replacement),
+                  replace(node.otherwise, target, replacement), node.span)
+    return node
+
+
+def free_indices(node: Expr) -> frozenset[str]:
+    """The index names ``node``'s value depends on: those of its elements, bounds and conditions
+    that no sum inside ``node`` binds."""
+    if isinstance(node, Element):
+        return frozenset(name for a in node.indices for name in a.names)
+    if isinstance(node, Sum):
+        bounds = {name for a in node.lower + node.upper for name in a.names}
+        return frozenset(bounds | (free_indices(node.body) - {node.index}))
+    names = set()
+    if isinstance(node, If):
+        names = {name for atom in node.condition for name in atom.affine.names}
+    for child in node.children():
+        names |= free_indices(child)
+    return frozenset(names)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Atom, Binary, Expr, If, Number, Unary
+from .expr import Atom, Binary, Expr, If, Number, Sum, Unary, free_indices
 
 
 def number(value) -> Number:
@@ -144,3 +144,54 @@ def if_(condition, then: Expr, otherwise: Expr) -> Expr:
     if not kept or then == otherwise:
         return then
     return If(tuple(kept), then, otherwise)
+
+
+def _factors(node: Expr) -> tuple[bool, list[Expr]]:
+    """``node`` as ``(negated, factors)`` of a product, looking through ``*`` and unary minus."""
+    if isinstance(node, Unary) and node.op == "neg":
+        negated, factors = _factors(node.arg)
+        return not negated, factors
+    if isinstance(node, Binary) and node.op == "*":
+        left_negated, left = _factors(node.left)
+        right_negated, right = _factors(node.right)
+        return left_negated != right_negated, left + right
+    return False, [node]
+
+
+def _product(factors: list[Expr]) -> Expr:
+    out = ONE
+    for factor in factors:
+        out = mul(out, factor)
+    return out
+
+
+def hoist_invariants(node: Expr) -> Expr:
+    """Move factors and conditions that do not depend on a sum's index out of that sum.
+
+    ``sum_k c * x[k]`` becomes ``c * sum_k x[k]`` and ``sum_k if {b = 0} then
+    (x[k]) else (0)`` becomes ``if {b = 0} then (sum_k x[k]) else (0)``:
+    exact in real arithmetic, and the loop then does only the work that varies
+    (the derivatives of sec. 6 multiply every summand by the same ``c[i; i]``).
+    """
+    if isinstance(node, Unary):
+        return unary(node.op, hoist_invariants(node.arg))
+    if isinstance(node, Binary):
+        left, right = hoist_invariants(node.left), hoist_invariants(node.right)
+        return {"+": add, "-": sub, "*": mul, "/": div, "**": power}[node.op](left, right)
+    if isinstance(node, If):
+        return if_(node.condition, hoist_invariants(node.then), hoist_invariants(node.otherwise))
+    if not isinstance(node, Sum):
+        return node
+    body = hoist_invariants(node.body)
+    if (isinstance(body, If) and body.otherwise == ZERO
+            and not any(node.index in atom.affine.names for atom in body.condition)):
+        inner = hoist_invariants(Sum(node.index, node.lower, node.upper, body.then, node.span))
+        return if_(body.condition, inner, ZERO)
+    negated, factors = _factors(body)
+    outside = [f for f in factors if node.index not in free_indices(f)]
+    inside = [f for f in factors if node.index in free_indices(f)]
+    summed = Sum(node.index, node.lower, node.upper, _product(inside), node.span) if inside else None
+    if summed is None:  # nothing varies: keep the sum of the (constant) body
+        summed, outside = Sum(node.index, node.lower, node.upper, _product(outside), node.span), []
+    out = mul(_product(outside), summed)
+    return neg(out) if negated else out

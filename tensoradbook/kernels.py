@@ -1,0 +1,585 @@
+"""Generated kernels: element-wise functions and their gradients as Numba CPU, Numba CUDA and numpy code.
+
+The report's point (secs. 5-6) is that each gradient element is a closed-form
+expression of its own: a kernel can give every element to one thread, with no
+atomics and no temporaries. This module writes that kernel as Python source,
+one per function, into a real module file, and compiles it:
+
+* ``"numba"``: ``numba.njit(parallel=True)``, a ``prange`` over the elements;
+* ``"cuda"``: ``numba.cuda.jit``, one GPU thread per element (on the CUDA
+  simulator when ``NUMBA_ENABLE_CUDASIM=1`` is set before numba is imported);
+* ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
+* ``"numba-scatter"`` and ``"cuda-scatter"``: the baseline of eq. 40, a loop
+  over the *forward* elements that adds each occurrence's adjoint into the
+  gradient element it reads; parallel only with atomics (CUDA), so serial on
+  the CPU. This is what the report's gather form replaces.
+
+Sums become loops with their ``max``/``min`` bounds, conditions become
+branches (masks in numpy), repeated subexpressions are computed once. Gradient
+modules compute the forward result ``f`` once and their kernels read it
+(:attr:`tensoradbook.derive.Gradients.simplified`).
+
+Modules are written once per distinct source, named by its hash, into the
+cache directory (``$TENSORADBOOK_CACHE``, else ``$XDG_CACHE_HOME/tensoradbook``
+or ``~/.cache/tensoradbook``), so Numba's on-disk cache (``cache=True``) finds
+its machine code again in a new process and tracebacks show the generated
+lines. :func:`compile_ptx` compiles the CUDA kernels to PTX without a GPU: a
+type check the simulator does not do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import keyword
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, Function, If, Number, Sum, Unary, walk
+from .printer import expr_text, to_text
+from .simplify import hoist_invariants
+
+GATHER_TARGETS = ("numpy", "numba", "cuda")
+SCATTER_TARGETS = ("numba-scatter", "cuda-scatter")
+TARGETS = GATHER_TARGETS + SCATTER_TARGETS
+THREADS_PER_BLOCK = 128
+_FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
+
+# Names the generated code uses itself; user names that clash get a suffix.
+_RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter"}
+
+
+def _py(name: str) -> str:
+    """A user's tensor or index name as a Python identifier that cannot clash with the generated code's."""
+    if keyword.iskeyword(name) or name in _RESERVED or name.startswith("_") or name.endswith("_kernel"):
+        return name + "_"
+    return name
+
+
+def _check_target(target: str, allowed: tuple[str, ...]) -> None:
+    if target not in allowed:
+        raise ValueError(f"unknown target {target!r}: choose one of {', '.join(map(repr, allowed))}")
+
+
+def _storage_shape(shape: tuple, vector: bool) -> tuple:
+    """Scalar kernels keep a 0-d tensor as one element ``x[0]``; numpy handles 0-d natively."""
+    return tuple(shape) if (shape or vector) else (1,)
+
+
+class _Writer:
+    """Python statements computing one scalar expression (``vector=False``) or one whole grid (numpy).
+
+    :meth:`value` returns the text of an expression and writes, before it,
+    the statements it needs (sum loops, branches, shared temporaries).
+    """
+
+    def __init__(self, shapes: dict, vector: bool, depth: int):
+        self.shapes, self.vector = shapes, vector
+        self.lines: list[str] = []
+        self.depth = depth
+        self.known: list[dict] = [{}]   # per block: node -> text valid in that block and below
+        self.counter = 0
+        self.repeated: set = set()
+
+    def share(self, root: Expr) -> None:
+        """Compute subexpressions that occur more than once in ``root`` into temporaries."""
+        seen: set = set()
+        for node in walk(root):
+            if isinstance(node, (Unary, Binary)):
+                (self.repeated if node in seen else seen).add(node)
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def block(self, header: str):
+        self.line(header)
+        self.depth += 1
+        self.known.append({})
+        try:
+            yield
+        finally:
+            self.known.pop()
+            self.depth -= 1
+
+    def temp(self, prefix: str) -> str:
+        self.counter += 1
+        return f"_{prefix}{self.counter}"
+
+    # -- integer parts ----------------------------------------------------------------
+    def affine(self, a: Affine, floor: bool = True) -> str:
+        """``a`` as integer code; with a denominator, floor (or, ``floor=False``, ceiling) division."""
+        parts = []
+        for name, c in a.terms:
+            term = _py(name) if abs(c) == 1 else f"{abs(c)} * {_py(name)}"
+            parts.append(("- " if c < 0 else "+ ") + term)
+        if a.constant or not parts:
+            parts.append(("- " if a.constant < 0 else "+ ") + str(abs(a.constant)))
+        text = " ".join(parts)
+        text = text[2:] if text.startswith("+ ") else "-" + text[2:]
+        if a.denominator == 1:
+            return text
+        if floor:
+            return f"({text}) // {a.denominator}"
+        return f"-(-({text}) // {a.denominator})"
+
+    def bound(self, affines: tuple[Affine, ...], lower: bool) -> str:
+        """``max`` of the ceilings of lower bounds, ``min`` of the floors of upper ones (eqs. 22-26)."""
+        pick = ("np.maximum" if lower else "np.minimum") if self.vector else ("max" if lower else "min")
+        texts = [self.affine(a, floor=not lower) for a in affines]
+        out = texts[0]
+        for text in texts[1:]:
+            out = f"{pick}({out}, {text})"
+        return out
+
+    def condition(self, atoms: tuple[Atom, ...]) -> str:
+        parts = []
+        for atom in atoms:
+            value = self.affine(atom.affine)
+            if atom.inequality:
+                parts.append(f"{value} >= 0")
+            elif atom.modulus:
+                parts.append(f"({value}) % {atom.modulus} == 0")
+            else:
+                parts.append(f"{value} == 0")
+        if self.vector:
+            return " & ".join(f"({p})" for p in parts)
+        return " and ".join(parts)
+
+    def element(self, name: str, indices) -> str:
+        """``x[...]`` for index texts; numpy clips, since masked-out lanes still read."""
+        shape = self.shapes[name]
+        if not shape:
+            return f"{_py(name)}[()]" if self.vector else f"{_py(name)}[0]"
+        if self.vector:
+            indices = [f"np.clip({i}, 0, {n - 1})" for i, n in zip(indices, shape)]
+        return f"{_py(name)}[{', '.join(indices)}]"
+
+    # -- values --------------------------------------------------------------------------
+    def lookup(self, node: Expr) -> str | None:
+        for known in reversed(self.known):
+            if node in known:
+                return known[node]
+        return None
+
+    def value(self, node: Expr) -> str:
+        if isinstance(node, Number):
+            return f"({float(node.value)!r})" if node.value < 0 else repr(float(node.value))
+        if isinstance(node, Element):
+            return self.element(node.name, [self.affine(a) for a in node.indices])
+        found = self.lookup(node)
+        if found is not None:
+            return found
+        if isinstance(node, Sum):
+            text = self.sum(node)
+        elif isinstance(node, If):
+            text = self.branch(node)
+        elif isinstance(node, Unary):
+            arg = self.value(node.arg)
+            text = f"(-{arg})" if node.op == "neg" else f"{'np' if self.vector else 'math'}.{node.op}({arg})"
+        elif isinstance(node, Binary):
+            text = self.binary(node)
+        else:
+            raise TypeError(f"not an expression node: {node!r}")
+        if node in self.repeated and not text.startswith("_"):
+            name = self.temp("t")
+            self.line(f"{name} = {text}")
+            text = name
+        self.known[-1][node] = text
+        return text
+
+    def binary(self, node: Binary) -> str:
+        left = self.value(node.left)
+        exponent = node.right.value if isinstance(node.right, Number) else None
+        if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call
+            if not left.isidentifier():
+                name = self.temp("t")
+                self.line(f"{name} = {left}")
+                left = name
+            return "(" + " * ".join([left] * exponent) + ")"
+        return f"({left} {node.op} {self.value(node.right)})"
+
+    def sum(self, node: Sum) -> str:
+        total = self.temp("s")
+        low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
+        index = _py(node.index)
+        constant = all(a.is_constant for a in node.lower + node.upper)
+        if not self.vector:
+            self.line(f"{total} = 0.0")
+            with self.block(f"for {index} in range({low}, {high} + 1):"):
+                self.line(f"{total} += {self.value(node.body)}")
+            return total
+        self.line(f"{total} = np.zeros(_GRID)")
+        if constant:
+            with self.block(f"for {index} in range({low}, {high} + 1):"):
+                self.line(f"{total} = {total} + {self.value(node.body)}")
+            return total
+        lo, hi = self.temp("lo"), self.temp("hi")
+        self.line(f"{lo}, {hi} = {low}, {high}")
+        with self.block(f"for {index} in range(np.min({lo}), np.max({hi}) + 1):"):
+            body = self.value(node.body)
+            self.line(f"{total} = {total} + np.where(({lo} <= {index}) & ({index} <= {hi}), {body}, 0.0)")
+        return total
+
+    def branch(self, node: If) -> str:
+        condition = self.condition(node.condition)
+        if self.vector:
+            return f"np.where({condition}, {self.value(node.then)}, {self.value(node.otherwise)})"
+        result = self.temp("c")
+        with self.block(f"if {condition}:"):
+            self.line(f"{result} = {self.value(node.then)}")
+        with self.block("else:"):
+            self.line(f"{result} = {self.value(node.otherwise)}")
+        return result
+
+
+def _unflatten(writer: _Writer, names: tuple[str, ...], shape: tuple, flat: str) -> None:
+    """``i, j = divmod`` of the flat element number: row-major, like numpy."""
+    stride = 1
+    strides = []
+    for n in reversed(shape):
+        strides.append(stride)
+        stride *= n
+    for name, n, s in zip(names, shape, reversed(strides)):
+        value = flat if s == 1 else f"{flat} // {s}"
+        if s * n != stride:  # not the outermost index: wrap around
+            value = f"{value} % {n}" if s == 1 else f"({value}) % {n}"
+        writer.line(f"{_py(name)} = {value}")
+
+
+def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
+    """A kernel ``name(args..., _out)`` writing every element of ``fn``'s output."""
+    shape = tuple(fn.shapes[fn.name])
+    size = int(np.prod(shape, dtype=object))
+    params = ", ".join([_py(a) for a in fn.arguments] + ["_out"])
+    body = hoist_invariants(fn.body)
+    vector = target == "numpy"
+    head = {"numba": ['@numba.njit(parallel=True, cache=True, error_model="numpy")'],
+            "cuda": ["@cuda.jit(cache=True)"], "numpy": []}[target]
+    lines = head + [f"def {name}({params}):"]
+    if vector:
+        writer = _Writer(fn.shapes, vector=True, depth=1)
+        if shape:
+            writer.line(f"{', '.join(_py(i) for i in fn.indices)}, = np.indices(_GRID, sparse=True)")
+        writer.share(body)
+        value = writer.value(body)
+        writer.line(f"_out[...] = {value}")
+        return lines + [f"    _GRID = {shape!r}"] + writer.lines
+    writer = _Writer(fn.shapes, vector=False, depth=2)
+    if target == "numba":
+        lines.append(f"    for _flat in numba.prange({size}):")
+    else:
+        lines += ["    _flat = cuda.grid(1)", f"    if _flat < {size}:"]
+    _unflatten(writer, fn.indices, shape, "_flat")
+    writer.share(body)
+    value = writer.value(body)
+    writer.line(f"{writer.element(fn.name, [_py(i) for i in fn.indices]).replace(_py(fn.name), '_out', 1)} = {value}")
+    return lines + writer.lines
+
+
+def _scatter_kernel(grads, target: str) -> list[str]:
+    """Eq. 40 as written: for every forward element ``alpha`` (and liberated sum index), add each
+    occurrence's adjoint into the gradient element it reads. Races unless atomic, hence serial on the CPU."""
+    fn = grads.function
+    shape = tuple(fn.shapes[fn.name])
+    size = int(np.prod(shape, dtype=object))
+    reads = dict.fromkeys(a for g in grads.functions.values() for a in g.arguments)
+    outputs = [_py("d" + name) for name in grads.functions]
+    params = ", ".join([_py(a) for a in reads] + outputs)
+    shapes = dict(fn.shapes)
+    shapes.update({"d" + name: fn.shapes[name] for name in grads.functions})
+    shapes.update({a: grads.functions[next(iter(grads.functions))].shapes[a] for a in reads})
+    writer = _Writer(shapes, vector=False, depth=2)
+    if target == "numba-scatter":
+        lines = ['@numba.njit(cache=True, error_model="numpy")', f"def scatter({params}):",
+                 f"    for _flat in range({size}):"]
+    else:
+        lines = ["@cuda.jit(cache=True)", f"def scatter({params}):", "    _flat = cuda.grid(1)",
+                 f"    if _flat < {size}:"]
+    _unflatten(writer, fn.indices, shape, "_flat")
+    for name, parts in grads.contributions.items():
+        for part in parts:
+            inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
+            writer.line(f"# {expr_text(part.element)}{inside}")
+            entered = []
+            for s in part.scope:
+                low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
+                entered.append(writer.block(f"for {_py(s.index)} in range({low}, {high} + 1):"))
+                entered[-1].__enter__()
+            writer.share(part.adjoint)
+            value = writer.value(part.adjoint)
+            index = [writer.affine(a) for a in part.element.indices]
+            gradient = _py("d" + name)
+            if target == "cuda-scatter":
+                where = (f"({index[0]},)" if len(index) == 1 else f"({', '.join(index)})") if index else "0"
+                writer.line(f"cuda.atomic.add({gradient}, {where}, {value})")
+            else:
+                writer.line(f"{writer.element('d' + name, index)} += {value}")
+            for block in reversed(entered):
+                block.__exit__(None, None, None)
+    return lines + writer.lines
+
+
+def _header(fns: list[Function], target: str) -> list[str]:
+    lines = [f"# Generated by tensoradbook ({target} target, format {_FORMAT}) from:"]
+    lines += [f"#   {to_text(fn)}" for fn in fns]
+    lines += ["# Do not edit: the cache regenerates it from the functions above.", ""]
+    lines += {"numpy": ["import numpy as np"],
+              "numba": ["import math", "", "import numba", "import numpy as np"],
+              "cuda": ["import math", "", "import numpy as np", "from numba import cuda"]}[target.split("-")[0]]
+    if target.startswith("cuda"):
+        lines += ["", f"THREADS = {THREADS_PER_BLOCK}"]
+    return lines + ["", ""]
+
+
+def _allocate(name: str, shape: tuple, target: str, zero: bool = False) -> str:
+    shape = _storage_shape(shape, target == "numpy")
+    if target.startswith("cuda"):
+        return f"{name} = cuda.to_device(np.zeros({shape!r}))" if zero else f"{name} = cuda.device_array({shape!r})"
+    return f"{name} = np.{'zeros' if zero else 'empty'}({shape!r})"
+
+
+def _call(kernel: str, fn: Function, out: str, target: str) -> str:
+    args = ", ".join([_py(a) for a in fn.arguments] + [out])
+    if target.startswith("cuda"):
+        size = int(np.prod(fn.shapes[fn.name], dtype=object))
+        return f"{kernel}[{-(-size // THREADS_PER_BLOCK)}, THREADS]({args})"
+    return f"{kernel}({args})"
+
+
+def _forward_entry(fn: Function, target: str) -> list[str]:
+    base = target.split("-")[0]
+    lines = [f"def forward({', '.join(_py(a) for a in fn.arguments)}):"]
+    if base == "numpy":
+        lines.append("    with np.errstate(all=\"ignore\"):  # masked-out lanes may divide by zero harmlessly")
+        indent = "        "
+    else:
+        indent = "    "
+    lines.append(indent + _allocate(_py(fn.name), fn.shapes[fn.name], base))
+    lines.append(indent + _call(f"{_py(fn.name)}_kernel", fn, _py(fn.name), base))
+    return lines + [f"    return {_py(fn.name)}", "", ""]
+
+
+def function_source(fn: Function, target: str = "numba") -> str:
+    """The module behind :meth:`Function.compile`: ``<name>_kernel`` and ``forward(*arguments)``."""
+    _check_target(target, GATHER_TARGETS)
+    lines = _header([fn], target)
+    lines += _element_kernel(fn, target, f"{_py(fn.name)}_kernel") + ["", ""]
+    lines += _forward_entry(fn, target)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def gradients_source(grads, target: str = "numba") -> str:
+    """The module behind :meth:`Gradients.compile`: the forward kernel, the gradient kernels (gather,
+    one per argument) or one scatter kernel, and ``gradients(*arguments, df)`` returning a dict."""
+    _check_target(target, TARGETS)
+    fn = grads.function
+    base = target.split("-")[0]
+    intermediates = list(grads.intermediates.values())
+    lines = _header([fn, *intermediates, *grads.functions.values()], target)
+    for g in [fn, *intermediates]:
+        lines += _element_kernel(g, base, f"{_py(g.name)}_kernel") + ["", ""]
+    if target in SCATTER_TARGETS:
+        lines += _scatter_kernel(grads, target) + ["", ""]
+    else:
+        for g in grads.functions.values():
+            lines += _element_kernel(g, target, f"{_py(g.name)}_kernel") + ["", ""]
+    lines += _forward_entry(fn, target)
+    adjoint = _py(grads.adjoint_name)
+    lines.append(f"def gradients({', '.join([_py(a) for a in fn.arguments] + [adjoint])}):")
+    indent = "    "
+    if base == "numpy":
+        lines.append("    with np.errstate(all=\"ignore\"):")
+        indent = "        "
+    lines.append(indent + f"{_py(fn.name)} = forward({', '.join(_py(a) for a in fn.arguments)})")
+    for g in intermediates:  # output-shaped adjoints, computed once (Gradients.simplified)
+        lines.append(indent + _allocate(_py(g.name), g.shapes[g.name], base))
+        lines.append(indent + _call(f"{_py(g.name)}_kernel", g, _py(g.name), base))
+    outputs = {name: _py(g.name) for name, g in grads.functions.items()}
+    for name, g in grads.functions.items():
+        lines.append(indent + _allocate(outputs[name], g.shapes[g.name], base, zero=target in SCATTER_TARGETS))
+    if target in SCATTER_TARGETS:
+        reads = dict.fromkeys(a for g in grads.functions.values() for a in g.arguments)
+        args = ", ".join([_py(a) for a in reads] + list(outputs.values()))
+        launch = f"[{-(-int(np.prod(fn.shapes[fn.name], dtype=object)) // THREADS_PER_BLOCK)}, THREADS]"
+        lines.append(indent + f"scatter{launch if base == 'cuda' else ''}({args})")
+    else:
+        for name, g in grads.functions.items():
+            lines.append(indent + _call(f"{outputs[name]}_kernel", g, outputs[name], base))
+    lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# -- compiling and caching -----------------------------------------------------------------
+
+_MODULES: dict[str, object] = {}
+
+
+def cache_directory() -> Path:
+    """Where generated modules (and, beside them, Numba's compiled code) are kept."""
+    configured = os.environ.get("TENSORADBOOK_CACHE")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tensoradbook" / "kernels"
+
+
+def load_module(source: str):
+    """Import generated ``source`` from a module file named by its hash (written once, then reused)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    if digest in _MODULES:
+        return _MODULES[digest]
+    directory = cache_directory()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home: a per-user temporary directory still lets numba cache
+        directory = Path(tempfile.gettempdir()) / f"tensoradbook-kernels-{os.getuid()}"
+        directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"k_{digest}.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != source:
+        # write then rename: a concurrent reader never sees half a module
+        handle, partial = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(source)
+        os.replace(partial, path)
+    name = f"tensoradbook_kernels.k_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    _MODULES[digest] = module
+    return module
+
+
+def _require_cuda() -> None:
+    from numba import config, cuda
+
+    if not config.ENABLE_CUDASIM and not cuda.is_available():
+        raise RuntimeError("target 'cuda' needs an NVIDIA GPU, or the CUDA simulator: set the environment "
+                           "variable NUMBA_ENABLE_CUDASIM=1 before numba is first imported")
+
+
+def _arrays(fn: Function, args: dict, vector: bool) -> list[np.ndarray]:
+    """The arguments of ``fn`` as C-contiguous float64 arrays in its order, shapes checked."""
+    arrays = fn.argument_arrays(args)
+    return [np.ascontiguousarray(arrays[name]).reshape(_storage_shape(arrays[name].shape, vector))
+            for name in fn.arguments]
+
+
+class CompiledFunction:
+    """``fwd(args) -> f`` for one target; ``.source`` and ``.path`` show the generated module."""
+
+    def __init__(self, fn: Function, target: str):
+        _check_target(target, GATHER_TARGETS)
+        if target == "cuda":
+            _require_cuda()
+        self.function, self.target = fn, target
+        self.source = function_source(fn, target)
+        self.module = load_module(self.source)
+        self.path = self.module.__file__
+
+    def __call__(self, args: dict) -> np.ndarray:
+        arrays = _arrays(self.function, args, self.target == "numpy")
+        shape = tuple(self.function.shapes[self.function.name])
+        if self.target == "cuda":
+            from numba import cuda
+
+            return self.module.forward(*map(cuda.to_device, arrays)).copy_to_host().reshape(shape)
+        return self.module.forward(*arrays).reshape(shape)
+
+
+class CompiledGradients:
+    """``grad(args, df) -> {"a": dA, ...}`` for one target; ``grad.forward(args)`` is ``f`` alone."""
+
+    def __init__(self, grads, target: str):
+        _check_target(target, TARGETS)
+        if target.startswith("cuda"):
+            _require_cuda()
+        self.gradients, self.target = grads, target
+        self.source = gradients_source(grads, target)
+        self.module = load_module(self.source)
+        self.path = self.module.__file__
+
+    def _inputs(self, args: dict, df=None) -> list:
+        fn = self.gradients.function
+        arrays = _arrays(fn, args, self.target == "numpy")
+        if df is not None:
+            shape = tuple(fn.shapes[fn.name])
+            df = np.asarray(df, dtype=np.float64)
+            if df.shape != shape:
+                raise ExpressionError(f"{fn.name}: the adjoint {self.gradients.adjoint_name!r} has shape "
+                                      f"{df.shape}, expected {shape}")
+            arrays.append(np.ascontiguousarray(df).reshape(_storage_shape(shape, self.target == "numpy")))
+        if self.target.startswith("cuda"):
+            from numba import cuda
+
+            arrays = [cuda.to_device(a) for a in arrays]
+        return arrays
+
+    def _host(self, array, shape) -> np.ndarray:
+        array = array.copy_to_host() if self.target.startswith("cuda") else array
+        return array.reshape(shape)
+
+    def forward(self, args: dict) -> np.ndarray:
+        fn = self.gradients.function
+        return self._host(self.module.forward(*self._inputs(args)), tuple(fn.shapes[fn.name]))
+
+    def __call__(self, args: dict, df) -> dict[str, np.ndarray]:
+        fn = self.gradients.function
+        out = self.module.gradients(*self._inputs(args, df))
+        return {name: self._host(out[name], tuple(fn.shapes[name])) for name in out}
+
+
+def compile_function(fn: Function, target: str = "numba") -> CompiledFunction:
+    return CompiledFunction(fn, target)
+
+
+def compile_gradients(grads, target: str = "numba") -> CompiledGradients:
+    return CompiledGradients(grads, target)
+
+
+def compile_ptx(subject, target: str = "cuda", cc: tuple[int, int] = (7, 5)) -> dict[str, str]:
+    """PTX of every CUDA kernel generated for a :class:`Function` or :class:`Gradients`, by NVVM, no GPU needed.
+
+    ``target`` is ``"cuda"`` or ``"cuda-scatter"`` (gradients only). Needs
+    the ``cuda`` extra (``numba-cuda[cu13]``) and the real CUDA target, not the
+    simulator: the simulator runs the kernels as Python, so only this shows
+    that Numba can type and compile them for a GPU.
+    """
+    import inspect
+
+    from numba import config, float64
+
+    if config.ENABLE_CUDASIM:
+        raise RuntimeError("compile_ptx needs the real CUDA target: unset NUMBA_ENABLE_CUDASIM")
+    from numba import cuda
+
+    if isinstance(subject, Function):
+        _check_target(target, ("cuda",))
+        functions, source = [subject], function_source(subject, target)
+    else:
+        _check_target(target, ("cuda", "cuda-scatter"))
+        grads = subject.simplified
+        functions = [grads.function, *grads.intermediates.values(), *grads.functions.values()]
+        source = gradients_source(grads, target)
+    shapes, outputs = {}, {}
+    for fn in functions:
+        shapes.update({_py(name): tuple(shape) for name, shape in fn.shapes.items()})
+        outputs[f"{_py(fn.name)}_kernel"] = tuple(fn.shapes[fn.name])
+    module = load_module(source)
+    ptx = {}
+    for name in [*outputs, "scatter"]:
+        kernel = getattr(module, name, None)
+        if kernel is None:
+            continue
+        signature = []
+        for parameter in inspect.signature(kernel.py_func).parameters:
+            shape = _storage_shape(outputs[name] if parameter == "_out" else shapes[parameter], vector=False)
+            signature.append(float64[(slice(None),) * (len(shape) - 1) + (slice(None, None, 1),)])
+        ptx[name] = cuda.compile_ptx(kernel.py_func, tuple(signature), cc=cc)[0]
+    return ptx
