@@ -40,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, Function, If, Number, Sum, Unary, walk
+from .expr import (Affine, Atom, Binary, Element, Expr, ExpressionError, Function, If, Number, Sum, Unary,
+                   substitute, walk)
 from .printer import expr_text, to_text
 from .simplify import hoist_invariants
 
@@ -85,6 +86,7 @@ class _Writer:
         self.known: list[dict] = [{}]   # per block: node -> text valid in that block and below
         self.counter = 0
         self.repeated: set = set()
+        self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
 
     def share(self, root: Expr) -> None:
         """Compute subexpressions that occur more than once in ``root`` into temporaries."""
@@ -207,6 +209,21 @@ class _Writer:
     def sum(self, node: Sum) -> str:
         total = self.temp("s")
         low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
+        if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
+            fresh = f"{node.index}_{self.counter}"
+            node = Sum(fresh, node.lower, node.upper, substitute(node.body, {node.index: Affine.index(fresh)}))
+        with self.binding(node.index):
+            return self._sum(node, total, low, high)
+
+    @contextmanager
+    def binding(self, name: str):
+        self.active.add(name)
+        try:
+            yield
+        finally:
+            self.active.discard(name)
+
+    def _sum(self, node: Sum, total: str, low: str, high: str) -> str:
         index = _py(node.index)
         constant = all(a.is_constant for a in node.lower + node.upper)
         if not self.vector:
@@ -259,11 +276,13 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
     params = ", ".join([_py(a) for a in fn.arguments] + ["_out"])
     body = hoist_invariants(fn.body)
     vector = target == "numpy"
+    bound = set(fn.indices)
     head = {"numba": ['@numba.njit(parallel=True, cache=True, error_model="numpy")'],
             "cuda": ["@cuda.jit(cache=True)"], "numpy": []}[target]
     lines = head + [f"def {name}({params}):"]
     if vector:
         writer = _Writer(fn.shapes, vector=True, depth=1)
+        writer.active |= bound
         if shape:
             writer.line(f"{', '.join(_py(i) for i in fn.indices)}, = np.indices(_GRID, sparse=True)")
         writer.share(body)
@@ -271,8 +290,10 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
         writer.line(f"_out[...] = {value}")
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
     writer = _Writer(fn.shapes, vector=False, depth=2)
+    writer.active |= bound
     if target == "numba":
-        lines.append(f"    for _flat in numba.prange({size}):")
+        # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one
+        lines += [f"    for _element in numba.prange({size}):", "        _flat = np.int64(_element)"]
     else:
         lines += ["    _flat = cuda.grid(1)", f"    if _flat < {size}:"]
     _unflatten(writer, fn.indices, shape, "_flat")
@@ -282,6 +303,22 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
     return lines + writer.lines
 
 
+def _gradient_names(grads) -> dict[str, str]:
+    """Argument -> the Python name of its gradient array: ``da``, unless a tensor the module reads is
+    called so (deriving ``da`` again gives a gradient ``da`` of ``a`` that reads ``da``), then ``grad_a``."""
+    taken = {grads.function.name, grads.adjoint_name, *grads.intermediates}
+    taken |= {a for g in grads.functions.values() for a in g.arguments}
+    return {name: _py(g.name if g.name not in taken else f"grad_{name}") for name, g in grads.functions.items()}
+
+
+def _module_functions(grads) -> tuple[dict[str, Function], dict[str, Function]]:
+    """The element kernels of a gradient module by name: those that run first (the forward, the
+    intermediates), and one per gradient (gather targets only)."""
+    first = {f"{_py(g.name)}_kernel": g for g in [grads.function, *grads.intermediates.values()]}
+    names = _gradient_names(grads)
+    return first, {f"{names[a]}_kernel": g for a, g in grads.functions.items()}
+
+
 def _scatter_kernel(grads, target: str) -> list[str]:
     """Eq. 40 as written: for every forward element ``alpha`` (and liberated sum index), add each
     occurrence's adjoint into the gradient element it reads. Races unless atomic, hence serial on the CPU."""
@@ -289,11 +326,10 @@ def _scatter_kernel(grads, target: str) -> list[str]:
     shape = tuple(fn.shapes[fn.name])
     size = int(np.prod(shape, dtype=object))
     reads = dict.fromkeys(a for g in grads.functions.values() for a in g.arguments)
-    outputs = [_py("d" + name) for name in grads.functions]
-    params = ", ".join([_py(a) for a in reads] + outputs)
-    shapes = dict(fn.shapes)
-    shapes.update({"d" + name: fn.shapes[name] for name in grads.functions})
-    shapes.update({a: grads.functions[next(iter(grads.functions))].shapes[a] for a in reads})
+    outputs = _gradient_names(grads)
+    params = ", ".join([_py(a) for a in reads] + list(outputs.values()))
+    shapes = {a: g.shapes[a] for g in grads.functions.values() for a in g.arguments}
+    shapes.update({outputs[name]: fn.shapes[name] for name in grads.functions})
     writer = _Writer(shapes, vector=False, depth=2)
     if target == "numba-scatter":
         lines = ['@numba.njit(cache=True, error_model="numpy")', f"def scatter({params}):",
@@ -302,6 +338,7 @@ def _scatter_kernel(grads, target: str) -> list[str]:
         lines = ["@cuda.jit(cache=True)", f"def scatter({params}):", "    _flat = cuda.grid(1)",
                  f"    if _flat < {size}:"]
     _unflatten(writer, fn.indices, shape, "_flat")
+    writer.active |= set(fn.indices)
     for name, parts in grads.contributions.items():
         for part in parts:
             inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
@@ -309,17 +346,19 @@ def _scatter_kernel(grads, target: str) -> list[str]:
             entered = []
             for s in part.scope:
                 low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
-                entered.append(writer.block(f"for {_py(s.index)} in range({low}, {high} + 1):"))
+                entered += [writer.block(f"for {_py(s.index)} in range({low}, {high} + 1):"), writer.binding(s.index)]
+                entered[-2].__enter__()
                 entered[-1].__enter__()
             writer.share(part.adjoint)
             value = writer.value(part.adjoint)
             index = [writer.affine(a) for a in part.element.indices]
-            gradient = _py("d" + name)
+            gradient = outputs[name]
             if target == "cuda-scatter":
-                where = (f"({index[0]},)" if len(index) == 1 else f"({', '.join(index)})") if index else "0"
+                # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple
+                where = index[0] if len(index) == 1 else f"({', '.join(index)})" if index else "0"
                 writer.line(f"cuda.atomic.add({gradient}, {where}, {value})")
             else:
-                writer.line(f"{writer.element('d' + name, index)} += {value}")
+                writer.line(f"{writer.element(gradient, index)} += {value}")
             for block in reversed(entered):
                 block.__exit__(None, None, None)
     return lines + writer.lines
@@ -382,13 +421,14 @@ def gradients_source(grads, target: str = "numba") -> str:
     base = target.split("-")[0]
     intermediates = list(grads.intermediates.values())
     lines = _header([fn, *intermediates, *grads.functions.values()], target)
-    for g in [fn, *intermediates]:
-        lines += _element_kernel(g, base, f"{_py(g.name)}_kernel") + ["", ""]
+    first, gradients = _module_functions(grads)
+    for name, g in first.items():
+        lines += _element_kernel(g, base, name) + ["", ""]
     if target in SCATTER_TARGETS:
         lines += _scatter_kernel(grads, target) + ["", ""]
     else:
-        for g in grads.functions.values():
-            lines += _element_kernel(g, target, f"{_py(g.name)}_kernel") + ["", ""]
+        for name, g in gradients.items():
+            lines += _element_kernel(g, target, name) + ["", ""]
     lines += _forward_entry(fn, target)
     adjoint = _py(grads.adjoint_name)
     lines.append(f"def gradients({', '.join([_py(a) for a in fn.arguments] + [adjoint])}):")
@@ -400,7 +440,7 @@ def gradients_source(grads, target: str = "numba") -> str:
     for g in intermediates:  # output-shaped adjoints, computed once (Gradients.simplified)
         lines.append(indent + _allocate(_py(g.name), g.shapes[g.name], base))
         lines.append(indent + _call(f"{_py(g.name)}_kernel", g, _py(g.name), base))
-    outputs = {name: _py(g.name) for name, g in grads.functions.items()}
+    outputs = _gradient_names(grads)
     for name, g in grads.functions.items():
         lines.append(indent + _allocate(outputs[name], g.shapes[g.name], base, zero=target in SCATTER_TARGETS))
     if target in SCATTER_TARGETS:
@@ -561,16 +601,23 @@ def compile_ptx(subject, target: str = "cuda", cc: tuple[int, int] = (7, 5)) -> 
 
     if isinstance(subject, Function):
         _check_target(target, ("cuda",))
-        functions, source = [subject], function_source(subject, target)
+        source = function_source(subject, target)
     else:
         _check_target(target, ("cuda", "cuda-scatter"))
         grads = subject.simplified
-        functions = [grads.function, *grads.intermediates.values(), *grads.functions.values()]
         source = gradients_source(grads, target)
+    if isinstance(subject, Function):
+        kernels = {f"{_py(subject.name)}_kernel": subject}
+    else:
+        first, gradients = _module_functions(grads)
+        kernels = {**first, **gradients}
     shapes, outputs = {}, {}
-    for fn in functions:
-        shapes.update({_py(name): tuple(shape) for name, shape in fn.shapes.items()})
-        outputs[f"{_py(fn.name)}_kernel"] = tuple(fn.shapes[fn.name])
+    for name, fn in kernels.items():
+        shapes.update({_py(a): tuple(fn.shapes[a]) for a in fn.arguments})
+        outputs[name] = tuple(fn.shapes[fn.name])
+    if not isinstance(subject, Function):
+        names = _gradient_names(grads)
+        shapes.update({names[a]: tuple(grads.function.shapes[a]) for a in grads.functions})
     module = load_module(source)
     ptx = {}
     for name in [*outputs, "scatter"]:

@@ -182,16 +182,27 @@ def hoist_invariants(node: Expr) -> Expr:
         return if_(node.condition, hoist_invariants(node.then), hoist_invariants(node.otherwise))
     if not isinstance(node, Sum):
         return node
-    body = hoist_invariants(node.body)
-    if (isinstance(body, If) and body.otherwise == ZERO
-            and not any(node.index in atom.affine.names for atom in body.condition)):
-        inner = hoist_invariants(Sum(node.index, node.lower, node.upper, body.then, node.span))
-        return if_(body.condition, inner, ZERO)
-    negated, factors = _factors(body)
+    negated, factors = _factors(hoist_invariants(node.body))
+    # A factor "if {c} then (x) else (0)" with c free of the sum's index gates the whole sum.
+    gates = []
+    for k, factor in enumerate(factors):
+        if (isinstance(factor, If) and factor.otherwise == ZERO
+                and not any(node.index in atom.affine.names for atom in factor.condition)):
+            gates += factor.condition
+            factors[k] = factor.then
+    if gates:
+        inner = hoist_invariants(Sum(node.index, node.lower, node.upper, _product(factors), node.span))
+        return if_(tuple(gates), neg(inner) if negated else inner, ZERO)
     outside = [f for f in factors if node.index not in free_indices(f)]
     inside = [f for f in factors if node.index in free_indices(f)]
-    summed = Sum(node.index, node.lower, node.upper, _product(inside), node.span) if inside else None
-    if summed is None:  # nothing varies: keep the sum of the (constant) body
-        summed, outside = Sum(node.index, node.lower, node.upper, _product(outside), node.span), []
+    if inside:
+        summed = Sum(node.index, node.lower, node.upper, _product(inside), node.span)
+    elif all(a.is_constant for a in node.lower + node.upper):  # n equal terms: n times one
+        low = max(math.ceil(a.offset) for a in node.lower)
+        high = min(math.floor(a.offset) for a in node.upper)
+        summed = number(max(high - low + 1, 0))
+    else:  # equal terms, but how many depends on other indices
+        summed = Sum(node.index, node.lower, node.upper, _product(outside), node.span)
+        outside = []
     out = mul(_product(outside), summed)
     return neg(out) if negated else out

@@ -1,6 +1,11 @@
-"""Shared test configuration: hypothesis profiles and the exact-algebra oracles."""
+"""Shared test configuration: hypothesis profiles, and the CUDA simulator where there is no GPU."""
 
 import os
+
+# The "cuda" kernels run on Numba's CUDA simulator unless an NVIDIA driver is present; numba reads
+# this once, when first imported, which no test module has done yet.
+if not os.path.exists("/proc/driver/nvidia/version"):
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 from hypothesis import HealthCheck, settings
 

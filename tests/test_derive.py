@@ -8,11 +8,11 @@ also checked for the report's structure.
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook.gradcheck import directional_derivatives
-from tensoradbook.expr import Affine, Binary, Element, ExpressionError, Function, If, Number, Sum, Unary
+from tensoradbook.expr import Affine, Binary, ExpressionError, Function, If, Number, Sum
+from corpus import PATTERNS, moderate_arguments, random_functions
 
 TOLERANCE = 1e-6
 
@@ -65,19 +65,7 @@ def test_gradients_evaluate_and_print():
         assert tab.parse(str(gradient), gradient.shapes) == gradient
 
 
-@pytest.mark.parametrize("text, shapes, structure", [
-    ("f[i; j] = x[2 * i; j] ** 2", {"f": (3, 4), "x": (6, 4)}, "modulus"),     # odd rows get 0
-    ("f[i] = sin (x[i + 2])", {"f": (4,), "x": (7,)}, "inequality"),           # x[0], x[1], x[6] unused
-    ("f[i] = sum{s}_0^3 (x[i; s] * y[s])", {"f": (2,), "x": (2, 4), "y": (4,)}, None),
-    ("f[n] = sum{s}_0^2 (x[n; s; 2 * s])", {"f": (3,), "x": (3, 3, 5)}, "equality"),  # dx_2 = 2 dx_1
-    ("f[n] = sum{s}_0^2 (x[s; n; n])", {"f": (3,), "x": (3, 3, 3)}, None),
-    ("f[s; t] = exp (x[10 * s + t])", {"f": (3, 10), "x": (30,)}, None),
-    ("f[i] = sum{k}_0^i (x[k] * x[i - k])", {"f": (5,), "x": (5,)}, None),
-    ("f[i; j] = x[i] / (1 + y[j] ** 2) - log (z[i; j])", {"f": (2, 3), "x": (2,), "y": (3,), "z": (2, 3)}, None),
-    ("f[i] = tanh (x[i]) * sqrt (x[i]) + cos (x[0])", {"f": (3,), "x": (3,)}, None),
-    ("f[i] = x[i] ** y[i]", {"f": (3,), "x": (3,), "y": (3,)}, None),
-    ("f[i] = if {i % 2 = 0} then (x[i]) else (x[i] ** 2)", {"f": (4,), "x": (4,)}, None),
-])
+@pytest.mark.parametrize("text, shapes, structure", PATTERNS)
 def test_reference_patterns(text, shapes, structure):
     fn = tab.parse(text, shapes)
     grads = tab.derive(fn)
@@ -136,85 +124,10 @@ def test_sums_of_one_term_disappear():
 
 # --- random element-wise functions -------------------------------------------------------
 
-OUTPUT = {"i": 3, "j": 2}
-
-
-@st.composite
-def affine_over(draw, names):
-    return {n: draw(st.integers(-2, 2)) for n in names}
-
-
-@st.composite
-def expressions(draw, scope, depth=0):
-    """A random expression over the index names in ``scope`` (name -> (low, high) range)."""
-    kind = draw(st.sampled_from(["element", "element", "unary", "binary", "sum"] if depth < 3 else ["element"]))
-    if kind == "element":
-        argument = draw(st.sampled_from(["x", "y"]))
-        dims = 1 if argument == "x" else 2
-        indices = tuple(draw(affine_over(list(scope))) for _ in range(dims))
-        return ("element", argument, indices)
-    if kind == "unary":
-        op = draw(st.sampled_from(["sin", "tanh", "exp", "sqrt1p", "neg"]))
-        return ("unary", op, draw(expressions(scope, depth + 1)))
-    if kind == "binary":
-        op = draw(st.sampled_from(["+", "-", "*", "/", "**"]))
-        return ("binary", op, draw(expressions(scope, depth + 1)), draw(expressions(scope, depth + 1)))
-    name = f"k{depth}"
-    dependent = draw(st.booleans())
-    upper_name = draw(st.sampled_from(list(scope))) if dependent else None
-    high = scope[upper_name][1] if upper_name else draw(st.integers(0, 3))
-    inner = dict(scope)
-    inner[name] = (0, high)
-    return ("sum", name, upper_name, high, draw(expressions(inner, depth + 1)))
-
-
-def build(tree, ranges, shapes):
-    """The expression tree from the description, growing the argument shapes to fit every index."""
-    kind = tree[0]
-    if kind == "element":
-        _, argument, coefficient_maps = tree
-        indices = []
-        for k, coefficients in enumerate(coefficient_maps):
-            low = sum(min(c * ranges[n][0], c * ranges[n][1]) for n, c in coefficients.items())
-            high = sum(max(c * ranges[n][0], c * ranges[n][1]) for n, c in coefficients.items())
-            indices.append(Affine.of(coefficients, -low))
-            key = (argument, k)
-            shapes[key] = max(shapes.get(key, 1), high - low + 1)
-        return Element(argument, tuple(indices))
-    if kind == "unary":
-        arg = build(tree[2], ranges, shapes)
-        if tree[1] == "sqrt1p":  # sqrt(1 + u ** 2): smooth everywhere
-            return Unary("sqrt", Binary("+", Number(1), Binary("**", arg, Number(2))))
-        if tree[1] == "exp":
-            return Unary("exp", Binary("*", Number(0.5), arg))
-        return Unary(tree[1], arg)
-    if kind == "binary":
-        left, right = build(tree[2], ranges, shapes), build(tree[3], ranges, shapes)
-        if tree[1] == "/":  # keep the denominator away from zero
-            right = Binary("+", Number(2), Binary("**", right, Number(2)))
-        if tree[1] == "**":
-            right = Number(2)
-        return Binary(tree[1], left, right)
-    _, name, upper_name, high, body = tree
-    inner = dict(ranges)
-    inner[name] = (0, high)
-    upper = Affine.index(upper_name) if upper_name else Affine.constant_value(high)
-    return Sum(name, (Affine.constant_value(0),), (upper,), build(body, inner, shapes))
-
-
 @settings(max_examples=120, deadline=None)
-@given(expressions({n: (0, size - 1) for n, size in OUTPUT.items()}))
-def test_random_functions_against_finite_differences(tree):
-    sizes = {}
-    body = build(tree, {n: (0, size - 1) for n, size in OUTPUT.items()}, sizes)
-    shapes = {"f": tuple(OUTPUT.values())}
-    for argument, dims in (("x", 1), ("y", 2)):
-        if (argument, 0) in sizes:
-            shapes[argument] = tuple(sizes[(argument, k)] for k in range(dims))
-    fn = Function("f", tuple(OUTPUT), body, shapes)
-    # Moderate inputs: saturated tanh or exp would make any finite difference ill-conditioned.
-    rng = np.random.default_rng(0)
-    args = {name: rng.uniform(-0.5, 0.5, shape) for name, shape in shapes.items() if name != "f"}
+@given(random_functions())
+def test_random_functions_against_finite_differences(fn):
+    args = moderate_arguments(fn)
     # Terms can cancel exactly (y - (y - x)): an absolute tolerance covers a zero gradient.
     for name, (numeric, exact) in directional_derivatives(fn, args).items():
         assert np.isclose(numeric, exact, rtol=TOLERANCE, atol=1e-9), (name, numeric, exact)

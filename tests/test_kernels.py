@@ -1,0 +1,227 @@
+"""Generated kernels (tensoradbook.kernels): every target equals the reference evaluator.
+
+The oracle is :meth:`Function.evaluate` and :meth:`Gradients.evaluate` of the
+report's form (the derivation as printed), which share no code with the
+generator; the gradients themselves are checked by finite differences in
+test_derive.py. CUDA runs on the simulator here (tests/conftest.py); the PTX
+test compiles every CUDA kernel for a real GPU in a process without it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tensoradbook as tab
+from tensoradbook import kernels
+from tensoradbook.expr import ExpressionError
+from tensoradbook.gradcheck import random_arguments
+from tensoradbook.printer import expr_text
+from tensoradbook.simplify import hoist_invariants
+from corpus import PATTERNS, moderate_arguments, random_functions
+
+REPO = Path(__file__).resolve().parents[1]
+SECTION_6 = ("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))",
+             {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)})
+CORPUS = [SECTION_6] + [(text, shapes) for text, shapes, _ in PATTERNS] + [
+    ("f[] = sum{k}_0^3 (x[k] * y[])", {"f": (), "x": (4,), "y": ()}),        # 0-d output and argument
+    ("f[i] = np[i] * range[i] + max_[i]", {"f": (3,), "np": (3,), "range": (3,), "max_": (3,)}),  # clashing names
+    ("f[i; j] = sum{k}_(i)^(i + j) (x[k] / (1 + y[j; k - i] ** 2))", {"f": (3, 3), "x": (5,), "y": (3, 3)}),
+]
+RTOL, ATOL = 1e-10, 1e-13
+
+
+def _data(fn, seed=0):
+    rng = np.random.default_rng(seed)
+    return random_arguments(fn, rng), rng.standard_normal(fn.shapes[fn.name])
+
+
+def assert_matches_reference(fn, grads, target, seed=0):
+    args, df = _data(fn, seed)
+    if target in kernels.GATHER_TARGETS:
+        np.testing.assert_allclose(fn.compile(target)(args), fn.evaluate(args), rtol=RTOL, atol=ATOL)
+    compiled = grads.compile(target)
+    expected = grads.evaluate(args, df)
+    got = compiled(args, df)
+    assert set(got) == set(expected)
+    for name in expected:
+        assert got[name].shape == expected[name].shape
+        np.testing.assert_allclose(got[name], expected[name], rtol=RTOL, atol=ATOL, err_msg=f"{target}: d{name}")
+    np.testing.assert_allclose(compiled.forward(args), fn.evaluate(args), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("target", kernels.TARGETS)
+@pytest.mark.parametrize("text, shapes", CORPUS, ids=[text for text, _ in CORPUS])
+def test_every_target_equals_the_reference(text, shapes, target):
+    fn = tab.parse(text, shapes)
+    assert_matches_reference(fn, tab.derive(fn), target)
+
+
+@pytest.mark.parametrize("target", ["numba", "numba-scatter"])
+def test_second_order_kernels(target):
+    """A derivative is an element-wise function again (sec. 5.3): its gradients compile the same way."""
+    fn = tab.parse(*SECTION_6)
+    da = tab.derive(fn)["a"]
+    assert_matches_reference(da, tab.derive(da), target, seed=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_functions())
+def test_random_functions_numpy_target(fn):
+    assert_matches_reference(fn, tab.derive(fn), "numpy")
+
+
+@settings(max_examples=6, deadline=None)  # each example compiles a handful of Numba kernels
+@given(random_functions(), st.sampled_from(["numba", "numba-scatter"]))
+def test_random_functions_numba_targets(fn, target):
+    assert_matches_reference(fn, tab.derive(fn), target)
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_functions())
+def test_simplified_gradients_equal_the_reports(fn):
+    """Reading f and the outer sums' adjoints, hoisting and reordering loops change nothing but the cost."""
+    grads = tab.derive(fn)
+    args, df = moderate_arguments(fn), np.random.default_rng(1).standard_normal(fn.shapes["f"])
+    expected, got = grads.evaluate(args, df), grads.simplified.evaluate(args, df)
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-11, atol=1e-13)
+    for g in grads.simplified.functions.values():
+        assert hoist_invariants(g.body) == g.body  # already hoisted: the pass is idempotent
+
+
+def test_simplified_section_6_reads_the_forward_result_once():
+    simplified = tab.derive(*SECTION_6).simplified
+    assert simplified.reads_forward and simplified.simplified is simplified
+    assert list(simplified.intermediates) == ["df_k"]
+    assert str(simplified.intermediates["df_k"]) == "df_k[i; j] = -(df[i; j] * f[i; j])"
+    for g in simplified.functions.values():
+        assert "exp" not in str(g) and "df_k[" in str(g)
+    # c[i; i] and the 2 of (a + b) ** 2 do not depend on j: they leave the sum
+    assert str(simplified["a"]).startswith("da[da_0; da_1] = 2 * c[da_0; da_0] * sum{da_z0}")
+    # dc: the inner loop runs over k (a[i; k], b[j; k] contiguous), df_k[i; j] leaves it
+    assert "(df_k[dc_0; dc_z1] * sum{dc_z0}_0^4 ((a[dc_0; dc_z0] + b[dc_z1; dc_z0]) ** 2))" in str(simplified["c"])
+
+
+def test_hoisting_moves_only_what_does_not_vary():
+    fn = tab.parse("f[i] = sum{k}_0^3 (2 * x[i] * y[k] * if {i = 0} then (y[k]) else (0))",
+                   {"f": (2,), "x": (2,), "y": (4,)})
+    assert expr_text(hoist_invariants(fn.body)) == "if {i = 0} then (2 * x[i] * sum{k}_0^3 (y[k] * y[k])) else (0)"
+
+
+def test_source_shows_loops_bounds_and_no_atomics():
+    grads = tab.derive(*SECTION_6)
+    numba_source = grads.source("numba")
+    assert "numba.prange(" in numba_source and "atomic" not in numba_source
+    assert "for dd_z1 in range(max(dd_0 - 2, 0), min(dd_0, 4) + 1):" in numba_source
+    assert "if -dc_0 + dc_1 == 0:" in numba_source
+    cuda_source = grads.source("cuda")
+    assert "cuda.grid(1)" in cuda_source and "atomic" not in cuda_source
+    assert cuda_source.count("cuda.atomic.add(") == 0
+    assert grads.source("cuda-scatter").count("cuda.atomic.add(") == 4  # one per occurrence
+    assert "df_k_kernel" in numba_source  # the outer sum's adjoint, computed once
+    with pytest.raises(ValueError, match="unknown target 'gpu'"):
+        grads.source("gpu")
+    with pytest.raises(ValueError, match="unknown target 'numba-scatter'"):
+        grads.function.compile("numba-scatter")
+
+
+def test_generated_modules_are_real_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("TENSORADBOOK_CACHE", str(tmp_path))
+    fn = tab.parse("f[i] = x[i] * 3", {"f": (4,), "x": (4,)})
+    compiled = fn.compile("numpy")
+    path = Path(compiled.path)
+    assert path.parent == tmp_path and path.read_text() == compiled.source == fn.kernel_source("numpy")
+    assert fn.compile("numpy").module is compiled.module  # loaded once per process
+
+
+CACHE_PROBE = """
+import json, sys
+import numpy as np
+import tensoradbook as tab
+fn = tab.parse("f[i; j] = sum{k}_0^2 (x[i; k] * y[k; j])", {"f": (2, 2), "x": (2, 3), "y": (3, 2)})
+grad = tab.derive(fn).compile("numba")
+grad({"x": np.ones((2, 3)), "y": np.ones((3, 2))}, np.ones((2, 2)))
+stats = [k.stats for k in vars(grad.module).values() if hasattr(k, "stats")]
+print(json.dumps({"hits": sum(len(s.cache_hits) for s in stats), "misses": sum(len(s.cache_misses) for s in stats)}))
+"""
+
+
+def test_numba_reuses_its_disk_cache_in_a_new_process(tmp_path):
+    env = dict(os.environ, TENSORADBOOK_CACHE=str(tmp_path))
+    runs = [json.loads(subprocess.run([sys.executable, "-c", CACHE_PROBE], env=env, capture_output=True,
+                                      text=True, check=True, cwd=REPO).stdout.splitlines()[-1])
+            for _ in range(2)]
+    assert runs[0]["misses"] > 0 and runs[0]["hits"] == 0   # compiled and saved
+    assert runs[1]["misses"] == 0 and runs[1]["hits"] > 0    # loaded, not compiled again
+
+
+def test_bad_arguments_are_reported():
+    fn = tab.parse(*SECTION_6)
+    grad = tab.derive(fn).compile("numpy")
+    args, df = _data(fn)
+    with pytest.raises(ExpressionError, match="argument 'a' has shape \\(5, 3\\), expected \\(3, 5\\)"):
+        grad({**args, "a": np.ones((5, 3))}, df)
+    with pytest.raises(ExpressionError, match="no value given for argument 'd'"):
+        grad({k: v for k, v in args.items() if k != "d"}, df)
+    with pytest.raises(ExpressionError, match="adjoint 'df' has shape \\(4, 3\\), expected \\(3, 4\\)"):
+        grad(args, df.T)
+
+
+def test_cuda_without_a_gpu_or_simulator_says_what_to_do():
+    probe = ("import tensoradbook as tab\n"
+             "fn = tab.parse('f[i] = x[i]', {'f': (2,), 'x': (2,)})\n"
+             "try:\n    fn.compile('cuda')\nexcept RuntimeError as e:\n    print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    if os.path.exists("/proc/driver/nvidia/version"):
+        pytest.skip("a GPU is present: the cuda target works without the simulator")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=REPO)
+    assert "NUMBA_ENABLE_CUDASIM=1" in out.stdout, out.stderr
+
+
+PTX_PROBE = """
+import json, sys
+import tensoradbook as tab
+from tensoradbook import kernels
+from numba import cuda, float64
+try:  # is NVVM (the cuda extra) there at all?
+    cuda.compile_ptx(lambda x: None, (float64[::1],), cc=(7, 5))
+except Exception as error:
+    print(json.dumps({"skip": f"{type(error).__name__}: {error}"}))
+    sys.exit(0)
+counts = {}
+for text, shapes in json.loads(sys.argv[1]):
+    fn = tab.parse(text, shapes)
+    grads = tab.derive(fn)
+    second = tab.derive(grads[fn.arguments[0]])
+    ptx = {**kernels.compile_ptx(fn), **kernels.compile_ptx(grads, "cuda")}
+    ptx.update({"scatter": kernels.compile_ptx(grads, "cuda-scatter")["scatter"]})
+    ptx.update({"second " + k: v for k, v in kernels.compile_ptx(second, "cuda").items()})
+    assert all(".visible .entry" in p for p in ptx.values()), text
+    counts[text] = len(ptx)
+print(json.dumps({"compiled": counts}))
+"""
+
+
+def test_every_cuda_kernel_compiles_to_ptx(tmp_path):
+    """NVVM types and compiles each kernel for a real GPU: what the simulator (plain Python) never checks."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    corpus = [(text, {k: list(v) for k, v in shapes.items()}) for text, shapes in CORPUS
+              if "x[2 * i; j]" not in text]  # its second derivative divides an index: refused (test_derive)
+    out = subprocess.run([sys.executable, "-c", PTX_PROBE, json.dumps(corpus)], env=env, capture_output=True,
+                         text=True, cwd=REPO, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.splitlines()[-1])
+    if "skip" in result:
+        message = f"no PTX compiler (pip install -e '.[cuda]' brings NVVM): {result['skip']}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    assert set(result["compiled"]) == {text for text, _ in corpus}
+    assert all(n >= 4 for n in result["compiled"].values())
