@@ -7,7 +7,10 @@ Differentiation for Tensor Algebras": integer equations (sec. 4.1) in
 :mod:`tensoradbook.expr`, reverse accumulation (sec. 2) in
 :mod:`tensoradbook.reverse` and Algorithm 4 in :mod:`tensoradbook.derive`; the
 report's notation (sec. 6) is read by :mod:`tensoradbook.parser` and written by
-:mod:`tensoradbook.printer`. The ipywidgets front-ends live in
+:mod:`tensoradbook.printer`. :mod:`tensoradbook.kernels` turns functions and
+their gradients into Numba CPU, Numba CUDA and numpy kernels
+(``fn.compile("numba")``, ``grads.compile("cuda")``), and
+:mod:`tensoradbook.gradcheck` checks gradients by finite differences. The ipywidgets front-ends live in
 :mod:`tensoradbook.widgets`, which this package never imports.
 """
 

@@ -1,9 +1,10 @@
 """Command line: ``python -m tensoradbook derive "TEXT" --shape f=3x4 --shape a=3x5 ...``.
 
-Prints the derivatives in the report's notation (``--latex`` for LaTeX);
-``--check`` also runs the finite-difference dot-product test on random inputs
-and prints the largest error. Bad input prints the message and exits with 2,
-without a traceback.
+Prints the derivatives in the report's notation (``--latex`` for LaTeX;
+``--simplified`` for the form the kernels run, reading ``f``); ``--kernel
+numba`` prints the generated module for a target instead; ``--check`` also runs
+the finite-difference dot-product test on random inputs and prints the largest
+error. Bad input prints the message and exits with 2, without a traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import sys
 
 from .expr import ExpressionError
+from .kernels import TARGETS
 
 
 def _shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -35,6 +37,10 @@ def main(argv=None) -> int:
                             help="the shape of the output or of an argument (repeat for each)")
     derive_cmd.add_argument("--latex", action="store_true", help="print LaTeX instead of the report's notation")
     derive_cmd.add_argument("--check", action="store_true", help="also run a finite-difference dot-product test")
+    derive_cmd.add_argument("--simplified", action="store_true",
+                            help="print the form the kernels run: reads f, loop invariants hoisted")
+    derive_cmd.add_argument("--kernel", choices=TARGETS, metavar="TARGET",
+                            help=f"print the generated kernel module for a target ({', '.join(TARGETS)})")
     options = parser.parse_args(argv)
 
     from . import derive, parse
@@ -46,8 +52,13 @@ def main(argv=None) -> int:
     except ExpressionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    for gradient in grads.values():
-        print(gradient._repr_latex_() if options.latex else str(gradient))
+    shown = grads.simplified if options.simplified else grads
+    if options.kernel:
+        print(grads.source(options.kernel), end="")
+    elif options.latex:
+        print(shown._repr_latex_())
+    else:
+        print(shown)
     if options.check:
         errors = check_gradients(fn, grads=grads)
         worst = max(errors, key=errors.get) if errors else None

@@ -155,6 +155,10 @@ def test_command_line(capsys):
     assert largest < TOLERANCE
     assert main(["derive", "f[i] = x[i] ** 2", "--shape", "f=3", "--shape", "x=3", "--latex"]) == 0
     assert "\\" in capsys.readouterr().out
+    assert main(["derive", SECTION_6, *shapes, "--simplified"]) == 0
+    assert capsys.readouterr().out.startswith("df_k[i; j] = -(df[i; j] * f[i; j])\nda[da_0; da_1] = 2 * c[")
+    assert main(["derive", SECTION_6, *shapes, "--kernel", "cuda"]) == 0
+    assert "cuda.grid(1)" in capsys.readouterr().out
     assert main(["derive", "f[i] = x[i * i]", "--shape", "f=3", "--shape", "x=9"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "^" in err and "Traceback" not in err
