@@ -35,7 +35,7 @@ import keyword
 import os
 import sys
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -299,7 +299,8 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
     _unflatten(writer, fn.indices, shape, "_flat")
     writer.share(body)
     value = writer.value(body)
-    writer.line(f"{writer.element(fn.name, [_py(i) for i in fn.indices]).replace(_py(fn.name), '_out', 1)} = {value}")
+    where = ", ".join(_py(i) for i in fn.indices) if shape else "0"
+    writer.line(f"_out[{where}] = {value}")
     return lines + writer.lines
 
 
@@ -343,24 +344,21 @@ def _scatter_kernel(grads, target: str) -> list[str]:
         for part in parts:
             inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
             writer.line(f"# {expr_text(part.element)}{inside}")
-            entered = []
-            for s in part.scope:
-                low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
-                entered += [writer.block(f"for {_py(s.index)} in range({low}, {high} + 1):"), writer.binding(s.index)]
-                entered[-2].__enter__()
-                entered[-1].__enter__()
-            writer.share(part.adjoint)
-            value = writer.value(part.adjoint)
-            index = [writer.affine(a) for a in part.element.indices]
-            gradient = outputs[name]
-            if target == "cuda-scatter":
-                # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple
-                where = index[0] if len(index) == 1 else f"({', '.join(index)})" if index else "0"
-                writer.line(f"cuda.atomic.add({gradient}, {where}, {value})")
-            else:
-                writer.line(f"{writer.element(gradient, index)} += {value}")
-            for block in reversed(entered):
-                block.__exit__(None, None, None)
+            with ExitStack() as loops:
+                for s in part.scope:
+                    low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
+                    loops.enter_context(writer.block(f"for {_py(s.index)} in range({low}, {high} + 1):"))
+                    loops.enter_context(writer.binding(s.index))
+                writer.share(part.adjoint)
+                value = writer.value(part.adjoint)
+                index = [writer.affine(a) for a in part.element.indices]
+                gradient = outputs[name]
+                if target == "cuda-scatter":
+                    # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple
+                    where = index[0] if len(index) == 1 else f"({', '.join(index)})" if index else "0"
+                    writer.line(f"cuda.atomic.add({gradient}, {where}, {value})")
+                else:
+                    writer.line(f"{writer.element(gradient, index)} += {value}")
     return lines + writer.lines
 
 
