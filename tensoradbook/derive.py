@@ -29,7 +29,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .expr import Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, replace, substitute, walk
+from .expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, memory_step, replace,
+                   substitute, walk)
 from .fourier_motzkin import fourier_motzkin
 from .intlinalg import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
@@ -132,16 +133,7 @@ def _loop_order(adjoint: Expr, alpha: list[str], kernel: list[list[int]], shapes
     n_z = len(kernel[0]) if kernel else 0
     if n_z < 2:
         return kernel
-    position = {name: j for j, name in enumerate(alpha)}
-    cost = [0] * n_z
-    for node in walk(adjoint):
-        if not isinstance(node, Element):
-            continue
-        strides = np.cumprod((1,) + tuple(shapes[node.name])[:0:-1])[::-1]
-        for k in range(n_z):
-            step = sum(int(stride) * index.coefficient(name) * kernel[position[name]][k]
-                       for stride, index in zip(strides, node.indices) for name in index.names if name in position)
-            cost[k] += abs(step)
+    cost = [memory_step(adjoint, {name: row[k] for name, row in zip(alpha, kernel)}, shapes) for k in range(n_z)]
     order = sorted(range(n_z), key=cost.__getitem__)
     return [[row[k] for k in order] for row in kernel]
 

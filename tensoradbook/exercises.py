@@ -24,6 +24,10 @@ Chapter 03 (tensor-valued functions, sec. 3): :func:`check_vec_index`,
 :func:`check_jacobian_memory`, :func:`check_jacobian`. These compare with the
 core's derivation (:func:`tensoradbook.derive`, the reverse sweep) on random
 inputs, or with brute force and numpy.
+Chapter 06 (kernels, sec. 6; gather vs. scatter): :func:`check_gradient_element`,
+:func:`check_scatter_races`, :func:`check_max_contention`, :func:`check_gather_bounds`.
+Chapter 07 (second derivatives, sec. 5.3; checked by second differences of L):
+:func:`check_second_derivative`, :func:`check_hessian_vector_product`, :func:`check_hessian_pattern`.
 
 This module is part of the core: numpy, sympy and fractions only, no Jupyter.
 """
@@ -1097,3 +1101,830 @@ def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckR
         if (~close).sum() > 1:
             problems.append(f"{int((~close).sum())} of {J.size} entries differ")
     return CheckResult(name, False, problems)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 06: kernels (report sec. 6; gather, eq. 47, against scatter, eq. 40)
+# ---------------------------------------------------------------------------
+#
+# :func:`check_gradient_element` runs the student's Python code for one
+# gradient element (what one thread of a gather kernel computes) on random
+# inputs against the core's derivative and finite differences;
+# :func:`check_scatter_races` and :func:`check_max_contention` are about the
+# scatter kernel of eq. 40 (who writes which gradient element), and
+# :func:`check_gather_bounds` about the loops of a gather kernel. The last
+# three enumerate every read of the argument by brute force.
+
+__all__ += [
+    "check_gather_bounds",
+    "check_gradient_element",
+    "check_max_contention",
+    "check_scatter_races",
+]
+
+
+class _Guarded(np.ndarray):
+    """A read-only array whose integer indexing refuses indices outside the shape.
+
+    numpy wraps ``x[-1]`` around to the last element without a word; a kernel
+    on a GPU reads whatever lies before the array. Both hide wrong loop bounds,
+    so the checks hand the student's code these instead.
+    """
+
+    def __new__(cls, array, label: str):
+        out = np.array(array, dtype=np.float64).view(cls)
+        out.label = label
+        out.flags.writeable = False
+        return out
+
+    def __array_finalize__(self, obj):
+        self.label = getattr(obj, "label", "the array")
+
+    def __getitem__(self, key):
+        parts = key if isinstance(key, tuple) else (key,)
+        if parts and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in parts):
+            for v, n in zip(parts, self.shape):
+                if not 0 <= int(v) < n:
+                    raise IndexError(f"it reads {self.label}{_index_text(parts)}, outside the shape "
+                                     f"{tuple(self.shape)} of {self.label} (numpy would wrap a negative index "
+                                     f"around silently, a GPU would read foreign memory)")
+        out = super().__getitem__(key)
+        return out.view(np.ndarray) if isinstance(out, np.ndarray) else out
+
+
+def _reads(fn, argument: str):
+    """Brute force: every read of ``argument`` by ``fn`` as ``(occurrence, beta, env)``.
+
+    ``env`` maps the output indices and the indices of the sums around the
+    read to their values: the extended index alpha of sec. 5.2. Each sum
+    index takes every value in its range; conditions are decided per point.
+    """
+    from .expr import Element, If, Sum, bound_value
+
+    out = []
+
+    def visit(node, env):
+        if isinstance(node, Element):
+            if node.name == argument:
+                beta = tuple(int(a.evaluate(env)) for a in node.indices)
+                out.append((node, beta, dict(env)))
+            return
+        if isinstance(node, Sum):
+            low = int(bound_value(node.lower, env, lower=True))
+            high = int(bound_value(node.upper, env, lower=False))
+            for k in range(low, high + 1):
+                visit(node.body, {**env, node.index: k})
+            return
+        if isinstance(node, If):
+            visit(node.then if all(atom.holds(env) for atom in node.condition) else node.otherwise, env)
+            return
+        for child in node.children():
+            visit(child, env)
+
+    for point in np.ndindex(*fn.shapes[fn.name]):
+        visit(fn.body, dict(zip(fn.indices, (int(v) for v in point))))
+    return out
+
+
+def _checked_argument(fn, argument: str) -> None:
+    if argument not in fn.arguments:
+        raise ValueError(f"{argument!r} is not an argument of {fn.name}; it has {fn.arguments}")
+
+
+def _gradient_by_elements(answer, pass_names: list[str], arrays: dict, shape: tuple, gradient: str):
+    """The student's element function evaluated at every gradient index, or a _Wrong naming the first failure."""
+    out = np.zeros(shape)
+    for beta in np.ndindex(*shape):
+        try:
+            value = answer(*(int(v) for v in beta), **{p: arrays[p] for p in pass_names})
+        except IndexError as err:
+            raise _Wrong(f"your function fails at {gradient}{_index_text(beta)}: {err}") from None
+        except Exception as err:  # the student's code: report any error with the element it happened at
+            raise _Wrong(f"your function raised {type(err).__name__} at {gradient}{_index_text(beta)}: "
+                         f"{err}") from None
+        try:
+            out[beta] = float(value)
+        except (TypeError, ValueError):
+            raise _Wrong(f"at {gradient}{_index_text(beta)} your function returned {value!r}, "
+                         f"not a number") from None
+    return out
+
+
+def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int = 3, seed: int = 0) -> CheckResult:
+    """Exercise: the Python code one thread of a gather kernel runs, for one element ``dx[beta]``.
+
+    The answer is a function whose first parameters are the indices of the
+    gradient element (one per index of ``x``) and whose further parameters
+    are arrays by name: any of the arguments of ``fn``, the adjoint ``df`` and
+    the forward result ``f``, e.g. for the matrix product::
+
+        def dx_element(i, k, y, df):
+            return sum(df[i, j] * y[k, j] for j in range(4))
+
+    It is run for every element on ``trials`` random inputs and random
+    ``df`` and compared with the core's derivative (Algorithm 4, the
+    reference evaluator); a right answer is also confirmed by a
+    finite-difference dot-product test, which does not use the core. The
+    arrays it gets are read-only and refuse indices outside their shape
+    (numpy would wrap ``x[-1]`` around silently).
+    """
+    import inspect
+
+    from .derive import derive
+    from .gradcheck import random_arguments
+
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    grads = derive(fn)
+    gradient, adjoint = "d" + argument, grads.adjoint_name
+    shape = tuple(fn.shapes[argument])
+    index_names = list(grads[argument].indices)
+    available = list(fn.arguments) + [adjoint, fn.name]
+    name = f"one element of {gradient}, the gradient of {fn.name} with respect to {argument}"
+    if answer is None:
+        example = ", ".join(index_names + ["...", adjoint])
+        return _pending(name, f"Your answer is a Python function like def {gradient}_element({example}): "
+                              f"{len(shape)} index parameter(s) first, then any of the arrays "
+                              f"{', '.join(available)} by name; it returns the number {gradient}[...].")
+    if not callable(answer):
+        return CheckResult(name, False, [f"the answer must be a function returning one element of {gradient}, "
+                                         f"got {type(answer).__name__}"])
+    try:
+        params = list(inspect.signature(answer).parameters.values())
+    except (TypeError, ValueError):
+        return CheckResult(name, False, ["cannot read the parameters of your function; define it with def"])
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return CheckResult(name, False, ["name every parameter: no *args or **kwargs"])
+    if len(params) < len(shape):
+        return CheckResult(name, False, [f"{gradient} has {len(shape)} ind{'ex' if len(shape) == 1 else 'ices'}, "
+                                         f"so your function must take {len(shape)} index parameter(s) first; "
+                                         f"it has {len(params)} parameter(s)"])
+    pass_names = [p.name for p in params[len(shape):]]
+    unknown = [p for p in pass_names if p not in available]
+    if unknown:
+        return CheckResult(name, False, [f"parameter {unknown[0]!r} is not an array your kernel can read: after "
+                                         f"the {len(shape)} index parameter(s) come arrays by name, any of "
+                                         f"{', '.join(available)}"])
+    if adjoint not in pass_names:
+        return CheckResult(name, False, [f"your function does not read {adjoint}: {gradient} is the gradient of "
+                                         f"sum({adjoint} * {fn.name}), which is linear in {adjoint}; "
+                                         f"take {adjoint} as a parameter and use it"])
+    plain = hasattr(answer, "py_func")  # a numba function: it cannot take the guarded array type
+    rng = np.random.default_rng(seed)
+    for trial in range(trials):
+        args = random_arguments(fn, rng)
+        df = rng.standard_normal(fn.shapes[fn.name])
+        values = {**args, adjoint: df, fn.name: fn.evaluate(args)}
+        arrays = {k: (np.array(v, dtype=np.float64) if plain else _Guarded(v, k)) for k, v in values.items()}
+        try:
+            yours = _gradient_by_elements(answer, pass_names, arrays, shape, gradient)
+        except _Wrong as err:
+            return CheckResult(name, False, [str(err)])
+        right = grads.evaluate(args, df)[argument]
+        scale = max(1.0, float(np.abs(right).max(initial=0)))
+        close = np.isclose(yours, right, rtol=_RTOL, atol=_ATOL * scale)
+        if close.all():
+            continue
+        wrong = [tuple(int(v) for v in idx) for idx in np.argwhere(~close)]
+        problems = []
+        zero_should = [b for b in wrong if np.isclose(right[b], 0.0, atol=_ATOL)]
+        zero_yours = [b for b in wrong if np.isclose(yours[b], 0.0, atol=_ATOL)]
+        ratio = yours[~close] / np.where(right[~close] == 0, np.nan, right[~close])
+        if zero_should:
+            b = zero_should[0]
+            problems.append(f"{gradient}{_index_text(b)} must be 0 ({fn.name} never reads {argument}"
+                            f"{_index_text(b)}), yours is {_number(yours[b])}: a condition is missing, or a "
+                            f"loop runs too far")
+        elif zero_yours:
+            b = zero_yours[0]
+            problems.append(f"your {gradient}{_index_text(b)} is 0, but the right value is {_number(right[b])}: "
+                            f"does a loop stop too early or a condition exclude it?")
+        elif close.sum() == 0 and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6):
+            problems.append(f"every element is {_number(ratio[0])} times the right value: a constant factor is off")
+        else:
+            b = wrong[0]
+            problems.append(f"{gradient}{_index_text(b)} is {_number(yours[b])} but should be "
+                            f"{_number(right[b])} (on random inputs)")
+        if len(wrong) > 1:
+            problems.append(f"{len(wrong)} of {right.size} elements differ")
+        return CheckResult(name, False, problems)
+    # The defining property, without the core: <dx, v> = d/dt sum(df * f(x + t v)) at t = 0.
+    direction = rng.standard_normal(shape)
+    shifted = []
+    for h in (1e-3, 5e-4):
+        sides = []
+        for sign in (1, -1):
+            moved = dict(args)
+            moved[argument] = args[argument] + sign * h * direction
+            sides.append(float(np.sum(df * fn.evaluate(moved))))
+        shifted.append((sides[0] - sides[1]) / (2 * h))
+    numeric = (4 * shifted[1] - shifted[0]) / 3
+    exact = float(np.sum(yours * direction))
+    error = abs(numeric - exact) / max(abs(numeric), abs(exact), 1e-300)
+    if error > 1e-6 and abs(numeric - exact) > 1e-8:  # pragma: no cover -- would be a bug in the core
+        raise AssertionError(f"the core's derivative fails the finite-difference test (error {error:.2g})")
+    return CheckResult(name, True, note=f"Your kernel agrees with the core's derivative on {trials} random inputs, "
+                                        f"and with finite differences (relative error below 1e-6).")
+
+
+def _thread_of(fn, env: dict, threads: str) -> tuple:
+    return tuple(env[i] for i in fn.indices) if threads == "output" else tuple(sorted(env.items()))
+
+
+def _thread_text(fn, thread: tuple, threads: str) -> str:
+    if threads == "output":
+        return f"{fn.name}{_index_text(thread)}"
+    return "(" + ", ".join(f"{k} = {v}" for k, v in thread) + ")"
+
+
+def _writers(fn, argument: str, threads: str) -> tuple[dict, dict]:
+    """Per gradient element: the threads of the scatter kernel that add into it, and the number of adds."""
+    if threads not in ("output", "extended"):
+        raise ValueError(f"threads must be 'output' (one thread per element of the result, as the core's "
+                         f"scatter kernels) or 'extended' (one per extended index), not {threads!r}")
+    writers, adds = {}, {}
+    for _, beta, env in _reads(fn, argument):
+        writers.setdefault(beta, set()).add(_thread_of(fn, env, threads))
+        adds[beta] = adds.get(beta, 0) + 1
+    return writers, adds
+
+
+def _gradient_indices(answer, shape: tuple, gradient: str) -> set:
+    """A set of gradient indices from a set/list of tuples (ints for one index) or a boolean mask."""
+    if isinstance(answer, np.ndarray) and answer.dtype == bool:
+        if answer.shape != shape:
+            raise _Wrong(f"a mask must have the shape {shape} of {gradient}, yours has {answer.shape}")
+        return {tuple(int(v) for v in idx) for idx in np.argwhere(answer)}
+    if isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
+        raise _Wrong(f"the answer must be a set of indices of {gradient} (tuples, or integers for one index), "
+                     f"got {answer!r}")
+    out = set()
+    for item in answer:
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            item = (item,)
+        try:
+            index = tuple(item)
+        except TypeError:
+            raise _Wrong(f"{item!r} is not an index of {gradient}") from None
+        if len(index) != len(shape) or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                                           for v in index):
+            raise _Wrong(f"{item!r} is not an index of {gradient}: it needs {len(shape)} integer(s)")
+        index = tuple(int(v) for v in index)
+        if any(not 0 <= v < n for v, n in zip(index, shape)):
+            raise _Wrong(f"{gradient}{_index_text(index)} is not an element: {gradient} has shape {shape}")
+        out.add(index)
+    return out
+
+
+def _threads_list(fn, threads_set, threads: str, limit: int = 3) -> str:
+    ordered = sorted(threads_set)
+    text = ", ".join(_thread_text(fn, t, threads) for t in ordered[:limit])
+    return text + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+def check_scatter_races(fn, argument: str, answer, shapes=None, threads: str = "output") -> CheckResult:
+    """Exercise: which elements of ``dx`` do two or more threads of the scatter kernel add into?
+
+    The scatter kernel of eq. 40 runs one thread per element of the result
+    (``threads="output"``, like the core's ``"cuda-scatter"`` target; the
+    sums run serially inside the thread) or one per extended index
+    (``threads="extended"``, the sums' indices too), and each thread adds
+    into ``dx`` at every index at which it reads ``x``. An element written
+    by two threads is a race: without ``atomic.add`` an update can be lost.
+    The answer is a set of indices of ``x`` (tuples; plain integers for a
+    vector), or a boolean mask of ``x``'s shape. Checked by enumerating every
+    read by brute force.
+    """
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    gradient, shape = "d" + argument, tuple(fn.shapes[argument])
+    per = "element of " + fn.name if threads == "output" else "extended index"
+    name = f"races in the scatter kernel of {gradient} (one thread per {per})"
+    writers, adds = _writers(fn, argument, threads)
+    if answer is None:
+        return _pending(name, f"Your answer is a set of indices of {gradient}, e.g. "
+                              f"{'{(0, 1), (2, 2)}' if len(shape) > 1 else '{0, 3}'}; set() if there are none.")
+    try:
+        claimed = _gradient_indices(answer, shape, gradient)
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    races = {beta for beta, who in writers.items() if len(who) > 1}
+    problems = []
+    missed = sorted(races - claimed)
+    for beta in missed[:3]:
+        problems.append(f"you missed {gradient}{_index_text(beta)}: the threads "
+                        f"{_threads_list(fn, writers[beta], threads)} all add into it")
+    if len(missed) > 3:
+        problems.append(f"... and {len(missed) - 3} more racing elements")
+    wrong = sorted(claimed - races)
+    for beta in wrong[:3]:
+        if beta not in writers:
+            problems.append(f"{gradient}{_index_text(beta)} is never written: {fn.name} does not read "
+                            f"{argument}{_index_text(beta)}")
+        else:
+            (thread,) = writers[beta]
+            again = (f", {adds[beta]} times in its loop, one add after the other: no race"
+                     if adds[beta] > 1 else ": no race")
+            problems.append(f"{gradient}{_index_text(beta)} is written by one thread only "
+                            f"({_thread_text(fn, thread, threads)}){again}")
+    if len(wrong) > 3:
+        problems.append(f"... and {len(wrong) - 3} more elements that do not race")
+    if problems:
+        return CheckResult(name, False, problems)
+    if not races:
+        note = "Indeed no element is written by two threads: this scatter kernel needs no atomics."
+    else:
+        top = max(sorted(races), key=lambda b: len(writers[b]))
+        note = (f"{len(races)} of {math.prod(shape)} elements race; the most contended, "
+                f"{gradient}{_index_text(top)}, gets adds from {len(writers[top])} threads.")
+    return CheckResult(name, True, note=note)
+
+
+def check_max_contention(fn, argument: str, answer, shapes=None, threads: str = "output") -> CheckResult:
+    """Exercise: at most how many threads of the scatter kernel add into one element of ``dx``?
+
+    With ``atomic.add`` these adds are serialised, so the most contended
+    element bounds the kernel's speed (the report's footnote 4). Threads as
+    in :func:`check_scatter_races`; adds of one thread (its sum loop) count
+    once. Checked by brute-force enumeration.
+    """
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    gradient = "d" + argument
+    per = "element of " + fn.name if threads == "output" else "extended index"
+    name = f"largest number of threads adding into one element of {gradient} (one thread per {per})"
+    writers, adds = _writers(fn, argument, threads)
+    if answer is None:
+        return _pending(name, "Your answer is a non-negative integer.")
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        return CheckResult(name, False, [f"the answer must be an integer count, got {answer!r}"])
+    answer = int(answer)
+    counts = {beta: len(who) for beta, who in writers.items()}
+    most = max(counts.values(), default=0)
+    top = min(b for b, c in counts.items() if c == most) if counts else None
+    if answer == most:
+        note = (f"{gradient}{_index_text(top)} gets adds from {most} threads: "
+                f"{_threads_list(fn, writers[top], threads)}." if top is not None else "")
+        return CheckResult(name, True, note=note)
+    problems = []
+    if answer in adds.values() and answer not in counts.values():
+        beta = min(b for b, n in adds.items() if n == answer)
+        problems.append(f"{answer} is the number of adds into {gradient}{_index_text(beta)}, not of threads: "
+                        f"the adds of one thread (its loop over a sum) come one after another and do not race")
+    elif answer < most:
+        problems.append(f"too low: {gradient}{_index_text(top)} gets adds from {most} threads "
+                        f"({_threads_list(fn, writers[top], threads)})")
+    else:
+        problems.append(f"too high: no element of {gradient} is written by more than {most} threads")
+    return CheckResult(name, False, problems)
+
+
+def _loops_text(gradient_fn) -> str:
+    """The sums of a derived gradient as loops: ``dd_z1 from max [dd_0 - 2; 0] to min [dd_0; 4]``."""
+    from .expr import Sum, walk
+    from .printer import bound_text
+
+    loops = [f"{node.index} from {bound_text(node.lower, True, standalone=True)} to "
+             f"{bound_text(node.upper, False, standalone=True)}"
+             for node in walk(gradient_fn.body) if isinstance(node, Sum)]
+    return "; ".join(loops) if loops else "no loop"
+
+
+def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> CheckResult:
+    """Exercise: the bounds of the loop over ``index`` in the gather kernel of ``dx[beta]``.
+
+    ``index`` is an index of the extended index alpha (an output index of
+    ``fn`` or one of its sum indices) that ``x``'s indices do not fix. For a
+    gradient element ``beta`` the kernel must visit exactly the values of
+    ``index`` at which some in-range alpha reads ``x[beta]`` (the projection
+    of Sigma(beta), eqs. 42-45). The answer is a function of the gradient
+    indices returning ``(low, high)``, both inclusive (or a ``range``, for a
+    step). Checked for every ``beta`` against brute-force enumeration; any
+    way of writing the bounds passes.
+    """
+    from .derive import derive
+    from .expr import Sum, walk
+    from .printer import expr_text
+
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    sums = [node.index for node in walk(fn.body) if isinstance(node, Sum)]
+    if index not in fn.indices and index not in sums:
+        raise ValueError(f"{index!r} is neither an output index {fn.indices} nor a sum index {tuple(sums)} "
+                         f"of {fn.name}")
+    reads = _reads(fn, argument)
+    elements = sorted({expr_text(node) for node, _, _ in reads})
+    if len(elements) > 1:
+        raise ValueError(f"{argument} occurs {len(elements)} times in {fn.name} ({', '.join(elements)}): "
+                         f"its gather kernel has one loop nest per occurrence; pick a function with one")
+    if sums.count(index) > 1:
+        raise ValueError(f"{fn.name} has several sums over {index!r}")
+    gradient, shape = "d" + argument, tuple(fn.shapes[argument])
+    beta_names = list(derive(fn)[argument].indices)
+    name = f"bounds of the loop over {index} in the gather kernel of {gradient}"
+    if answer is None:
+        return _pending(name, f"Your answer is a function of {', '.join(beta_names)} returning (low, high) for "
+                              f"{index}, both ends inclusive, e.g. lambda {', '.join(beta_names)}: (0, 3).")
+    if not callable(answer):
+        return CheckResult(name, False, [f"the answer must be a function of the index of {gradient} returning "
+                                         f"(low, high), got {type(answer).__name__}"])
+    truth: dict[tuple, dict] = {beta: {} for beta in np.ndindex(*shape)}
+    for _, beta, env in reads:
+        truth[beta].setdefault(env[index], env)  # value of the loop index -> a witness alpha
+    element = elements[0] if elements else f"{argument}[...]"
+    alpha = ", ".join(reads[0][2] if reads else fn.indices)
+    problems, extra_count, missing_count = [], 0, 0
+    for beta in truth:
+        at = f"{gradient}{_index_text(beta)}"
+        try:
+            result = answer(*(int(v) for v in beta))
+        except Exception as err:  # the student's code: say where it failed
+            return CheckResult(name, False, [f"your function raised {type(err).__name__} at {at}: {err}"])
+        try:
+            visited = result if isinstance(result, range) else _range(result, f"your function at {at}")
+        except _Wrong as err:
+            return CheckResult(name, False, [str(err)])
+        if len(visited) > 10_000:
+            return CheckResult(name, False, [f"at {at} your loop visits {len(visited)} values: "
+                                             f"are the bounds finite?"])
+        visited = set(visited)
+        extra = sorted(visited - truth[beta].keys())
+        missing = sorted(truth[beta].keys() - visited)
+        extra_count += len(extra)
+        missing_count += len(missing)
+        if extra and len(problems) < 3:
+            problems.append(f"at {at} your loop visits {index} = {extra[0]}, but no in-range ({alpha}) with "
+                            f"{index} = {extra[0]} has {element} = {argument}{_index_text(beta)}")
+        if missing and len(problems) < 3:
+            env = truth[beta][missing[0]]
+            witness = ", ".join(f"{k} = {v}" for k, v in env.items())
+            problems.append(f"at {at} your loop misses {index} = {missing[0]}: {witness} reads "
+                            f"{argument}{_index_text(beta)}")
+    if problems:
+        counts = []
+        if extra_count:
+            counts.append(f"{extra_count} value(s) too many")
+        if missing_count:
+            counts.append(f"{missing_count} missing")
+        problems.append("in all, over every element of " + gradient + ": " + " and ".join(counts))
+        return CheckResult(name, False, problems)
+    loops = _loops_text(derive(fn).simplified[argument])
+    return CheckResult(name, True, note=f"Your loop visits exactly the right values for all {len(truth)} elements. "
+                                        f"For comparison, the core's {gradient} sums over: {loops}.")
+
+
+# ---------------------------------------------------------------------------
+# Chapter 07: second derivatives (report sec. 5.3)
+# ---------------------------------------------------------------------------
+#
+# :func:`check_second_derivative`, :func:`check_hessian_vector_product`,
+# :func:`check_hessian_pattern`.
+#
+# The oracle is the loss ``L = sum(df * f)`` alone: mixed second central
+# differences of L, Richardson-extrapolated (:func:`_second_difference`). These
+# checks never use the core's derivatives, so they also test the derivation.
+
+__all__ += [
+    "check_hessian_pattern",
+    "check_hessian_vector_product",
+    "check_second_derivative",
+]
+
+_FD_STEP = 1e-3     # central differences at h and h / 2: truncation ~h**4, round-off ~eps |L| / h**2
+_FD_RTOL = 1e-5     # an answer passes within this of the largest element ...
+_FD_ATOL = 1e-6     # ... plus this times sum |df * f| (the scale of L's round-off)
+_PATTERN_ZERO = 1e-7  # a Hessian entry below this times sum |df * f| counts as zero
+
+
+def _loss_terms(fn, values: dict, df) -> tuple[float, float]:
+    """``L = sum(df * f)`` and ``sum |df * f|`` (the scale of its round-off) at ``values``."""
+    terms = df * fn.evaluate(values)
+    return float(np.sum(terms)), float(np.sum(np.abs(terms)))
+
+
+def _second_difference(fn, values: dict, df, first: str, v, second: str, beta: tuple,
+                       step: float = _FD_STEP) -> float:
+    """``e_beta^T H v``: ``d/ds d/dt L(first + t v, second + s e_beta)`` at 0, by finite differences.
+
+    The four-point central difference at ``h`` and ``h / 2``, combined by
+    Richardson extrapolation; ``first`` and ``second`` may be the same argument.
+    """
+    base_first = np.asarray(values[first], dtype=np.float64)
+
+    def central(h):
+        total = 0.0
+        for t in (1, -1):
+            for s in (1, -1):
+                shifted = dict(values)
+                shifted[first] = base_first + t * h * v
+                moved = np.array(shifted[second], dtype=np.float64)
+                moved[beta] += s * h
+                shifted[second] = moved
+                total += t * s * _loss_terms(fn, shifted, df)[0]
+        return total / (4 * h * h)
+
+    return (4 * central(step / 2) - central(step)) / 3
+
+
+def _second_differences(fn, values: dict, df, first: str, v, second: str) -> np.ndarray:
+    """The whole vector ``H v`` block ``d/d second <v, dL/d first>``, element by element (shape of ``second``)."""
+    shape = tuple(fn.shapes[second])
+    out = np.zeros(shape)
+    for beta in np.ndindex(*shape):
+        out[beta] = _second_difference(fn, values, df, first, v, second, beta)
+    return out
+
+
+def _hv_tolerance(right: np.ndarray, scale: float) -> float:
+    return _FD_RTOL * float(np.abs(right).max(initial=0.0)) + _FD_ATOL * scale
+
+
+def _checked_pair(fn, first: str, second: str) -> None:
+    for name in (first, second):
+        if name not in fn.arguments:
+            raise ValueError(f"{name!r} is not an argument of {fn.name}; it has {fn.arguments}")
+
+
+def check_second_derivative(fn, first: str, second: str, answer, shapes=None, trials: int = 2,
+                            seed: int = 0) -> CheckResult:
+    """Exercise: write a second derivative element-wise, in the report's notation (sec. 5.3).
+
+    The first derivative ``d<first>`` (the gradient of ``L = sum(df * f)``
+    with respect to ``first``) is itself an element-wise function. Derived
+    once more with the incoming adjoint ``dd<first>`` (a direction ``v``
+    shaped like ``first``), its gradient with respect to ``second`` is
+    ``d<second>[beta] = sum_gamma d^2 L / d second_beta d first_gamma * v_gamma``:
+    a Hessian-vector product (``first == second``) or a mixed second
+    derivative. The answer is text such as
+    ``"dx[b] = df[b] * ddx[b] * 6 * x[b]"``: any index names, any equivalent
+    form. It is evaluated on random inputs, ``df`` and ``v`` and compared with
+    mixed second differences of ``L`` itself (not with the core's derivative).
+    """
+    fn = _function(fn, shapes)
+    _checked_pair(fn, first, second)
+    adjoint, direction, result = "d" + fn.name, "dd" + first, "d" + second
+    for taken in (adjoint, direction):
+        if taken in fn.shapes:
+            raise ValueError(f"{fn.name} has an argument called {taken!r}, the name of the adjoint")
+    answer_shapes = dict(fn.shapes)
+    answer_shapes.update({adjoint: tuple(fn.shapes[fn.name]), direction: tuple(fn.shapes[first]),
+                          result: tuple(fn.shapes[second])})
+    what = "the Hessian-vector product" if first == second else "the mixed second derivative"
+    name = f"{result} = d/d{second} sum({direction} * d{first}), {what} of sum({adjoint} * {fn.name})"
+    if answer is None:
+        sizes = ", ".join(f"{k}: {v}" for k, v in answer_shapes.items() if k != result)
+        return _pending(name, f"Your answer is text like \"{result}[...] = ...\" using {direction} (the direction v), "
+                              f"{adjoint} and the arguments (shapes {sizes}).")
+    import re
+
+    left = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", answer) if isinstance(answer, str) else None
+    if left and left.group(1) != result:
+        return CheckResult(name, False, [f"your left side defines {left.group(1)!r}; the gradient with respect to "
+                                         f"{second} is called {result!r} (write {result}[...] = ...)"])
+    try:
+        mine = _parse_answer(answer, answer_shapes, "second derivative")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    if mine.name != result:  # pragma: no cover -- caught from the text above
+        return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient with respect to "
+                                         f"{second} is called {result!r} (write {result}[...] = ...)"])
+    from .gradcheck import random_arguments
+
+    rng = np.random.default_rng(seed)
+    shape = tuple(fn.shapes[second])
+    problems = []
+    for _ in range(trials):
+        args = random_arguments(fn, rng)
+        df = rng.standard_normal(fn.shapes[fn.name])
+        v = rng.standard_normal(fn.shapes[first])
+        values = dict(args)
+        values.update({adjoint: df, direction: v})
+        yours = mine.evaluate(values)
+        right = _second_differences(fn, args, df, first, v, second)
+        tolerance = _hv_tolerance(right, _loss_terms(fn, args, df)[1])
+        close = np.abs(yours - right) <= tolerance
+        if close.all():
+            continue
+        wrong = [tuple(int(k) for k in idx) for idx in zip(*np.nonzero(~close))] if shape else [()]
+        zero_should = [idx for idx in wrong if abs(right[idx]) <= tolerance]
+        zero_yours = [idx for idx in wrong if abs(yours[idx]) <= tolerance and idx not in zero_should]
+        if zero_should:
+            idx = zero_should[0]
+            problems.append(f"{result}{_index_text(idx)} must be 0 (L's derivative with respect to "
+                            f"{second}{_index_text(idx)} does not change along v), yours is {_number(yours[idx])}: "
+                            f"a condition is missing or a sum range is too wide")
+        if zero_yours:
+            idx = zero_yours[0]
+            problems.append(f"yours gives 0 at {result}{_index_text(idx)}, but that element is not 0: are your sum "
+                            f"ranges or conditions too narrow?")
+        if not problems:
+            ratio = (yours / np.where(np.abs(right) <= tolerance, np.nan, right))[np.abs(right) > tolerance]
+            if ratio.size and np.allclose(ratio, ratio[0], rtol=1e-4):
+                problems.append(f"every element is {_number(ratio[0])} times the right value: a constant factor "
+                                f"(or the sign) is off")
+            else:
+                idx = wrong[0]
+                problems.append(f"{result}{_index_text(idx)} is {_number(yours[idx])} but should be "
+                                f"{_number(right[idx])} (on random inputs)")
+        if len(wrong) > 1:
+            problems.append(f"{len(wrong)} of {max(1, right.size)} elements differ")
+        for n, kind in ((direction, "v"), (adjoint, "df")):
+            if n not in mine.arguments:
+                problems.append(f"your expression does not read {n}, yet {what} is linear in {kind}: "
+                                f"every term carries one factor of {n}")
+        break
+    return CheckResult(name, not problems, problems,
+                       note="" if problems else f"Your expression agrees with second differences of "
+                                                f"sum({adjoint} * {fn.name}) on {trials} random inputs.")
+
+
+def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, shapes=None,
+                                 wrt: str | None = None) -> CheckResult:
+    """Exercise: compute ``H v`` for ``L = sum(df * f)`` at ``args`` (numbers, not a formula).
+
+    ``H`` is the Hessian of ``L`` with respect to ``argument``, ``v`` a
+    direction shaped like ``argument``; with ``wrt`` another argument ``y``,
+    the answer is the mixed block ``d/dy <v, dL/d argument>`` instead. The
+    answer is an array (shaped like ``wrt``), computed any way, e.g. with the
+    derived second-order functions. It is compared with mixed second
+    differences of ``L`` itself, element by element.
+    """
+    fn = _function(fn, shapes)
+    wrt = argument if wrt is None else wrt
+    _checked_pair(fn, argument, wrt)
+    arrays = fn.argument_arrays(args)
+    df = np.asarray(df, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    if df.shape != tuple(fn.shapes[fn.name]):
+        raise ValueError(f"df has shape {df.shape}, {fn.name} has {tuple(fn.shapes[fn.name])}")
+    if v.shape != tuple(fn.shapes[argument]):
+        raise ValueError(f"v has shape {v.shape}, {argument} has {tuple(fn.shapes[argument])}")
+    shape = tuple(fn.shapes[wrt])
+    if wrt == argument:
+        name = f"H v: the Hessian of sum(d{fn.name} * {fn.name}) with respect to {argument}, times v"
+    else:
+        name = f"d/d{wrt} <v, dL/d{argument}>: the mixed second derivative of sum(d{fn.name} * {fn.name}), times v"
+    if answer is None:
+        return _pending(name, f"Your answer is an array of shape {shape}: derive d{argument} once more and evaluate "
+                              f"its gradient with respect to {wrt} with the adjoint dd{argument} = v.")
+    try:
+        mine = np.asarray(answer, dtype=np.float64)
+    except (TypeError, ValueError):
+        return CheckResult(name, False, [f"the answer must be an array of numbers, got {type(answer).__name__}"])
+    if mine.shape != shape:
+        problems = [f"the answer must have the shape of {wrt}, {shape}; yours has {mine.shape}"]
+        if mine.shape == tuple(fn.shapes[fn.name]):
+            problems.append(f"that is the shape of {fn.name}: the second-order gradient with respect to "
+                            f"d{fn.name} is J v (the derivative of {fn.name} along v), not H v")
+        return CheckResult(name, False, problems)
+    if not np.all(np.isfinite(mine)):
+        return CheckResult(name, False, ["your answer contains nan or inf"])
+    right = _second_differences(fn, arrays, df, argument, v, wrt)
+    tolerance = _hv_tolerance(right, _loss_terms(fn, arrays, df)[1])
+    difference = np.abs(mine - right)
+    if np.all(difference <= tolerance):
+        return CheckResult(name, True, note=f"It agrees with second differences of sum(d{fn.name} * {fn.name}) "
+                                            f"to within {_FD_RTOL:g} of its largest element.")
+    problems = []
+    size = float(np.abs(right).max(initial=0.0))
+    from .gradcheck import numeric_gradient
+
+    def like(candidate) -> bool:
+        return bool(np.all(np.abs(mine - candidate) <= tolerance))
+
+    if like(-right):
+        problems.append("your answer is -H v: the sign is off")
+    elif size and like(2 * right):
+        problems.append("your answer is 2 H v: a factor 2 too large")
+    elif size and like(right / 2):
+        problems.append("your answer is H v / 2: a factor 2 too small")
+    elif like(numeric_gradient(fn, arrays, wrt, df)):
+        problems.append(f"that is the gradient dL/d{wrt} itself; H v is the gradient of <v, dL/d{argument}>: "
+                        f"derive d{argument} once more, with the adjoint dd{argument} = v")
+    elif size and np.abs(mine - right).max() <= 1e-2 * size:
+        relative = float(np.abs(mine - right).max() / size)
+        problems.append(f"close to H v (relative error {relative:.1g}), but not within {_FD_RTOL:g}: a "
+                        f"finite-difference approximation? The derived second-order functions give H v up to "
+                        f"rounding.")
+    else:
+        wrong = np.argwhere(difference > tolerance)
+        idx = tuple(int(k) for k in wrong[0])
+        problems.append(f"element {_index_text(idx)} is {_number(mine[idx])} but should be {_number(right[idx])}")
+        if len(wrong) > 1:
+            problems.append(f"{len(wrong)} of {right.size} elements differ")
+    return CheckResult(name, False, problems)
+
+
+def _index_answer(value, shape: tuple, what: str) -> tuple[int, ...]:
+    """One index of an array of ``shape`` (an int for a vector), or a _Wrong."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        index = tuple(value)
+    except TypeError:
+        raise _Wrong(f"{what} {value!r} is not an index") from None
+    if len(index) != len(shape) or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) for k in index):
+        raise _Wrong(f"{what} {value!r} is not an index of {len(shape)} integer(s)")
+    index = tuple(int(k) for k in index)
+    if any(not 0 <= k < n for k, n in zip(index, shape)):
+        raise _Wrong(f"{what} {_index_text(index)} is outside the shape {shape}")
+    return index
+
+
+def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: int = 2,
+                          seed: int = 0) -> CheckResult:
+    """Exercise: which ``v_gamma`` does ``(H v)_beta`` read, i.e. where is row ``beta`` of the Hessian non-zero?
+
+    ``H`` is the Hessian of ``L = sum(df * f)`` with respect to ``argument``.
+    ``H[beta, gamma]`` is non-zero where some element of ``f`` (with its sum
+    terms) depends on both ``x[beta]`` and ``x[gamma]`` jointly (for
+    ``gamma == beta``: non-linearly). The answer is a collection of indices
+    ``gamma`` (ints for a vector, tuples otherwise), or just their number. The
+    row is measured by second differences of ``L`` at random points: an entry
+    counts as non-zero if it is at any of them.
+    """
+    fn = _function(fn, shapes)
+    _checked_pair(fn, argument, argument)
+    shape = tuple(fn.shapes[argument])
+    try:
+        beta = _index_answer(beta, shape, "beta")
+    except _Wrong as err:
+        raise ValueError(str(err)) from None
+    entry = "H[" + "; ".join([str(k) for k in beta] + ["gamma"]) + "]"
+    name = f"non-zero entries of row {_index_text(beta)} of the Hessian of sum(d{fn.name} * {fn.name}) " \
+           f"with respect to {argument}"
+    if answer is None:
+        return _pending(name, f"Your answer is a list of the indices gamma of {argument} with "
+                              f"{entry} != 0 ({'ints' if len(shape) == 1 else 'tuples'}), "
+                              f"or their number.")
+    from .gradcheck import random_arguments
+
+    rng = np.random.default_rng(seed)
+    row = np.zeros(shape)
+    for _ in range(points):
+        args = random_arguments(fn, rng)
+        df = rng.standard_normal(fn.shapes[fn.name])
+        scale = _loss_terms(fn, args, df)[1]
+        for gamma in np.ndindex(*shape):
+            unit = np.zeros(shape)
+            unit[gamma] = 1.0
+            value = abs(_second_difference(fn, args, df, argument, unit, argument, beta))
+            if value > _PATTERN_ZERO * scale:
+                row[gamma] = max(row[gamma], value)
+    truth = {tuple(int(k) for k in gamma) for gamma in np.ndindex(*shape) if row[gamma]}
+    if isinstance(answer, (int, np.integer)) and not isinstance(answer, bool):
+        count = int(answer)
+        if count == len(truth):
+            return CheckResult(name, True, note=f"Indeed: gamma in {_indices_text(truth)}.")
+        problems = [f"you counted {count}, but row {_index_text(beta)} has a different number of non-zero entries"]
+        here = f"{argument}{_index_text(beta)}"
+        problems.append(f"too many: {here} and {argument}[gamma] must meet in one term of L, non-linearly"
+                        if count > len(truth) else
+                        f"too few: every output element (and sum term) that reads {here} couples it to every "
+                        f"element of {argument} it reads in the same non-linear factor")
+        return CheckResult(name, False, problems)
+    try:
+        if isinstance(answer, (str, bytes)):
+            raise _Wrong(f"the answer must be a list of indices or a count, got {answer!r}")
+        items = list(answer.tolist() if hasattr(answer, "tolist") else answer)
+    except TypeError:
+        return CheckResult(name, False, [f"the answer must be a list of indices or a count, got {answer!r}"])
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    mine, problems = [], []
+    for item in items:
+        try:
+            mine.append(_index_answer(item, shape, "gamma ="))
+        except _Wrong as err:
+            problems.append(str(err))
+    if problems:
+        return CheckResult(name, False, problems)
+    repeated = sorted({g for g in mine if mine.count(g) > 1})
+    if repeated:
+        problems.append(f"you list {_indices_text(repeated)} more than once")
+    extra = sorted(set(mine) - truth)
+    missing = sorted(truth - set(mine))
+    if extra:
+        why = (f"L is linear in {argument}{_index_text(beta)} on its own" if extra[0] == beta else
+               f"no term of L depends on {argument}{_index_text(beta)} and {argument}{_index_text(extra[0])} jointly")
+        problems.append(f"{entry} = 0 for gamma in {_indices_text(extra)}: (H v){_index_text(beta)} does not "
+                        f"read v there ({why})")
+    if missing:
+        problems.append(f"{entry} != 0 also for gamma in {_indices_text(missing)}: (H v){_index_text(beta)} reads "
+                        f"v{_index_text(missing[0])} too")
+    count = len(truth)
+    return CheckResult(name, not problems, problems,
+                       note="" if problems else f"That is the whole row: {count} non-zero entr"
+                                                f"{'y' if count == 1 else 'ies'}; second differences of L "
+                                                f"vanish everywhere else.")
+
+
+def _indices_text(indices) -> str:
+    indices = sorted(indices)
+    if not indices:
+        return "{}"
+    if all(len(g) == 1 for g in indices):
+        return "{" + ", ".join(str(g[0]) for g in indices) + "}"
+    return "{" + ", ".join(_index_text(g) for g in indices) + "}"

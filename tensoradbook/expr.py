@@ -429,3 +429,22 @@ def free_indices(node: Expr) -> frozenset[str]:
     for child in node.children():
         names |= free_indices(child)
     return frozenset(names)
+
+
+def memory_step(node: Expr, direction: dict[str, int], shapes: dict) -> int:
+    """How far the reads of ``node`` move, in elements of row-major arrays, when the index names
+    move by ``direction`` (``{"k": 1}``: one step of ``k``): the sum over reads of the address change.
+
+    The smaller, the more contiguous a loop in that direction reads memory;
+    the kernels choose their innermost loops by it.
+    """
+    total = 0
+    for element in walk(node):
+        if not isinstance(element, Element):
+            continue
+        shape = tuple(shapes[element.name])
+        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+        step = sum(stride * index.coefficient(name) * direction.get(name, 0)
+                   for stride, index in zip(strides, element.indices) for name in index.names)
+        total += abs(step)
+    return total

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .expr import (Affine, Atom, Binary, Element, Expr, ExpressionError, Function, If, Number, Sum, Unary,
-                   substitute, walk)
+                   free_indices, memory_step, substitute, walk)
 from .printer import expr_text, to_text
 from .simplify import hoist_invariants
 
@@ -79,7 +79,7 @@ class _Writer:
     the statements it needs (sum loops, branches, shared temporaries).
     """
 
-    def __init__(self, shapes: dict, vector: bool, depth: int):
+    def __init__(self, shapes: dict, vector: bool, depth: int, lane: tuple[str, int] | None = None):
         self.shapes, self.vector = shapes, vector
         self.lines: list[str] = []
         self.depth = depth
@@ -87,6 +87,25 @@ class _Writer:
         self.counter = 0
         self.repeated: set = set()
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
+        # Lanes (numba only): the last output index runs innermost over a whole row, see _element_kernel.
+        self.lane, self.width = lane if lane else (None, 0)
+        self.declarations: list[str] = []
+
+    def varies(self, node: Expr) -> bool:
+        """Whether ``node``'s value differs between lanes (it depends on the lane index)."""
+        return self.lane is not None and self.lane in free_indices(node)
+
+    def store(self, name: str, text: str, lanes: bool, op: str = "=") -> str:
+        """``name op text``, as a row of lanes when ``lanes``; returns how to read ``name`` back."""
+        if not lanes:
+            self.line(f"{name} {op} {text}")
+            return name
+        if op == "=" and f"{name} = np.empty({self.width})" not in self.declarations:
+            self.declarations.append(f"{name} = np.empty({self.width})")
+        lane = _py(self.lane)
+        with self.block(f"for {lane} in range({self.width}):"):
+            self.line(f"{name}[{lane}] {op} {text}")
+        return f"{name}[{lane}]"
 
     def share(self, root: Expr) -> None:
         """Compute subexpressions that occur more than once in ``root`` into temporaries."""
@@ -189,9 +208,7 @@ class _Writer:
         else:
             raise TypeError(f"not an expression node: {node!r}")
         if node in self.repeated and not text.startswith("_"):
-            name = self.temp("t")
-            self.line(f"{name} = {text}")
-            text = name
+            text = self.store(self.temp("t"), text, self.varies(node))
         self.known[-1][node] = text
         return text
 
@@ -199,10 +216,8 @@ class _Writer:
         left = self.value(node.left)
         exponent = node.right.value if isinstance(node.right, Number) else None
         if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call
-            if not left.isidentifier():
-                name = self.temp("t")
-                self.line(f"{name} = {left}")
-                left = name
+            if not left.startswith("_") and not left.isidentifier():
+                left = self.store(self.temp("t"), left, self.varies(node.left))
             return "(" + " * ".join([left] * exponent) + ")"
         return f"({left} {node.op} {self.value(node.right)})"
 
@@ -227,10 +242,15 @@ class _Writer:
         index = _py(node.index)
         constant = all(a.is_constant for a in node.lower + node.upper)
         if not self.vector:
-            self.line(f"{total} = 0.0")
+            lanes = self.varies(node)
+            if lanes:
+                self.declarations.append(f"{total} = np.empty({self.width})")
+                self.line(f"{total}[:] = 0.0")
+            else:
+                self.line(f"{total} = 0.0")
             with self.block(f"for {index} in range({low}, {high} + 1):"):
-                self.line(f"{total} += {self.value(node.body)}")
-            return total
+                read = self.store(total, self.value(node.body), lanes, op="+=")
+            return read
         self.line(f"{total} = np.zeros(_GRID)")
         if constant:
             with self.block(f"for {index} in range({low}, {high} + 1):"):
@@ -247,12 +267,12 @@ class _Writer:
         condition = self.condition(node.condition)
         if self.vector:
             return f"np.where({condition}, {self.value(node.then)}, {self.value(node.otherwise)})"
-        result = self.temp("c")
+        result, lanes = self.temp("c"), self.varies(node)
         with self.block(f"if {condition}:"):
-            self.line(f"{result} = {self.value(node.then)}")
+            read = self.store(result, self.value(node.then), lanes)
         with self.block("else:"):
-            self.line(f"{result} = {self.value(node.otherwise)}")
-        return result
+            self.store(result, self.value(node.otherwise), lanes)
+        return read
 
 
 def _unflatten(writer: _Writer, names: tuple[str, ...], shape: tuple, flat: str) -> None:
@@ -289,19 +309,54 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
         value = writer.value(body)
         writer.line(f"_out[...] = {value}")
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
-    writer = _Writer(fn.shapes, vector=False, depth=2)
+    lane = _lane(fn, body) if target == "numba" else None
+    rows = size // lane[1] if lane else size
+    writer = _Writer(fn.shapes, vector=False, depth=2, lane=lane)
     writer.active |= bound
     if target == "numba":
         # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one
-        lines += [f"    for _element in numba.prange({size}):", "        _flat = np.int64(_element)"]
+        lines += [f"    for _element in numba.prange({rows}):", "        _flat = np.int64(_element)"]
     else:
         lines += ["    _flat = cuda.grid(1)", f"    if _flat < {size}:"]
-    _unflatten(writer, fn.indices, shape, "_flat")
+    _unflatten(writer, fn.indices[:-1] if lane else fn.indices, shape[:-1] if lane else shape, "_flat")
+    top = len(writer.lines)
     writer.share(body)
     value = writer.value(body)
     where = ", ".join(_py(i) for i in fn.indices) if shape else "0"
-    writer.line(f"_out[{where}] = {value}")
+    if lane:
+        with writer.block(f"for {_py(lane[0])} in range({lane[1]}):"):
+            writer.line(f"_out[{where}] = {value}")
+    else:
+        writer.line(f"_out[{where}] = {value}")
+    writer.lines[top:top] = ["    " * 2 + d for d in writer.declarations]
     return lines + writer.lines
+
+
+def _lane(fn: Function, body: Expr) -> tuple[str, int] | None:
+    """The last output index as lanes, where that reads memory more contiguously than any sum.
+
+    Then a CPU thread computes a whole row: each sum loop runs once per row
+    and the per-element work is an inner loop over the last index, whose
+    reads (``b[j; k]`` for consecutive ``k``) are contiguous and whose
+    accumulators are independent, so the compiler can vectorise it. Each
+    element still adds its terms in the same order: the same floats as
+    element by element. Only where the loops' bounds and the conditions do
+    not depend on the last index, and not for a 1-D output (one row would
+    leave nothing to run in parallel).
+    """
+    if len(fn.indices) < 2:
+        return None
+    lane = fn.indices[-1]
+    sums = [node for node in walk(body) if isinstance(node, Sum)]
+    for node in walk(body):
+        if isinstance(node, Sum) and any(lane in a.names for a in node.lower + node.upper):
+            return None
+        if isinstance(node, If) and any(lane in atom.affine.names for atom in node.condition):
+            return None
+    if not sums or memory_step(body, {lane: 1}, fn.shapes) >= min(
+            memory_step(body, {s.index: 1}, fn.shapes) for s in sums):
+        return None
+    return lane, fn.shapes[fn.name][-1]
 
 
 def _gradient_names(grads) -> dict[str, str]:

@@ -132,6 +132,18 @@ def test_source_shows_loops_bounds_and_no_atomics():
         grads.function.compile("numba-scatter")
 
 
+def test_cpu_kernels_run_rows_where_the_last_index_reads_contiguously():
+    """da[i; k] sums over j reading b[j; k]: a row of k is contiguous, so the row is the inner loop.
+    f sums over k reading b[j; k] contiguously already; dc's condition and dd's bounds use the last index."""
+    source = tab.derive(*SECTION_6).source("numba")
+    kernels_text = {block.split("(")[0]: block for block in source.split("def ")[1:]}
+    assert "for da_1 in range(5):" in kernels_text["da_kernel"]
+    assert "for db_1 in range(5):" in kernels_text["db_kernel"]
+    assert "numba.prange(3)" in kernels_text["da_kernel"]   # one row per iteration
+    for name in ("f_kernel", "dc_kernel", "dd_kernel"):
+        assert "np.empty" not in kernels_text[name], name
+
+
 def test_generated_modules_are_real_files(tmp_path, monkeypatch):
     monkeypatch.setenv("TENSORADBOOK_CACHE", str(tmp_path))
     fn = tab.parse("f[i] = x[i] * 3", {"f": (4,), "x": (4,)})
