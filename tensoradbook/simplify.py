@@ -61,12 +61,23 @@ def sub(a: Expr, b: Expr) -> Expr:
     return Binary("-", a, b)
 
 
+def _gate(e: Expr) -> If | None:
+    """``e`` if it is ``if {c} then (t) else (0)``: a factor that zeroes the whole product outside ``c``."""
+    return e if isinstance(e, If) and e.otherwise == ZERO else None
+
+
 def mul(a: Expr, b: Expr) -> Expr:
     x, y = value_of(a), value_of(b)
     if x is not None and y is not None:
         return number(x * y)
     if x == 0 or y == 0:
         return ZERO
+    # The condition guards the whole product, so that no factor reads where it does not hold
+    # (the derivative of "if {i >= 1} then (x[i] * y[i - 1])" must not read y[-1] at i = 0).
+    if _gate(a):
+        return if_(a.condition, mul(a.then, b), ZERO)
+    if _gate(b):
+        return if_(b.condition, mul(a, b.then), ZERO)
     if x == 1:
         return b
     if y == 1:
@@ -88,6 +99,8 @@ def div(a: Expr, b: Expr) -> Expr:
     x, y = value_of(a), value_of(b)
     if y == 1:
         return a
+    if _gate(a):
+        return if_(a.condition, div(a.then, b), ZERO)
     if x == 0 and y != 0:
         return ZERO
     if x is not None and y is not None and y != 0:
@@ -133,7 +146,11 @@ def atom_truth(atom: Atom) -> bool | None:
 
 
 def if_(condition, then: Expr, otherwise: Expr) -> Expr:
-    """``if {condition} then (then) else (otherwise)`` with decided atoms removed."""
+    """``if {condition} then (then) else (otherwise)`` with decided atoms removed; nested
+    conditions with a zero ``else`` merge into one (``if {a} then (if {b} then (x) else (0)) else (0)``
+    is ``if {a and b} then (x) else (0)``)."""
+    if otherwise == ZERO and _gate(then):
+        condition, then = tuple(condition) + then.condition, then.then
     kept = []
     for atom in dict.fromkeys(condition):  # drop repeated atoms, keep their order
         truth = atom_truth(atom)

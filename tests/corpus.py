@@ -25,6 +25,8 @@ PATTERNS = [
     ("f[i] = tanh (x[i]) * sqrt (x[i]) + cos (x[0])", {"f": (3,), "x": (3,)}, None),
     ("f[i] = x[i] ** y[i]", {"f": (3,), "x": (3,), "y": (3,)}, None),
     ("f[i] = if {i % 2 = 0} then (x[i]) else (x[i] ** 2)", {"f": (4,), "x": (4,)}, None),
+    # the condition must guard every factor: dx reads y[dx_0 - 1] only where dx_0 >= 1
+    ("f[i] = if {i >= 1} then (x[i] * y[i - 1]) else (0)", {"f": (4,), "x": (4,), "y": (3,)}, "inequality"),
 ]
 
 OUTPUT = {"i": 3, "j": 2}
