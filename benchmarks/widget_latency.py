@@ -10,7 +10,14 @@ REPEATS interactions, each timed alone:
 * GraphView: one step forward through the reverse sweep of the report's
   sec. 6 example (14 nodes, the largest picture);
 * DerivationExplorer: one switch of preset, cycling through the presets, each
-  derived and checked afresh (its caches emptied first).
+  derived and checked afresh (its caches emptied first);
+* GradientLab: one Run of the sec. 6 example at its own (small) sizes on the
+  "numba" target, kernels already compiled (a first Run, untimed, compiles
+  them or loads them from Numba's disk cache): the kernels timed (median of
+  up to 25 calls each), the reference evaluator, the dot-product test and the
+  per-element central differences done afresh (their caches emptied first),
+  and the heatmap (its axes and colour bar kept from the first Run, as for
+  any Run after the first of a function).
 
 The beta changes walk through distinct values, so every one is computed and
 drawn afresh. Run: ``python benchmarks/widget_latency.py``.
@@ -21,8 +28,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from tensoradbook.widgets import DerivationExplorer, GraphView, KernelLattice, PolytopeView, SmithStepper
+from tensoradbook.widgets import DerivationExplorer, GradientLab, GraphView, KernelLattice, PolytopeView, SmithStepper
 from tensoradbook.widgets import explorer as explorer_module
+from tensoradbook.widgets import gradient_lab as gradient_lab_module
 from tensoradbook.widgets.explorer import PRESETS, SECTION_6
 
 REPEATS = 20
@@ -79,12 +87,25 @@ def preset_switch() -> float:
     return median_ms(forget, lambda k: explorer.set_preset(names[(k + 1) % len(names)]))
 
 
+def gradient_run() -> float:
+    lab = GradientLab(preset=SECTION_6, target="numba")
+    if not lab.run():  # untimed: compiles the kernels, or loads them from Numba's disk cache
+        raise RuntimeError(lab.error)
+
+    def forget(_):  # the kernels stay compiled; the reference values and central differences are done afresh
+        gradient_lab_module._reference.cache_clear()
+        gradient_lab_module._numeric.cache_clear()
+
+    return median_ms(forget, lambda _: lab.run())
+
+
 def main() -> None:
     for name, measure in (("SmithStepper", step_forward),
                           ("KernelLattice", lambda: beta_change(KernelLattice)),
                           ("PolytopeView", lambda: beta_change(PolytopeView)),
                           ("GraphView", graph_step),
-                          ("DerivationExplorer", preset_switch)):
+                          ("DerivationExplorer", preset_switch),
+                          ("GradientLab", gradient_run)):
         print(f"{name} {measure():.1f}")
 
 

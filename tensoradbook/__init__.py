@@ -14,6 +14,7 @@ their gradients into Numba CPU, Numba CUDA and numpy kernels
 :mod:`tensoradbook.widgets`, which this package never imports.
 """
 
+from . import kernels
 from .derive import Gradients, derive
 from .expr import ExpressionError, Function
 from .fourier_motzkin import BoxedSolutions, FourierMotzkin, fourier_motzkin

@@ -42,7 +42,8 @@ def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 
                             step: float = 1e-3) -> dict[str, tuple[float, float]]:
     """Per argument, ``(finite difference, gradient)`` of ``<df, J v>`` for a random ``df`` and ``v``.
 
-    ``args`` defaults to random inputs; ``grads`` to ``derive(fn)``.
+    ``args`` defaults to random inputs; ``grads`` to ``derive(fn)``, or anything with
+    ``evaluate(args, df)``, such as compiled kernels (``grads.compile("numba")``).
     """
     from .derive import derive
 
@@ -53,7 +54,10 @@ def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 
     gradients = grads.evaluate(args, df)
     out = {}
     for name in fn.arguments:
+        # A unit direction: the step is then the length of the whole perturbation at every size
+        # (a standard normal one grows as the square root of the argument's size).
         direction = rng.standard_normal(fn.shapes[name])
+        direction /= max(np.linalg.norm(direction), np.finfo(np.float64).tiny)
 
         def central(h):
             shifted = {}

@@ -535,11 +535,21 @@ def load_module(source: str):
         directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"k_{digest}.py"
     if not path.exists() or path.read_text(encoding="utf-8") != source:
-        # write then rename: a concurrent reader never sees half a module
+        # Write aside, then link into place only if no other process did first: a reader never sees
+        # half a module, and an existing file keeps its time stamp, on which Numba's cache depends.
         handle, partial = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(source)
-        os.replace(partial, path)
+        try:
+            if path.exists():  # a different text under the same hash prefix: replace it
+                os.replace(partial, path)
+            else:
+                os.link(partial, path)
+        except FileExistsError:
+            pass
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
     name = f"tensoradbook_kernels.k_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -549,12 +559,22 @@ def load_module(source: str):
     return module
 
 
-def _require_cuda() -> None:
-    from numba import config, cuda
+def cuda_problem() -> str:
+    """Why the ``"cuda"`` targets cannot run in this process, or ``""`` (a GPU, or the simulator)."""
+    try:
+        from numba import config, cuda
+    except ImportError as error:  # numba-cuda missing
+        return f"target 'cuda' needs numba-cuda ({error})"
+    if config.ENABLE_CUDASIM or cuda.is_available():
+        return ""
+    return ("target 'cuda' needs an NVIDIA GPU, or the CUDA simulator: set the environment "
+            "variable NUMBA_ENABLE_CUDASIM=1 before numba is first imported")
 
-    if not config.ENABLE_CUDASIM and not cuda.is_available():
-        raise RuntimeError("target 'cuda' needs an NVIDIA GPU, or the CUDA simulator: set the environment "
-                           "variable NUMBA_ENABLE_CUDASIM=1 before numba is first imported")
+
+def _require_cuda() -> None:
+    problem = cuda_problem()
+    if problem:
+        raise RuntimeError(problem)
 
 
 def _arrays(fn: Function, args: dict, vector: bool) -> list[np.ndarray]:
@@ -626,6 +646,9 @@ class CompiledGradients:
         fn = self.gradients.function
         out = self.module.gradients(*self._inputs(args, df))
         return {name: self._host(out[name], tuple(fn.shapes[name])) for name in out}
+
+    # as Gradients.evaluate, so tensoradbook.check_gradients(fn, grads=compiled) checks the kernels
+    evaluate = __call__
 
 
 def compile_function(fn: Function, target: str = "numba") -> CompiledFunction:

@@ -9,15 +9,19 @@
   reverse sweep, adjoint by adjoint (sec. 2, figs. 1-2);
 * :class:`DerivationExplorer` -- Algorithm 4 for one argument: index
   matrices, Smith normal forms, kernels, loop bounds, the derivative and a
-  finite-difference check (sec. 5).
+  finite-difference check (sec. 5);
+* :class:`GradientLab` -- the generated gradient kernels (sec. 6) of a
+  function on a chosen target and size, timed and checked against the
+  reference evaluator and finite differences, with their source.
 
 The widgets call :mod:`tensoradbook` for every computation and only draw.
 """
 
 from .explorer import DerivationExplorer
+from .gradient_lab import GradientLab
 from .graph import GraphView
 from .lattice import KernelLattice
 from .polytope import PolytopeView
 from .smith import SmithStepper
 
-__all__ = ["DerivationExplorer", "GraphView", "KernelLattice", "PolytopeView", "SmithStepper"]
+__all__ = ["DerivationExplorer", "GradientLab", "GraphView", "KernelLattice", "PolytopeView", "SmithStepper"]

@@ -1,0 +1,860 @@
+"""GradientLab: the generated gradient kernels (report sec. 6) run and checked against finite differences.
+
+Pick a preset or type a function with its shapes, a size (a scale factor)
+and a target of :mod:`tensoradbook.kernels`, and press Run. The lab derives
+the gradients (Algorithm 4), generates and compiles the target's module,
+times the forward kernel alone and forward plus gradients (median of a few
+runs), and checks the kernels' output three ways:
+
+* against the reference evaluator (:meth:`tensoradbook.Gradients.evaluate`):
+  the largest absolute difference per argument;
+* against finite differences by the dot-product test
+  (:func:`tensoradbook.check_gradients`, run on the kernels' gradients);
+* for small sizes, element by element against central differences
+  (:func:`tensoradbook.gradcheck.numeric_gradient`), drawn as a heatmap.
+
+The generated module of the chosen target can be shown: it is what chapter 6
+teaches (one thread per gradient element, no atomics).
+
+A scale ``s`` multiplies every size by ``s`` and stretches every sum with
+constant bounds ``l .. u`` to ``s l .. s (u + 1) - 1``: the sec. 6 example
+``I x J x K`` becomes ``sI x sJ x sK``, with ``d`` of ``s (I + K)``. Only the
+scales at which the parser finds every read inside its argument are offered
+(``x[10 * s + t]`` needs more than a scaled ``x``); the shapes box sets any
+other size.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import ipywidgets as W
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, NullFormatter
+
+import tensoradbook as tab
+from tensoradbook import kernels
+from tensoradbook.gradcheck import numeric_gradient, random_arguments
+
+from ._common import CodeMessageBox, MessageBox, canvas_png, parse_shapes, shapes_text
+from .explorer import PRESETS, SECTION_6, TOLERANCE
+
+SCALES = (1, 2, 4, 8, 16)
+# Gradient elements up to which the per-element central differences (and the heatmap) are done, and the
+# kernels are compared with the gradients as derive returns them (the report's form, sec. 6), whose sums
+# recompute the forward expression in every summand: 0.3 s for the sec. 6 example at x2, 3 s at x4, 16 s
+# at x8. Above it they are compared with Gradients.simplified evaluated (the kernels' form, reading f).
+HEATMAP_LIMIT = 400
+REFERENCE_TOLERANCE = 1e-9  # kernel vs reference evaluator, relative to the largest reference value
+STEPS = ("derive", "generate", "compile", "run", "check", "per element")
+# Timing: each measured call is repeated at least MIN_RUNS and at most MAX_RUNS times, until TIME_BUDGET
+# seconds are spent; the median is shown.
+MIN_RUNS, MAX_RUNS, TIME_BUDGET = 3, 25, 0.05
+MESSAGE_CHARS = 3000  # compiler errors can be very long; the start says what went wrong
+DPI = 80
+HEATMAP_WIDTH, HEATMAP_ROW, HEATMAP_TOP = 8.0, 2.3, 0.6  # inches: width, per row of panels, title
+
+TARGET_LABELS = {
+    "numpy": "numpy (vectorised)",
+    "numba": "numba (CPU threads, gather)",
+    "numba-scatter": "numba-scatter (eq. 40, serial)",
+    "cuda": "cuda (GPU thread per element)",
+    "cuda-scatter": "cuda-scatter (eq. 40, atomics)",
+}
+
+
+# -- sizes ------------------------------------------------------------------------------------
+
+_CONSTANT = r"(\d+|\(\s*-?\s*\d+\s*\))"
+_SUM = re.compile(r"(\bsum\s*\{\s*[A-Za-z]\w*\s*\}\s*_\s*)" + _CONSTANT + r"(\s*\^\s*)" + _CONSTANT)
+
+
+def _bound(value: int) -> str:
+    return str(value) if value >= 0 else f"({value})"
+
+
+def scaled(text: str, shapes: dict, factor: int) -> tuple[str, dict]:
+    """``text`` and ``shapes`` at ``factor`` times the size: every size times ``factor``, every sum with
+    constant bounds ``l .. u`` over ``factor * l .. factor * (u + 1) - 1`` (bounds that name an index
+    follow the scaled indices by themselves). Whether the result reads inside its arguments is the
+    parser's to say."""
+    if factor == 1:
+        return text, dict(shapes)
+
+    def widen(match) -> str:
+        low, high = (int(re.sub(r"[()\s]", "", match[k])) for k in (2, 4))
+        return f"{match[1]}{_bound(factor * low)}{match[3]}{_bound(factor * (high + 1) - 1)}"
+
+    return _SUM.sub(widen, text), {name: tuple(factor * n for n in shape) for name, shape in shapes.items()}
+
+
+def _shape_key(shapes: dict) -> tuple:
+    return tuple((name, tuple(int(n) for n in shape)) for name, shape in shapes.items())
+
+
+@lru_cache(maxsize=64)
+def _misfit(text: str, shapes: tuple, factor: int) -> str:
+    """"" if ``text`` at ``factor`` times the size parses, else the parser's message (a few ms)."""
+    try:
+        tab.parse(*scaled(text, dict(shapes), factor))
+    except tab.ExpressionError as exc:
+        return str(exc)
+    return ""
+
+
+def fitting_scales(text: str, shapes: dict) -> tuple[tuple[int, ...], str]:
+    """The scales of :data:`SCALES` that ``text`` fits at and change its sizes, and the parser's message
+    for the first that does not fit ("" if all do). Raises ExpressionError if ``text`` itself is wrong."""
+    key = _shape_key(dict(shapes))
+    tab.parse(text, dict(key))  # raises on bad input
+    fits, message = [1], ""
+    for factor in SCALES[1:]:
+        if scaled(text, dict(key), factor) == (text, dict(key)):
+            break  # scalars only: every scale is the same function
+        problem = _misfit(text, key, factor)
+        if problem:
+            message = message or f"×{factor}: {problem}"
+        else:
+            fits.append(factor)
+    return tuple(fits), message
+
+
+# -- caches: the core's work, done once per function ------------------------------------------
+
+@lru_cache(maxsize=32)
+def _derivation(text: str, shapes: tuple) -> tuple[tab.Function, tab.Gradients]:
+    fn = tab.parse(text, dict(shapes))
+    return fn, tab.derive(fn)
+
+
+@lru_cache(maxsize=64)
+def _compiled(text: str, shapes: tuple, target: str):
+    """The compiled gradients (the module imported; Numba compiles each kernel on its first call)."""
+    return _derivation(text, shapes)[1].compile(target)
+
+
+_WARM: set[tuple] = set()  # (text, shapes, target) whose kernels have run once in this process
+
+
+@lru_cache(maxsize=64)
+def _source(text: str, shapes: tuple, target: str) -> str:
+    return _derivation(text, shapes)[1].source(target)
+
+
+def _inputs(fn: tab.Function, seed: int) -> tuple[dict, np.ndarray]:
+    """Random arguments in [0.5, 1.5] (away from the poles of log, sqrt and division) and adjoint."""
+    rng = np.random.default_rng(seed)
+    args = random_arguments(fn, rng)
+    return args, rng.standard_normal(fn.shapes[fn.name])
+
+
+@lru_cache(maxsize=16)
+def _reference(text: str, shapes: tuple, seed: int, report_form: bool
+               ) -> tuple[np.ndarray, dict[str, np.ndarray], float]:
+    """``f`` and the gradients by the reference evaluator (numpy), and the seconds that took: the same
+    for every target, so computed once per function. ``report_form``: the gradients as :func:`derive`
+    returns them (slow: sums recompute the forward expression), else :attr:`Gradients.simplified`."""
+    fn, grads = _derivation(text, shapes)
+    args, df = _inputs(fn, seed)
+    start = time.perf_counter()
+    f, gradients = fn.evaluate(args), (grads if report_form else grads.simplified).evaluate(args, df)
+    return f, gradients, time.perf_counter() - start
+
+
+@lru_cache(maxsize=16)
+def _numeric(text: str, shapes: tuple, seed: int) -> dict[str, np.ndarray]:
+    """Per argument, the gradient by central differences, one element at a time (small sizes only)."""
+    fn = _derivation(text, shapes)[0]
+    args, df = _inputs(fn, seed)
+    return {name: numeric_gradient(fn, args, name, df) for name in fn.arguments}
+
+
+@lru_cache(maxsize=1)
+def cuda_problem() -> str:
+    """Why the CUDA targets cannot run in this process ("" if they can): asked once, it costs ~1 s."""
+    return kernels.cuda_problem()
+
+
+def cuda_simulated() -> bool:
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+# -- results --------------------------------------------------------------------------------
+
+@dataclass
+class LabResult:
+    """What one run measured. Errors are absolute differences unless said otherwise; times in seconds."""
+
+    target: str
+    text: str                        # the function run (at the chosen scale)
+    shapes: dict                     # its shapes
+    forward_error: float             # max |kernel f - reference f|
+    errors: dict                     # argument -> max |kernel gradient - reference evaluator|
+    dot_errors: dict                 # argument -> relative error of the dot-product test on the kernels
+    element_errors: dict | None      # argument -> |kernel - central differences| per element; small sizes only
+    timings: dict                    # "forward", "gradients" (forward + gradients), "reference"; "compile"
+    runs: dict                       # how many runs each median of "forward" and "gradients" is over
+    scale: dict = field(default_factory=dict)  # argument -> max |reference gradient| (what errors compare to)
+    forward_scale: float = 1.0       # max |reference f|
+    report_form: bool = True         # reference: the gradients as derived (else Gradients.simplified)
+    path: str = ""                   # the generated module's file
+
+    @property
+    def vacuous(self) -> bool:
+        """Every gradient exactly zero (e.g. ``exp`` underflows): the checks cannot tell right from wrong."""
+        return all(value == 0 for value in self.scale.values())
+
+    @property
+    def matches_reference(self) -> bool:
+        """``f`` and every gradient within REFERENCE_TOLERANCE of the reference (relative to its size, or 1)."""
+        return (self.forward_error <= REFERENCE_TOLERANCE * max(1.0, self.forward_scale)
+                and all(self.errors[name] <= REFERENCE_TOLERANCE * max(1.0, self.scale[name]) for name in self.errors))
+
+    @property
+    def ok(self) -> bool:
+        return self.matches_reference and all(error <= TOLERANCE for error in self.dot_errors.values())
+
+
+def _seconds(t: float | None) -> str:
+    if t is None:
+        return "—"
+    if t < 1e-3:
+        return f"{t * 1e6:.0f} µs"
+    if t < 1:
+        return f"{t * 1e3:.1f} ms"
+    return f"{t:.2f} s"
+
+
+def _median_time(call) -> tuple[float, int]:
+    """Median seconds of ``call()`` over MIN_RUNS .. MAX_RUNS runs (fewer once TIME_BUDGET is spent,
+    at least one)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < MAX_RUNS:
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+        spent = time.perf_counter() - start
+        if (len(times) >= MIN_RUNS and spent > TIME_BUDGET) or spent > 20 * TIME_BUDGET:
+            break
+    return statistics.median(times), len(times)
+
+
+def _mark(good: bool) -> str:
+    return ('<span style="color:#1a7f37;font-weight:600">✓</span>' if good else
+            '<span style="color:#b00020;font-weight:600">✗</span>')
+
+
+_TABLE = 'style="border-collapse:collapse;font-size:13px;margin:4px 0 8px 0"'
+_CELL = 'style="padding:2px 10px;border-bottom:1px solid #ddd;text-align:{}"'
+
+
+def _table(header: list[str], rows: list[list[str]], caption: str) -> str:
+    def cells(items, tag):
+        return "".join(f"<{tag} {_CELL.format('left' if k == 0 else 'right')}>{item}</{tag}>"
+                       for k, item in enumerate(items))
+
+    body = "".join(f"<tr>{cells(row, 'td')}</tr>" for row in rows)
+    return (f"<table {_TABLE}><caption style='text-align:left;font-weight:600;caption-side:top'>{caption}"
+            f"</caption><tr>{cells(header, 'th')}</tr>{body}</table>")
+
+
+def _shape(shape) -> str:
+    return "×".join(str(n) for n in shape) or "scalar"
+
+
+def result_html(result: LabResult, function_name: str) -> str:
+    """The checks and the timings of a run as two small HTML tables."""
+    small = result.element_errors is not None
+    header = ["", "shape", "max |kernel − reference|", "dot-product test (rel.)"]
+    if small:
+        header.append("max |kernel − central diff.|")
+    f_good = result.forward_error <= REFERENCE_TOLERANCE * max(1.0, result.forward_scale)
+    rows = [[f"<code>{html.escape(function_name)}</code> (forward)", _shape(result.shapes[function_name]),
+             f"{result.forward_error:.1e} {_mark(f_good)}", "—"] + (["—"] if small else [])]
+    for name, error in result.errors.items():
+        good = error <= REFERENCE_TOLERANCE * max(1.0, result.scale[name])
+        dot = result.dot_errors[name]
+        row = [f"<code>d{html.escape(name)}</code>", _shape(result.shapes[name]), f"{error:.1e} {_mark(good)}",
+               f"{dot:.1e} {_mark(dot <= TOLERANCE)}"]
+        if small:
+            row.append(f"{float(np.max(result.element_errors[name], initial=0.0)):.1e}")
+        rows.append(row)
+    form = ("reference: the gradients as derived (sec. 6)" if result.report_form else
+            f"reference: Gradients.simplified, as the derived form is slow above {HEATMAP_LIMIT} elements")
+    checks = _table(header, rows, f"Checks of the {html.escape(result.target)} kernels <small style='font-weight:"
+                                  f"400'>(random inputs in [0.5, 1.5]; {html.escape(form)})</small>")
+    t = result.timings
+    ratio = t["gradients"] / t["forward"] if t["forward"] > 0 else float("nan")
+    device = ""
+    if result.target.startswith("cuda"):
+        device = (" (on the CUDA simulator: Python threads, not GPU timings)" if cuda_simulated() else
+                  " (with the copies to and from the device)")
+    rows = [["forward kernel alone", _seconds(t["forward"]), str(result.runs["forward"])],
+            ["forward + gradients", _seconds(t["gradients"]), str(result.runs["gradients"])],
+            ["… as a multiple of the forward", f"{ratio:.1f}×", ""],
+            [f"reference evaluator (numpy, {'report' if result.report_form else 'kernel'} form)",
+             _seconds(t["reference"]), "once per function"],
+            ["compile (first call)" if t.get("compile") is not None else "compile: already compiled",
+             _seconds(t.get("compile")), "1" if t.get("compile") is not None else ""]]
+    timings = _table(["", "median", "runs"], rows, f"Timings{device}")
+    notes = []
+    if result.vacuous:
+        notes.append("Every gradient is exactly 0 at these inputs (e.g. <code>exp</code> underflows at this size): "
+                     "the checks cannot tell a right gradient from a wrong one here; try a smaller scale.")
+    note = "".join(f'<p style="color:#8a5300;font-weight:600">{n}</p>' for n in notes)
+    return note + checks + timings
+
+
+def _panel(values: np.ndarray) -> tuple[np.ndarray, str, str, str]:
+    """A tensor as a 2-D image with its axis labels and a note: 1-D as one row, 3-D+ rows flattened."""
+    if values.ndim == 0:
+        return values.reshape(1, 1), "", "", ""
+    if values.ndim == 1:
+        return values.reshape(1, -1), "", "index 0", ""
+    if values.ndim == 2:
+        return values, "index 0", "index 1", ""
+    last = values.ndim - 1
+    return (values.reshape(-1, values.shape[-1]), f"indices 0–{last - 1} (flattened)", f"index {last}",
+            f"{values.ndim}-D, rows flattened")
+
+
+def heatmap_width(n_panels: int) -> float:
+    """The heatmap's width in inches: two columns of panels, or one."""
+    return HEATMAP_WIDTH if n_panels > 1 else HEATMAP_WIDTH * 0.6
+
+
+def _color_range(errors: dict[str, np.ndarray]) -> tuple[float, float]:
+    """Whole decades from below the smallest nonzero error (at most 8 decades down) to above the largest."""
+    positive = np.concatenate([e[e > 0].ravel() for e in errors.values()] + [np.zeros(0)])
+    top = float(positive.max()) if positive.size else 1e-16
+    bottom = max(float(positive.min()) if positive.size else top, top * 1e-8)
+    bottom, top = 10.0 ** math.floor(math.log10(bottom)), 10.0 ** math.ceil(math.log10(top))
+    return (top / 10, top) if bottom >= top else (bottom, top)
+
+
+class _HeatmapFrame:
+    """A heatmap figure drawn once, then reused: later pictures with the same panels, titles and colour
+    range only redraw the cells over the kept pixels (matplotlib's blitting), which takes a few ms
+    where drawing the axes, ticks and colour bar afresh takes a few hundred."""
+
+    def __init__(self, panels: tuple, title: str, color_range: tuple[float, float]):
+        names = [name for name, _, _ in panels]
+        cols = 1 if len(names) == 1 else 2
+        rows = -(-len(names) // cols)
+        self.width, height = heatmap_width(len(names)), HEATMAP_TOP + HEATMAP_ROW * rows
+        self.figure = Figure(figsize=(self.width, height), dpi=DPI)
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.bottom = color_range[0]
+        norm = LogNorm(*color_range, clip=True)
+        # Panels left of the colour bar; margins in inches, so any number of rows fits.
+        bar_left = 1 - 1.15 / self.width
+        grid = self.figure.add_gridspec(rows, cols, left=0.75 / self.width, right=bar_left - 0.35 / self.width,
+                                        top=1 - HEATMAP_TOP / height, bottom=0.45 / height,
+                                        hspace=0.85 / (HEATMAP_ROW - 0.85), wspace=0.3)
+        self.images = []
+        for k, (name, shape, heading) in enumerate(panels):
+            ax = self.figure.add_subplot(grid[k // cols, k % cols])
+            values, ylabel, xlabel, _ = _panel(np.zeros(shape))
+            image = ax.imshow(np.full(values.shape, self.bottom), norm=norm, cmap="viridis",
+                              interpolation="nearest", aspect="auto")
+            # square cells where the shape allows; long vectors become thin strips, not blocks
+            ax.set_box_aspect(min(3.0, max(0.1, values.shape[0] / values.shape[1])))
+            ax.set_title(heading, fontsize=10)
+            ax.set_xlabel(xlabel, fontsize=9)
+            ax.set_ylabel(ylabel, fontsize=9)
+            ax.tick_params(labelsize=8)
+            if values.size == 1:
+                ax.set_xticks([])
+            else:
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+            if values.shape[0] == 1:
+                ax.set_yticks([])
+            else:
+                ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+            self.images.append(image)
+        bar = self.figure.add_axes((bar_left, 0.45 / height, 0.022 * HEATMAP_WIDTH / self.width,
+                                    1 - (HEATMAP_TOP + 0.45) / height))
+        colorbar = self.figure.colorbar(self.images[0], cax=bar)
+        colorbar.ax.yaxis.set_minor_formatter(NullFormatter())
+        colorbar.set_label("|kernel − central difference|", fontsize=9)
+        colorbar.ax.tick_params(labelsize=8)
+        if title:
+            self.figure.suptitle(title, fontsize=11, x=(bar_left + 0.3 / self.width) / 2, y=1 - 0.08 / height,
+                                 va="top")
+        self.canvas.draw()
+        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
+
+    def png(self, arrays: list[np.ndarray]) -> bytes:
+        self.canvas.restore_region(self.background)
+        for image, values in zip(self.images, arrays):
+            image.set_data(np.maximum(_panel(np.asarray(values, dtype=np.float64))[0], self.bottom))
+            image.axes.draw_artist(image)
+            for spine in image.axes.spines.values():  # the cells cover the inner half of the frame
+                image.axes.draw_artist(spine)
+        return canvas_png(self.canvas)
+
+
+@lru_cache(maxsize=4)
+def _heatmap_frame(panels: tuple, title: str, color_range: tuple[float, float]) -> _HeatmapFrame:
+    return _HeatmapFrame(panels, title, color_range)
+
+
+def error_heatmap(errors: dict[str, np.ndarray], title: str = "", sizes: dict | None = None) -> bytes:
+    """One panel per argument of ``|kernel - central differences|`` per element, on one log colour scale
+    of whole decades (exact zeros are drawn at its bottom): 1-D arguments as one row, 3-D and more with
+    their leading indices flattened into rows. ``sizes`` (argument -> largest ``|gradient|``) goes into
+    the panel titles: what the errors compare to. A fixed layout (matplotlib's constrained layout
+    costs ~1 s here), kept for the next picture with the same panels."""
+    panels = []
+    for name, values in errors.items():
+        shape = tuple(np.shape(values))
+        note = _panel(np.zeros(shape))[3]
+        heading = f"d{name} ({_shape(shape)}{', ' + note if note else ''})"
+        if sizes is not None:
+            heading += f", |d{name}| ≤ {sizes[name]:.1e}"
+        panels.append((name, shape, heading))
+    frame = _heatmap_frame(tuple(panels), title, _color_range(errors))
+    return frame.png(list(errors.values()))
+
+
+# -- the widget ---------------------------------------------------------------------------------
+
+class GradientLab(W.VBox):
+    """The generated gradient kernels of a function, run, timed and checked against finite differences.
+
+    Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or
+    typed like ``f=3x4, d=8``), ``set_preset(name)``, ``presets``, ``scale``
+    and ``target`` (read/write; ``set_scale``/``set_target`` return False
+    with an inline error), ``scales`` (the scales that fit), ``targets``
+    (those that can run here), ``target_note`` (why the chosen one cannot,
+    "" if it can), ``run() -> bool``, ``result`` (a :class:`LabResult` after
+    a run, None before one and after any change), ``heatmap`` (its PNG, small
+    sizes only), ``error`` ("" if none), ``status`` (the progress line),
+    ``steps_done`` and ``step_seconds`` (the steps of the last run, in order,
+    and their times), ``source`` (the generated module of the target),
+    ``show_source`` (read/write), and at the chosen scale ``function``,
+    ``gradients``, ``shapes`` and ``gradient_elements``. ``seed`` picks the
+    random inputs.
+    """
+
+    def __init__(self, text: str | None = None, shapes=None, preset: str | None = None, scale: int = 1,
+                 target: str = "numba", seed: int = 0):
+        super().__init__()
+        if target not in kernels.TARGETS:
+            raise ValueError(f"unknown target {target!r}: choose one of {', '.join(kernels.TARGETS)}")
+        self.seed = seed
+        self._base = self._key = None  # (text, shapes) as typed, and at the chosen scale
+        self._scale = 1
+        self._result: LabResult | None = None
+        self._heatmap: bytes | None = None
+        self.steps_done: list[str] = []
+        self.step_seconds: dict[str, float] = {}  # step -> seconds it took in the last run
+        self._step_started = 0.0
+        self._quiet = False  # set while the controls show a state set from Python
+        self._cuda_problem = cuda_problem()
+
+        self._preset = W.Dropdown(options=list(PRESETS), value=None, description="preset:",
+                                  layout=W.Layout(width="20em"))
+        self._preset.observe(lambda change: self._quiet or change["new"] is None or self.set_preset(change["new"]),
+                             names="value")
+        self._scale_menu = W.Dropdown(options=[("×1", 1)], value=1, description="scale:",
+                                      style={"description_width": "3em"}, layout=W.Layout(width="8em"))
+        self._scale_menu.observe(lambda change: self._quiet or self.set_scale(change["new"]), names="value")
+        self._target = W.Dropdown(options=[(self._target_label(t), t) for t in kernels.TARGETS], value=target,
+                                  description="target:", style={"description_width": "3.5em"},
+                                  layout=W.Layout(width="25em"))
+        self._target.observe(lambda change: self._quiet or self.set_target(change["new"]), names="value")
+        self._run_button = W.Button(description="Run", button_style="primary", icon="play",
+                                    tooltip="Compile and run the gradient kernels, then check them")
+        self._run_button.on_click(lambda _: self.run())
+
+        self._function_entry = W.Text(description="f:", continuous_update=False, layout=W.Layout(width="52em"))
+        self._shapes_entry = W.Text(description="shapes:", placeholder="f=3x4, a=3x5, d=8   (x=() for a scalar)",
+                                    continuous_update=False, layout=W.Layout(width="40em"))
+        # The text boxes report on Enter or when they lose focus (continuous_update=False).
+        for entry in (self._function_entry, self._shapes_entry):
+            entry.observe(lambda _: self._quiet or self._apply(), names="value")
+        apply = W.Button(description="Apply", tooltip="Use this function and these shapes")
+        apply.on_click(lambda _: self._apply())
+
+        self._errors = CodeMessageBox()     # bad input: function, shapes, scale, preset, target
+        self._run_error = CodeMessageBox()  # what stopped the last run
+        self._misfit = ""
+        self._target_note = MessageBox(color="#8a5300")
+        self._sizes = W.HTML()
+        self._progress = W.IntProgress(min=0, max=len(STEPS), value=0, layout=W.Layout(width="16em"))
+        self._status = W.HTML()
+        self._results = W.HTML()
+        self._image = W.Image(format="png", layout=W.Layout(display="none"))
+        self._image_note = W.HTML()
+        self._source_view = W.HTML()
+        self._source_box = W.Accordion(children=[self._source_view], selected_index=None)
+        self._source_box.observe(lambda _: self._show_source(), names="selected_index")
+
+        self.children = [W.HBox([self._preset, self._scale_menu, self._target, self._run_button]),
+                         self._function_entry, W.HBox([self._shapes_entry, apply]), self._errors,
+                         self._sizes, self._target_note, W.HBox([self._progress, self._status]), self._run_error,
+                         self._results, self._image, self._image_note, self._source_box]
+        if text is None:
+            if (preset or SECTION_6) not in PRESETS:
+                raise ValueError(f"no preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+            text, shapes = PRESETS[preset or SECTION_6]
+        if not self.set_function(text, shapes if shapes is not None else {}):
+            raise ValueError(self.error)
+        if scale != 1 and not self.set_scale(scale):
+            raise ValueError(self.error)
+        self.set_target(target)
+
+    # -- Python API ---------------------------------------------------------
+    @property
+    def presets(self) -> dict:
+        return dict(PRESETS)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The targets that can run here (the CUDA ones need a GPU or the simulator)."""
+        return tuple(t for t in kernels.TARGETS if not (t.startswith("cuda") and self._cuda_problem))
+
+    @property
+    def function(self) -> tab.Function:
+        return _derivation(*self._key)[0]
+
+    @property
+    def gradients(self) -> tab.Gradients:
+        return _derivation(*self._key)[1]
+
+    @property
+    def shapes(self) -> dict:
+        """The shapes run: those typed, times the scale."""
+        return dict(self._key[1])
+
+    @property
+    def result(self) -> LabResult | None:
+        return self._result
+
+    @property
+    def heatmap(self) -> bytes | None:
+        """The PNG of the last run's per-element errors (None for large sizes or before a run)."""
+        return self._heatmap
+
+    @property
+    def error(self) -> str:
+        """The current error messages ("" if none): bad input, then what stopped the last run."""
+        return "\n".join(text for text in (self._errors.text, self._run_error.text) if text)
+
+    @property
+    def target_note(self) -> str:
+        """Why the chosen target cannot run here ("" if it can)."""
+        return self._target_note.text
+
+    @property
+    def status(self) -> str:
+        return re.sub(r"<[^>]+>", "", html.unescape(self._status.value))
+
+    @property
+    def scales(self) -> tuple[int, ...]:
+        return tuple(value for _, value in self._scale_menu.options)
+
+    @property
+    def scale(self) -> int:
+        return self._scale
+
+    @scale.setter
+    def scale(self, factor: int) -> None:
+        self.set_scale(factor)
+
+    @property
+    def target(self) -> str:
+        return self._target.value
+
+    @target.setter
+    def target(self, name: str) -> None:
+        self.set_target(name)
+
+    @property
+    def source(self) -> str:
+        """The generated module of the chosen target for the function at the chosen scale."""
+        return _source(*self._key, self.target)
+
+    @property
+    def show_source(self) -> bool:
+        return self._source_box.selected_index == 0
+
+    @show_source.setter
+    def show_source(self, value: bool) -> None:
+        self._source_box.selected_index = 0 if value else None
+
+    @property
+    def gradient_elements(self) -> int:
+        """How many gradient elements the function at the chosen scale has (all arguments together)."""
+        fn = self.function
+        return sum(math.prod(fn.shapes[name]) for name in fn.arguments)
+
+    def set_preset(self, name: str) -> bool:
+        if name not in PRESETS:
+            self._errors.show(f"no preset {name!r}; choose one of: {', '.join(PRESETS)}")
+            return False
+        return self.set_function(*PRESETS[name])
+
+    def set_function(self, text: str, shapes) -> bool:
+        """Use ``text`` with ``shapes`` (a dict or its typed form) at the current scale if it fits there
+        (else at ×1). On bad input the message (with its caret line) is shown inline, the last good
+        function stays and the call returns False."""
+        try:
+            shapes = parse_shapes(shapes) if isinstance(shapes, str) else dict(shapes)
+            base = (text, _shape_key(shapes))
+            fits, misfit = fitting_scales(*base)
+            scale = self._scale if self._scale in fits else 1
+            key = self._scaled_key(base, scale)
+            _derivation(*key)
+        except (tab.ExpressionError, ValueError, TypeError, ArithmeticError, NotImplementedError) as exc:
+            self._errors.show(str(exc))
+            return False
+        self._errors.show("")
+        self._base, self._scale, self._key = base, scale, key
+        preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
+        self._quiet = True
+        try:
+            self._function_entry.value = text
+            self._shapes_entry.value = shapes_text(shapes)
+            self._preset.value = preset
+            self._scale_menu.options = [(f"×{f}", f) for f in fits]
+            self._scale_menu.value = scale
+            self._misfit = misfit
+        finally:
+            self._quiet = False
+        self._changed()
+        return True
+
+    def set_scale(self, factor: int) -> bool:
+        """Run the function at ``factor`` times its typed sizes (see :func:`scaled`)."""
+        fits, _ = fitting_scales(*self._base)
+        if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor not in fits:
+            if factor in SCALES:
+                problem = _misfit(*self._base, factor) or "it does not change the sizes (scalars only)"
+                self._errors.show(f"scale ×{factor} does not fit this function: {problem}")
+            else:
+                self._errors.show(f"scale ×{factor}: choose one of {', '.join(f'×{f}' for f in fits)}")
+            self._quiet = True
+            self._scale_menu.value = self._scale
+            self._quiet = False
+            return False
+        try:
+            key = self._scaled_key(self._base, factor)
+            _derivation(*key)
+        except (tab.ExpressionError, ValueError, TypeError, ArithmeticError, NotImplementedError) as exc:
+            self._errors.show(str(exc))
+            return False
+        self._errors.show("")
+        self._scale, self._key = factor, key
+        self._quiet = True
+        self._scale_menu.value = factor
+        self._quiet = False
+        self._changed()
+        return True
+
+    def set_target(self, name: str) -> bool:
+        """Choose the target; a CUDA one without a GPU (or the simulator) is explained inline (the
+        source view still shows its code) and its Run reports the core's error."""
+        if name not in kernels.TARGETS:
+            self._errors.show(f"unknown target {name!r}: choose one of {', '.join(kernels.TARGETS)}")
+            return False
+        self._quiet = True
+        self._target.value = name
+        self._quiet = False
+        unavailable = name.startswith("cuda") and self._cuda_problem
+        self._target_note.show(f"{self._cuda_problem}. Here you can run {', '.join(self.targets)}; the source "
+                               "view below still shows the CUDA module." if unavailable else "")
+        self._run_button.disabled = bool(unavailable)
+        self._changed()
+        return True
+
+    def run(self) -> bool:
+        """Derive, generate, compile (first time only), run and time the kernels, then check them.
+
+        Shows each step in the progress bar; on an error (a missing GPU, an
+        exception from the generated code) shows it inline and returns False.
+        """
+        self._clear_results()
+        self._run_error.show("")
+        self.steps_done, self.step_seconds = [], {}
+        key, target = self._key, self.target
+        self._run_button.disabled = True
+        self._progress.bar_style = "info"
+        started = time.perf_counter()
+        step = STEPS[0]
+        try:
+            step = self._step("derive", "deriving the gradients (Algorithm 4) and their kernel form")
+            fn, grads = _derivation(*key)
+            grads.simplified  # noqa: B018 -- cached; what the kernels run
+            step = self._step("generate", f"generating the {target} module")
+            compiled = _compiled(*key, target)
+            args, df = _inputs(fn, self.seed)
+            compile_time = None
+            if (*key, target) not in _WARM:
+                step = self._step("compile", f"compiling the {target} kernels"
+                                  + (" (Numba: several seconds for new sizes, then cached on disk)"
+                                     if "numba" in target else "") + " …")
+                t = time.perf_counter()
+                compiled.forward(args)
+                compiled(args, df)
+                compile_time = time.perf_counter() - t
+                _WARM.add((*key, target))
+            else:
+                step = self._step("compile", f"{target} kernels already compiled")
+            step = self._step("run", "timing the kernels")
+            forward_time, forward_runs = _median_time(lambda: compiled.forward(args))
+            gradients_time, gradients_runs = _median_time(lambda: compiled(args, df))
+            f_kernel, g_kernel = compiled.forward(args), compiled(args, df)
+            step = self._step("check", "comparing with the reference evaluator and finite differences")
+            report_form = self.gradient_elements <= HEATMAP_LIMIT
+            f_reference, g_reference, reference_time = _reference(*key, self.seed, report_form)
+            # check_gradients on the compiled kernels: what is checked is what the kernels compute
+            dot_errors = {name: float(e) for name, e in
+                          tab.check_gradients(fn, args, grads=compiled, seed=self.seed).items()}
+            element_errors = None
+            if self.gradient_elements <= HEATMAP_LIMIT:
+                step = self._step("per element", "central differences element by element")
+                numeric = _numeric(*key, self.seed)
+                element_errors = {name: np.abs(g_kernel[name] - numeric[name]) for name in fn.arguments}
+        except Exception as exc:  # noqa: BLE001 -- whatever the generated code raises is shown, not raised
+            self._fail(step, target, exc)
+            return False
+        finally:
+            self._run_button.disabled = bool(target.startswith("cuda") and self._cuda_problem)
+
+        scale = {name: float(np.max(np.abs(g_reference[name]), initial=0.0)) for name in fn.arguments}
+        self._result = LabResult(
+            target=target, text=key[0], shapes=dict(key[1]),
+            forward_error=float(np.max(np.abs(f_kernel - f_reference), initial=0.0)),
+            errors={name: float(np.max(np.abs(g_kernel[name] - g_reference[name]), initial=0.0))
+                    for name in fn.arguments},
+            dot_errors=dot_errors, element_errors=element_errors,
+            timings={"forward": forward_time, "gradients": gradients_time, "reference": reference_time,
+                     "compile": compile_time},
+            runs={"forward": forward_runs, "gradients": gradients_runs}, scale=scale,
+            forward_scale=float(np.max(np.abs(f_reference), initial=0.0)), path=compiled.path,
+            report_form=report_form)
+        self._results.value = result_html(self._result, fn.name)
+        if element_errors is not None:
+            self._heatmap = error_heatmap(element_errors, "|kernel − central differences| per element",
+                                          self._result.scale)
+            self._image.value = self._heatmap
+            self._image.layout.display = None
+            self._image.layout.width = f"{int(heatmap_width(len(element_errors)) * DPI)}px"
+            self._image_note.value = (f"<small>The {html.escape(target)} kernels' gradients against central "
+                                      "differences, element by element. "
+                                      "Central differences with step 1e-6 are themselves only good to about "
+                                      "10⁻¹⁰: errors at that level mean the kernel and the differences agree. "
+                                      "Exact zeros are drawn at the bottom of the scale.</small>")
+        else:
+            self._image_note.value = (f"<small>{self.gradient_elements} gradient elements: the per-element "
+                                      f"check and its heatmap are drawn up to {HEATMAP_LIMIT}.</small>")
+        self._progress.value = len(STEPS)
+        self._progress.bar_style = "success" if self._result.ok else "warning"
+        self._end_step()  # the last step includes drawing its results
+        total = time.perf_counter() - started
+        steps = ", ".join(f"{name} {_seconds(t)}" for name, t in self.step_seconds.items())
+        self._status.value = (f"<span style='margin-left:8px'>done in {_seconds(total)} ({steps}) · module "
+                              f"<code style='font-size:11px'>{html.escape(str(compiled.path))}</code></span>")
+        return True
+
+    # -- display --------------------------------------------------------------
+    def _target_label(self, target: str) -> str:
+        label = TARGET_LABELS[target]
+        if target.startswith("cuda"):
+            if self._cuda_problem:
+                label += " — needs a GPU"
+            elif cuda_simulated():
+                label += " — simulator, slow"
+        return label
+
+    @staticmethod
+    def _scaled_key(base: tuple, factor: int) -> tuple:
+        text, shapes = scaled(base[0], dict(base[1]), factor)
+        return text, _shape_key(shapes)
+
+    def _apply(self) -> None:
+        self.set_function(self._function_entry.value, self._shapes_entry.value)
+
+    def _changed(self) -> None:
+        """The function, scale or target changed: show the sizes, forget the last run's results."""
+        fn = self.function
+        text, shapes = self._key
+        sizes = shapes_text(dict(shapes))
+        scaled_text = (f"<br>at ×{self._scale}: <code>{html.escape(text)}</code>"
+                       if self._scale != 1 and text != self._base[0] else "")
+        misfit = ""
+        if self._misfit:
+            first = self._misfit.splitlines()[0]
+            misfit = (f"<br>Larger scales do not fit this function ({html.escape(first)}): type shapes for "
+                      "other sizes.")
+        n = self.gradient_elements
+        detail = ("with the per-element check and heatmap" if n <= HEATMAP_LIMIT else
+                  f"more than {HEATMAP_LIMIT}: no per-element check")
+        self._sizes.value = (f"<small>Sizes run: <code>{html.escape(sizes)}</code>{scaled_text}<br>{n} gradient "
+                             f"elements over {len(fn.arguments)} argument{'s' * (len(fn.arguments) != 1)}, "
+                             f"{detail}{misfit}</small>")
+        self._clear_results()
+        self._run_error.show("")
+        self._progress.value = 0
+        self._progress.bar_style = ""
+        self._status.value = "<span style='margin-left:8px'>press Run to compile, run and check the kernels</span>"
+        self._show_source()
+
+    def _clear_results(self) -> None:
+        self._result = self._heatmap = None
+        self._results.value = self._image_note.value = ""
+        self._image.layout.display = "none"
+
+    def _show_source(self) -> None:
+        target = self.target
+        self._source_box.set_title(0, f"generated {target} module (what the kernels run)")
+        if not self.show_source:
+            return
+        try:
+            source = self.source
+        except Exception as exc:  # noqa: BLE001 -- a generator failure is shown in place of the code
+            self._source_view.value = (f'<pre style="color:#b00020">{html.escape(type(exc).__name__)}: '
+                                       f"{html.escape(str(exc))}</pre>")
+            return
+        self._source_view.value = ('<pre style="font-size:12px;line-height:1.35;max-height:32em;overflow:auto;'
+                                   f'white-space:pre;margin:0">{html.escape(source)}</pre>')
+
+    def _step(self, name: str, text: str) -> str:
+        self._end_step()
+        self._step_started = time.perf_counter()
+        index = STEPS.index(name)
+        self._progress.value = index
+        self._status.value = (f"<span style='margin-left:8px'>step {index + 1} of {len(STEPS)}: "
+                              f"{html.escape(text)}</span>")
+        self.steps_done.append(name)
+        return name
+
+    def _end_step(self) -> None:
+        """Book the time since the current step began to it (in ``step_seconds``)."""
+        if self.steps_done and self.steps_done[-1] not in self.step_seconds:
+            self.step_seconds[self.steps_done[-1]] = time.perf_counter() - self._step_started
+
+    def _fail(self, step: str, target: str, exc: Exception) -> None:
+        message = f"{step} ({target}) failed: {type(exc).__name__}: {exc}"
+        if isinstance(exc, RuntimeError) and target.startswith("cuda") and self._cuda_problem:
+            message += f"\nChoose one of {', '.join(self.targets)} to run here."
+        if len(message) > MESSAGE_CHARS:
+            message = message[:MESSAGE_CHARS] + "\n…"
+        self._run_error.show(message)
+        self._end_step()
+        self._progress.bar_style = "danger"
+        self._status.value = f"<span style='margin-left:8px'>stopped at step {STEPS.index(step) + 1}: {step}</span>"
