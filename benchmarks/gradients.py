@@ -402,6 +402,18 @@ def import_peers(threads):
     return available
 
 
+def machine() -> dict:
+    """What the figures were measured on: CPU model, CPUs, Python and library versions."""
+    import platform
+
+    import numba
+
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo", encoding="utf-8")
+                  if line.startswith("model name")), platform.processor())
+    return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "numba": numba.__version__}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
@@ -447,7 +459,8 @@ def main(argv=None):
 
     if options.json:
         with open(options.json, "w") as out:
-            json.dump({"threads": options.threads, "thread_control": thread_note, "repeats": repeats,
+            json.dump({"machine": machine(), "threads": options.threads, "thread_control": thread_note,
+                       "repeats": repeats,
                        "load_average": {"before": load_before, "after": load_after},
                        "memory_method": memory or "VmHWM reset via /proc/self/clear_refs",
                        "skipped": {name: error for name, error in available.items() if error},
