@@ -32,6 +32,7 @@ from .intlinalg import (
 )
 
 __all__ = [
+    "kernels",
     "ExpressionError",
     "Function",
     "Gradients",
