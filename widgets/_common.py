@@ -322,6 +322,22 @@ def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def function_entries(on_edit, on_apply, apply_tooltip: str, widths=("48em", "36em")):
+    """The boxes for a function's text and its shapes, and an Apply button.
+
+    The boxes call ``on_edit()`` on Enter or when they lose focus
+    (``continuous_update=False``); the button calls ``on_apply()``.
+    """
+    function = W.Text(description="f:", continuous_update=False, layout=W.Layout(width=widths[0]))
+    shapes = W.Text(description="shapes:", placeholder="f=3x4, a=3x5, d=8   (x=() for a scalar)",
+                    continuous_update=False, layout=W.Layout(width=widths[1]))
+    for entry in (function, shapes):
+        entry.observe(lambda _: on_edit(), names="value")
+    apply = W.Button(description="Apply", tooltip=apply_tooltip)
+    apply.on_click(lambda _: on_apply())
+    return function, shapes, apply
+
+
 def shapes_text(shapes) -> str:
     """The typed form ``f=3x4, d=8, s=()`` of a shapes dict, as :func:`parse_shapes` reads it."""
     return ", ".join(f"{name}={'x'.join(str(n) for n in shape) or '()'}" for name, shape in shapes.items())

@@ -25,7 +25,7 @@ from tensoradbook._matrix import to_latex
 from tensoradbook.expr import If, Sum
 from tensoradbook.printer import atom_text, bound_text, expr_text
 
-from ._common import CodeMessageBox, parse_shapes, shapes_text
+from ._common import CodeMessageBox, function_entries, parse_shapes, shapes_text
 
 SECTION_6 = "sec. 6 example"
 PRESETS = {
@@ -95,14 +95,8 @@ class DerivationExplorer(W.VBox):
         self._key = self._fn = self._grads = None
         self._quiet = False  # set while the controls show a state set from Python
         self._errors = CodeMessageBox()
-        self._function_entry = W.Text(description="f:", continuous_update=False, layout=W.Layout(width="48em"))
-        self._shapes_entry = W.Text(description="shapes:", placeholder="f=3x4, a=3x5, d=8   (x=() for a scalar)",
-                                    continuous_update=False, layout=W.Layout(width="36em"))
-        # The text boxes report on Enter or when they lose focus (continuous_update=False).
-        for entry in (self._function_entry, self._shapes_entry):
-            entry.observe(lambda _: self._quiet or self._apply(), names="value")
-        apply = W.Button(description="Apply", tooltip="Derive this function")
-        apply.on_click(lambda _: self._apply())
+        self._function_entry, self._shapes_entry, apply = function_entries(
+            lambda: self._quiet or self._apply(), self._apply, "Derive this function")
         self._preset = W.Dropdown(options=list(PRESETS), value=None, description="preset:")
         self._preset.observe(lambda change: self._quiet or change["new"] is None or self.set_preset(change["new"]),
                              names="value")

@@ -45,7 +45,7 @@ import tensoradbook as tab
 from tensoradbook import kernels
 from tensoradbook.gradcheck import numeric_gradient, random_arguments
 
-from ._common import CodeMessageBox, MessageBox, canvas_png, parse_shapes, shapes_text
+from ._common import CodeMessageBox, MessageBox, canvas_png, function_entries, parse_shapes, shapes_text
 from .explorer import PRESETS, SECTION_6, TOLERANCE
 
 SCALES = (1, 2, 4, 8, 16)
@@ -485,14 +485,9 @@ class GradientLab(W.VBox):
                                     tooltip="Compile and run the gradient kernels, then check them")
         self._run_button.on_click(lambda _: self.run())
 
-        self._function_entry = W.Text(description="f:", continuous_update=False, layout=W.Layout(width="52em"))
-        self._shapes_entry = W.Text(description="shapes:", placeholder="f=3x4, a=3x5, d=8   (x=() for a scalar)",
-                                    continuous_update=False, layout=W.Layout(width="40em"))
-        # The text boxes report on Enter or when they lose focus (continuous_update=False).
-        for entry in (self._function_entry, self._shapes_entry):
-            entry.observe(lambda _: self._quiet or self._apply(), names="value")
-        apply = W.Button(description="Apply", tooltip="Use this function and these shapes")
-        apply.on_click(lambda _: self._apply())
+        self._function_entry, self._shapes_entry, apply = function_entries(
+            lambda: self._quiet or self._apply(), self._apply, "Use this function and these shapes",
+            widths=("52em", "40em"))
 
         self._errors = CodeMessageBox()     # bad input: function, shapes, scale, preset, target
         self._run_error = CodeMessageBox()  # what stopped the last run
