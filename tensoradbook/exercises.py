@@ -654,6 +654,35 @@ def _parse_answer(text, shapes, what: str):
         raise _Wrong(f"your {what} cannot be read:\n{indented}") from None
 
 
+def _element_problems(label: str, yours, right, close, zero_atol: float, why_zero, missing: str,
+                      ratio_rtol: float = 1e-6) -> list[str]:
+    """What is wrong with the tensor ``yours`` where it is not ``close`` to ``right``, the most telling
+    first: an element that must be 0 (``why_zero(index)`` says why, ``missing`` what is missing), one that
+    is wrongly 0, a constant factor, or else the first wrong element; then how many differ."""
+    wrong = [tuple(int(v) for v in idx) for idx in np.argwhere(~close)] if np.ndim(right) else [()]
+    zero_should = [b for b in wrong if abs(right[b]) <= zero_atol]
+    zero_yours = [b for b in wrong if abs(yours[b]) <= zero_atol and b not in zero_should]
+    nonzero = np.abs(right) > zero_atol
+    ratio = np.asarray(yours)[nonzero] / np.asarray(right)[nonzero]
+    if zero_should:
+        b = zero_should[0]
+        problems = [f"{label}{_index_text(b)} must be 0 ({why_zero(b)}), yours is {_number(yours[b])}: {missing}"]
+    elif zero_yours:
+        b = zero_yours[0]
+        problems = [f"yours gives 0 at {label}{_index_text(b)}, but the right value is {_number(right[b])}: "
+                    f"are your sum ranges or conditions too narrow?"]
+    elif ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=ratio_rtol):
+        problems = [f"every element is {_number(ratio[0])} times the right value: a constant factor "
+                    f"(or the sign) is off"]
+    else:
+        b = wrong[0]
+        problems = [f"{label}{_index_text(b)} is {_number(yours[b])} but should be {_number(right[b])} "
+                    f"(on random inputs)"]
+    if len(wrong) > 1:
+        problems.append(f"{len(wrong)} of {max(1, np.size(right))} elements differ")
+    return problems
+
+
 def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, seed: int = 0) -> CheckResult:
     """Exercise: write the gradient ``dx`` of ``sum(df * f)`` element-wise, in the report's notation.
 
@@ -690,7 +719,6 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
     if unknown:  # pragma: no cover -- the parser rejects names without a shape
         return CheckResult(name, False, [f"your expression uses {unknown[0]!r}, which is not available"])
     rng = np.random.default_rng(seed)
-    shape = tuple(truth_fn.shapes[gradient])
     problems = []
     for _ in range(trials):
         args = random_arguments(fn, rng)
@@ -707,31 +735,9 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
         close = np.isclose(yours, right, rtol=_RTOL, atol=_ATOL * max(1.0, float(np.abs(right).max(initial=0))))
         if close.all():
             continue
-        wrong = [tuple(int(v) for v in idx) for idx in zip(*np.nonzero(~close))] if shape else [()]
-        zero_should = [idx for idx in wrong if np.isclose(right[idx], 0.0, atol=_ATOL)]
-        zero_yours = [idx for idx in wrong if np.isclose(yours[idx], 0.0, atol=_ATOL)
-                      and not np.isclose(right[idx], 0.0, atol=_ATOL)]
-        if zero_should:
-            idx = zero_should[0]
-            problems.append(f"{gradient}{_index_text(idx)} must be 0 (no element of {fn.name} reads "
-                            f"{argument}{_index_text(idx)}), yours is {_number(yours[idx])}: "
-                            f"a Kronecker delta / condition is missing")
-        if zero_yours:
-            idx = zero_yours[0]
-            problems.append(f"yours gives 0 at {gradient}{_index_text(idx)}, but that element gets a "
-                            f"contribution: are your sum ranges or conditions too narrow?")
-        if not problems:
-            idx = wrong[0]
-            ratio = yours[~close] / np.where(right[~close] == 0, np.nan, right[~close])
-            if ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6) \
-                    and close.sum() == 0:
-                problems.append(f"every element is {_number(ratio[0])} times the right value: "
-                                f"a constant factor is off")
-            else:
-                problems.append(f"{gradient}{_index_text(idx)} is {_number(yours[idx])} but should be "
-                                f"{_number(right[idx])} (on random inputs)")
-        if len(wrong) > 1:
-            problems.append(f"{len(wrong)} of {max(1, right.size)} elements differ")
+        problems += _element_problems(gradient, yours, right, close, _ATOL,
+                                      lambda b: f"no element of {fn.name} reads {argument}{_index_text(b)}",
+                                      "a Kronecker delta / condition is missing")
         break
     return CheckResult(name, not problems, problems,
                        note="" if problems else f"Your expression agrees with the core's derivative on "
@@ -1285,28 +1291,9 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
         close = np.isclose(yours, right, rtol=_RTOL, atol=_ATOL * scale)
         if close.all():
             continue
-        wrong = [tuple(int(v) for v in idx) for idx in np.argwhere(~close)]
-        problems = []
-        zero_should = [b for b in wrong if np.isclose(right[b], 0.0, atol=_ATOL)]
-        zero_yours = [b for b in wrong if np.isclose(yours[b], 0.0, atol=_ATOL)]
-        ratio = yours[~close] / np.where(right[~close] == 0, np.nan, right[~close])
-        if zero_should:
-            b = zero_should[0]
-            problems.append(f"{gradient}{_index_text(b)} must be 0 ({fn.name} never reads {argument}"
-                            f"{_index_text(b)}), yours is {_number(yours[b])}: a condition is missing, or a "
-                            f"loop runs too far")
-        elif zero_yours:
-            b = zero_yours[0]
-            problems.append(f"your {gradient}{_index_text(b)} is 0, but the right value is {_number(right[b])}: "
-                            f"does a loop stop too early or a condition exclude it?")
-        elif close.sum() == 0 and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6):
-            problems.append(f"every element is {_number(ratio[0])} times the right value: a constant factor is off")
-        else:
-            b = wrong[0]
-            problems.append(f"{gradient}{_index_text(b)} is {_number(yours[b])} but should be "
-                            f"{_number(right[b])} (on random inputs)")
-        if len(wrong) > 1:
-            problems.append(f"{len(wrong)} of {right.size} elements differ")
+        problems = _element_problems(gradient, yours, right, close, _ATOL,
+                                     lambda b: f"{fn.name} never reads {argument}{_index_text(b)}",
+                                     "a condition is missing, or a loop runs too far")
         return CheckResult(name, False, problems)
     # The defining property, without the core: <dx, v> = d/dt sum(df * f(x + t v)) at t = 0.
     direction = rng.standard_normal(shape)
@@ -1691,7 +1678,6 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     from .gradcheck import random_arguments
 
     rng = np.random.default_rng(seed)
-    shape = tuple(fn.shapes[second])
     problems = []
     for _ in range(trials):
         args = random_arguments(fn, rng)
@@ -1705,29 +1691,10 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
         close = np.abs(yours - right) <= tolerance
         if close.all():
             continue
-        wrong = [tuple(int(k) for k in idx) for idx in zip(*np.nonzero(~close))] if shape else [()]
-        zero_should = [idx for idx in wrong if abs(right[idx]) <= tolerance]
-        zero_yours = [idx for idx in wrong if abs(yours[idx]) <= tolerance and idx not in zero_should]
-        if zero_should:
-            idx = zero_should[0]
-            problems.append(f"{result}{_index_text(idx)} must be 0 (L's derivative with respect to "
-                            f"{second}{_index_text(idx)} does not change along v), yours is {_number(yours[idx])}: "
-                            f"a condition is missing or a sum range is too wide")
-        if zero_yours:
-            idx = zero_yours[0]
-            problems.append(f"yours gives 0 at {result}{_index_text(idx)}, but that element is not 0: are your sum "
-                            f"ranges or conditions too narrow?")
-        if not problems:
-            ratio = (yours / np.where(np.abs(right) <= tolerance, np.nan, right))[np.abs(right) > tolerance]
-            if ratio.size and np.allclose(ratio, ratio[0], rtol=1e-4):
-                problems.append(f"every element is {_number(ratio[0])} times the right value: a constant factor "
-                                f"(or the sign) is off")
-            else:
-                idx = wrong[0]
-                problems.append(f"{result}{_index_text(idx)} is {_number(yours[idx])} but should be "
-                                f"{_number(right[idx])} (on random inputs)")
-        if len(wrong) > 1:
-            problems.append(f"{len(wrong)} of {max(1, right.size)} elements differ")
+        problems += _element_problems(
+            result, yours, right, close, tolerance,
+            lambda b: f"L's derivative with respect to {second}{_index_text(b)} does not change along v",
+            "a condition is missing or a sum range is too wide", ratio_rtol=1e-4)
         for n, kind in ((direction, "v"), (adjoint, "df")):
             if n not in mine.arguments:
                 problems.append(f"your expression does not read {n}, yet {what} is linear in {kind}: "

@@ -128,7 +128,7 @@ def test_gradient_element_messages():
     too_narrow = ex.check_gradient_element(
         SHIFT[0], "x", lambda m, x, df: sum(df[i, m - i] * 2 * x[m] for i in range(max(0, m - 3), min(2, m))),
         shapes=SHIFT[1])
-    assert "is 0, but the right value is" in messages(too_narrow)
+    assert "gives 0 at dx[0], but the right value is" in messages(too_narrow)
 
 
 def test_gradient_element_arrays_are_read_only():
