@@ -80,7 +80,17 @@ def conditions_and_loops(contribution) -> tuple[list[str], list[str]]:
     return conditions, loops
 
 
-class DerivationExplorer(W.VBox):
+class PresetChoice:
+    """``set_preset(name)`` for a widget with ``set_function(text, shapes)`` and an ``_errors`` box."""
+
+    def set_preset(self, name: str) -> bool:
+        if name not in PRESETS:
+            self._errors.show(f"no preset {name!r}; choose one of: {', '.join(PRESETS)}")
+            return False
+        return self.set_function(*PRESETS[name])
+
+
+class DerivationExplorer(PresetChoice, W.VBox):
     """Algorithm 4 on a function, one argument at a time: matrices, bounds, derivative and check.
 
     Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or typed
@@ -144,12 +154,6 @@ class DerivationExplorer(W.VBox):
             raise ValueError(f"{name!r} is not an argument of {self._fn.name}; "
                              f"choose one of {', '.join(self._fn.arguments)}")
         self._argument.value = name
-
-    def set_preset(self, name: str) -> bool:
-        if name not in PRESETS:
-            self._errors.show(f"no preset {name!r}; choose one of: {', '.join(PRESETS)}")
-            return False
-        return self.set_function(*PRESETS[name])
 
     def set_function(self, text: str, shapes) -> bool:
         """Derive ``text`` with ``shapes`` (a dict or its typed form) and show it.

@@ -46,7 +46,7 @@ from tensoradbook import kernels
 from tensoradbook.gradcheck import numeric_gradient, random_arguments
 
 from ._common import CodeMessageBox, MessageBox, canvas_png, function_entries, parse_shapes, shapes_text
-from .explorer import PRESETS, SECTION_6, TOLERANCE
+from .explorer import PRESETS, SECTION_6, TOLERANCE, PresetChoice
 
 SCALES = (1, 2, 4, 8, 16)
 # Gradient elements up to which the per-element central differences (and the heatmap) are done, and the
@@ -436,7 +436,7 @@ def error_heatmap(errors: dict[str, np.ndarray], title: str = "", sizes: dict | 
 
 # -- the widget ---------------------------------------------------------------------------------
 
-class GradientLab(W.VBox):
+class GradientLab(PresetChoice, W.VBox):
     """The generated gradient kernels of a function, run, timed and checked against finite differences.
 
     Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or
@@ -601,12 +601,6 @@ class GradientLab(W.VBox):
         """How many gradient elements the function at the chosen scale has (all arguments together)."""
         fn = self.function
         return sum(math.prod(fn.shapes[name]) for name in fn.arguments)
-
-    def set_preset(self, name: str) -> bool:
-        if name not in PRESETS:
-            self._errors.show(f"no preset {name!r}; choose one of: {', '.join(PRESETS)}")
-            return False
-        return self.set_function(*PRESETS[name])
 
     def set_function(self, text: str, shapes) -> bool:
         """Use ``text`` with ``shapes`` (a dict or its typed form) at the current scale if it fits there
