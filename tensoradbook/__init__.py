@@ -10,7 +10,12 @@ report's notation (sec. 6) is read by :mod:`tensoradbook.parser` and written by
 :mod:`tensoradbook.printer`. :mod:`tensoradbook.kernels` turns functions and
 their gradients into Numba CPU, Numba CUDA and numpy kernels
 (``fn.compile("numba")``, ``grads.compile("cuda")``), and
-:mod:`tensoradbook.gradcheck` checks gradients by finite differences. The ipywidgets front-ends live in
+:mod:`tensoradbook.gradcheck` checks gradients by finite differences.
+Naumann's "Matrix-Free Jacobian Chaining" is :mod:`tensoradbook.chaining`
+(``from tensoradbook import chaining as jc``), with runnable elemental
+functions that check its cost model in :mod:`tensoradbook.chain_programs`. Pearlmutter & Siskind's
+inverse accumulation mode (``J^-1 v`` and ``J^-T v`` in one sweep, lumps, Newton's method) is
+:mod:`tensoradbook.inverse` (``from tensoradbook import inverse as ia``). The ipywidgets front-ends live in
 :mod:`tensoradbook.widgets`, which this package never imports.
 """
 
