@@ -18,6 +18,22 @@ REPEATS interactions, each timed alone:
   per-element central differences done afresh (their caches emptied first),
   and the heatmap (its axes and colour bar kept from the first Run, as for
   any Run after the first of a function).
+* TwoFactorExplorer: one move of the |E1| slider (sec. 3, case 1), through
+  distinct values;
+* ChainTable: one click on a cell of the sec. 6 (OpenFOAM) table, exact rule
+  under the bound 198,887 (Pareto fronts), cycling through the cells;
+* ScheduleView: one change of the tape bound on the sec. 6 chain that changes
+  the schedule, each tree drawn afresh (its picture cache emptied first; the
+  boxes' pixels, kept from schedule to schedule as in use, stay);
+* MemoryBudget: one move of the tape-bound slider on the sec. 6 chain.
+* StepInverse: one move of the a slider through distinct values, across a = 0
+  (the four sweeps on the step, the flow graphs of Fig. 1 and the a -> 0 plot);
+* RegisterMachine: one switch of sweep mode on the Fig. 2 program (exp/sin
+  preset), cycling through the four modes: the sweep run and shown afresh;
+* NewtonDemo: one move of an x0 slider on the circle-and-line system: both
+  Newton iterations afresh and the convergence plot;
+* LumpExplorer: one change of order on the two-chains program (Fig. 4),
+  alternating program and greedy order: cut, blocks, check and bars afresh.
 
 The beta changes walk through distinct values, so every one is computed and
 drawn afresh. Run: ``python benchmarks/widget_latency.py``.
@@ -32,6 +48,10 @@ from tensoradbook.widgets import DerivationExplorer, GradientLab, GraphView, Ker
 from tensoradbook.widgets import explorer as explorer_module
 from tensoradbook.widgets import gradient_lab as gradient_lab_module
 from tensoradbook.widgets.explorer import PRESETS, SECTION_6
+from tensoradbook.widgets import ChainTable, MemoryBudget, ScheduleView, TwoFactorExplorer
+from tensoradbook.widgets import chaining as chaining_widgets
+from tensoradbook.widgets import LumpExplorer, NewtonDemo, RegisterMachine, StepInverse
+from tensoradbook.widgets.inverse import FIG2_PRESETS, MODE_NAMES
 
 REPEATS = 20
 FIG4 = ([[1, -2, -2]], (8, 6, 6))
@@ -99,13 +119,68 @@ def gradient_run() -> float:
     return median_ms(forget, lambda _: lab.run())
 
 
+def two_factor_slider() -> float:
+    explorer = TwoFactorExplorer()
+    return median_ms(lambda _: None, lambda k: explorer.set_sizes(e1=101 + k))
+
+
+def chain_cell_click() -> float:
+    table = ChainTable(preset=chaining_widgets.SECTION_6, rule="exact", memory=198887)
+    cells = list(table._cells.values())
+    return median_ms(lambda _: None, lambda k: cells[k % len(cells)].click())
+
+
+def schedule_bound_change() -> float:
+    view = ScheduleView(preset=chaining_widgets.SECTION_6)
+    bounds = [284888, 198887, 123607, 102517, 78171]  # just below each corner of the exact staircase
+
+    def forget(_):  # the view keeps each schedule's picture: draw afresh
+        view._pictures.clear()
+
+    return median_ms(forget, lambda k: view.set_memory(bounds[k % len(bounds)]))
+
+
+def memory_slider() -> float:
+    budget = MemoryBudget(preset=chaining_widgets.SECTION_6)
+    return median_ms(lambda _: None, lambda k: budget.set_memory(10000 * k + 1))
+
+
+def step_inverse_slider() -> float:
+    widget = StepInverse()
+    return median_ms(lambda _: None, lambda k: widget.set_partials(round(-1 + 0.1 * k, 2), widget.b))
+
+
+def register_mode_switch() -> float:
+    machine = RegisterMachine(preset=list(FIG2_PRESETS)[1])
+    modes = list(MODE_NAMES)
+    return median_ms(lambda _: None, lambda k: setattr(machine, "mode", modes[(k + 1) % len(modes)]))
+
+
+def newton_start_slider() -> float:
+    demo = NewtonDemo()
+    return median_ms(lambda _: None, lambda k: demo.set_start([0.5 + 0.1 * k, 0.5]))
+
+
+def lump_order_change() -> float:
+    explorer = LumpExplorer()
+    return median_ms(lambda _: None, lambda k: explorer.set_order("greedy" if k % 2 == 0 else "program"))
+
+
 def main() -> None:
     for name, measure in (("SmithStepper", step_forward),
                           ("KernelLattice", lambda: beta_change(KernelLattice)),
                           ("PolytopeView", lambda: beta_change(PolytopeView)),
                           ("GraphView", graph_step),
                           ("DerivationExplorer", preset_switch),
-                          ("GradientLab", gradient_run)):
+                          ("GradientLab", gradient_run),
+                          ("TwoFactorExplorer", two_factor_slider),
+                          ("ChainTable", chain_cell_click),
+                          ("ScheduleView", schedule_bound_change),
+                          ("MemoryBudget", memory_slider),
+                          ("StepInverse", step_inverse_slider),
+                          ("RegisterMachine", register_mode_switch),
+                          ("NewtonDemo", newton_start_slider),
+                          ("LumpExplorer", lump_order_change)):
         print(f"{name} {measure():.1f}")
 
 

@@ -28,6 +28,12 @@ Chapter 06 (kernels, sec. 6; gather vs. scatter): :func:`check_gradient_element`
 :func:`check_scatter_races`, :func:`check_max_contention`, :func:`check_gather_bounds`.
 Chapter 07 (second derivatives, sec. 5.3; checked by second differences of L):
 :func:`check_second_derivative`, :func:`check_hessian_vector_product`, :func:`check_hessian_pattern`.
+Chapter 08 (inverse accumulation, Pearlmutter & Siskind; checked with numpy.linalg.solve on a
+central-difference Jacobian, lump orders against every topological order): :func:`check_step_inverse`,
+:func:`check_reverse_inverse`, :func:`check_forward_inverse`, :func:`check_newton_step`, :func:`check_lump_order`.
+Chapter 09 (matrix-free Jacobian chaining, Naumann secs. 3-5; checked by enumerating every schedule):
+:func:`check_two_factor_optimum`, :func:`check_homogeneous_costs`, :func:`check_cell_fma`,
+:func:`check_bounded_optimum`, :func:`check_tape_threshold`.
 
 This module is part of the core: numpy, sympy and fractions only, no Jupyter.
 """
@@ -1895,3 +1901,580 @@ def _indices_text(indices) -> str:
     if all(len(g) == 1 for g in indices):
         return "{" + ", ".join(str(g[0]) for g in indices) + "}"
     return "{" + ", ".join(_index_text(g) for g in indices) + "}"
+
+
+# ---------------------------------------------------------------------------
+# Chapter 08: inverse accumulation mode (Pearlmutter & Siskind)
+# ---------------------------------------------------------------------------
+#
+# :func:`check_step_inverse` (the inverse of one step's Jacobian, eq. 2.6f),
+# :func:`check_reverse_inverse` (``J^-1 ydot``, eq. 2.4b),
+# :func:`check_forward_inverse` (``J^-T xbar``, eq. 2.4a), :func:`check_newton_step`
+# and :func:`check_lump_order` (sec. 3, Fig. 4).
+#
+# A program is given as the step function ``tensoradbook.inverse.trace`` reads
+# (``def step(x): x[0] = x[0] * x[1]; ...``) and its number of registers. The
+# oracle is independent of the sweeps: the step function run on plain floats,
+# its Jacobian by central differences, and ``numpy.linalg.solve``. Lump orders
+# are compared with every topological order, tried one by one.
+
+__all__ += [
+    "check_forward_inverse",
+    "check_lump_order",
+    "check_newton_step",
+    "check_reverse_inverse",
+    "check_step_inverse",
+]
+
+_INVERSE_RTOL = 1e-6  # central differences (h = 1e-6) are good to about 1e-9 relative; answers may be rounded
+
+
+def _float_vector(value, length: int, what: str) -> np.ndarray:
+    """The answer as ``length`` finite floats (lists, tuples, arrays, Fractions, ints), or a _Wrong saying why not."""
+    if isinstance(value, (str, bytes)):
+        raise _Wrong(f"{what} must be {length} numbers, got the text {value!r}")
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (int, float, Fraction, np.number)) and not isinstance(value, bool):
+        value = [value]
+    try:
+        items = list(value)
+    except TypeError:
+        raise _Wrong(f"{what} must be {length} numbers, got {type(value).__name__}") from None
+    if len(items) != length:
+        raise _Wrong(f"{what} must have {length} entries (one per register), yours has {len(items)}")
+    values = []
+    for k, item in enumerate(items):
+        if isinstance(item, bool) or isinstance(item, (str, bytes)):
+            raise _Wrong(f"entry {k} of {what} is {item!r}, not a number")
+        try:
+            number = float(item)
+        except (TypeError, ValueError):
+            raise _Wrong(f"entry {k} of {what} is {item!r}, not a number") from None
+        if not math.isfinite(number):
+            raise _Wrong(f"entry {k} of {what} is {number}: not finite")
+        values.append(number)
+    return np.array(values)
+
+
+def _register_function(step, n: int):
+    """``F(x)``: the step function run on ``n`` plain float registers (``ia.sin`` and friends take floats)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n (the number of registers) must be a positive integer, got {n!r}")
+    if not callable(step):
+        raise ValueError(f"step must be a function that updates its registers x in place, got {step!r}")
+
+    def F(x):
+        registers = [float(v) for v in x]
+        step(registers)
+        return np.array(registers, dtype=float)
+
+    return F
+
+
+def _difference_jacobian(F, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """Central differences of ``F`` at ``x``, column by column."""
+    return np.column_stack([(F(x + h * e) - F(x - h * e)) / (2 * h) for e in np.eye(len(x))])
+
+
+def _numbers_text(values) -> str:
+    return "(" + ", ".join(f"{float(v):.6g}" for v in values) + ")"
+
+
+def _close(mine: np.ndarray, right: np.ndarray) -> bool:
+    return bool(np.abs(mine - right).max() <= _INVERSE_RTOL * (1 + np.abs(right).max()))
+
+
+def _point(x, n: int, what: str) -> np.ndarray:
+    try:
+        return _float_vector(x, n, what)
+    except _Wrong as err:
+        raise ValueError(str(err)) from None
+
+
+def _solve_or_explain(J: np.ndarray, rhs: np.ndarray, where: str) -> np.ndarray:
+    if abs(np.linalg.det(J)) < 1e-12 * max(1.0, np.abs(J).max()) ** len(J):
+        raise ValueError(f"the Jacobian at {where} is singular: the exercise has no answer there")
+    return np.linalg.solve(J, rhs)
+
+
+def check_step_inverse(a, b, answer) -> CheckResult:
+    """Exercise: the row ``R`` of ``J_t^-1`` for one step ``x[R] <- h(x[R], x[S_1], ...)`` (eq. 2.6f).
+
+    The step's Jacobian is the identity except row ``R``, which holds ``a``
+    (``dh/dx[R]``) on the diagonal and ``b_i`` (``dh/dx[S_i]``) at the other
+    inputs. The answer is that row of the inverse, in the same order: ``(1/a,
+    -b_1/a, ...)``, or the whole inverse (a ``k x k`` matrix with ``R`` first).
+    It is compared with ``numpy.linalg.inv`` of the step's Jacobian.
+    """
+    b = [b] if isinstance(b, (int, float, Fraction, np.number)) else list(b)
+    k = 1 + len(b)
+    name = f"row R of J_t^-1 for a = {float(a):.6g}, b = {_numbers_text(b)}"
+    if answer is None:
+        return _pending(name, f"Your answer is {k} numbers: the inverse's entries for x[R] and then for each other "
+                              f"input (or the whole {k} x {k} inverse).")
+    J = np.eye(k)
+    J[0, 0], J[0, 1:] = float(a), [float(v) for v in b]
+    if float(a) == 0:
+        if isinstance(answer, str) and answer.strip().lower() == "no inverse":
+            return CheckResult(name, True, note="det J_t = a = 0: the step forgets x[R].")
+        return CheckResult(name, False, ["a = 0: the step forgets x[R], so J_t is singular and has no inverse "
+                                         "(answer \"no inverse\")"])
+    right = np.linalg.inv(J)
+    try:
+        try:
+            whole = np.ndim(answer) == 2 and not isinstance(answer, str)
+        except ValueError:  # ragged rows
+            raise _Wrong(f"your rows have different lengths; give {k} numbers or a {k} x {k} matrix") from None
+        if whole:
+            matrix = np.array([_float_vector(row, k, f"row {i} of your inverse") for i, row in enumerate(answer)])
+            if matrix.shape != (k, k):
+                raise _Wrong(f"the whole inverse must be {k} x {k}, yours is {matrix.shape[0]} x {matrix.shape[1]}")
+            if not _close(matrix[1:], right[1:]):
+                return CheckResult(name, False, ["the rows of the other inputs are those of the identity: a step "
+                                                 "only changes x[R]"])
+            mine = matrix[0]
+        else:
+            mine = _float_vector(answer, k, "your row")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    if _close(mine, right[0]):
+        return CheckResult(name, True, note="The inverse has the sparsity of J_t itself: one row, k entries.")
+    problems = []
+    if not _close(mine[:1], right[0, :1]):
+        problems.append(f"the diagonal entry is {mine[0]:.6g}; J_t^-1 J_t = I needs it to be 1/a = {right[0, 0]:.6g}"
+                        + (" (you kept a)" if math.isclose(mine[0], float(a)) else ""))
+    off = mine[1:]
+    if not _close(off, right[0, 1:]):
+        if _close(off, -right[0, 1:]):
+            problems.append("the entries for the other inputs have the wrong sign: they are -b_i / a "
+                            "(yours are +b_i / a)")
+        elif _close(off, -J[0, 1:]):
+            problems.append("the entries for the other inputs are -b_i, but they must also be divided by a: -b_i / a")
+        else:
+            problems.append(f"the entries for the other inputs should be -b_i / a = {_numbers_text(right[0, 1:])}")
+    return CheckResult(name, False, problems)
+
+
+def _product_problems(mine, right, candidates, symbol: str) -> list[str]:
+    """Why ``mine`` is not ``right``: the first candidate it matches (another mode, a sign), or the element off."""
+    for candidate, words in candidates:
+        if _close(mine, candidate):
+            return [words]
+    i = int(np.argmax(np.abs(mine - right)))
+    return [f"entry {i} of {symbol} is {mine[i]:.6g} but should be {right[i]:.6g}"]
+
+
+def _inverse_product(step, n, x, seed, answer, transpose: bool) -> CheckResult:
+    F = _register_function(step, n)
+    x = _point(x, n, "x")
+    seed = _point(seed, n, "the seed")
+    if transpose:
+        name, symbol, given = (f"J^-T xbar at x = {_numbers_text(x)} for xbar = {_numbers_text(seed)}",
+                               "J^-T xbar", "xbar")
+        sweep = "a forward-inverse sweep: in program order, u = v[R] / a; v[R] = u; v[S_i] -= b_i u"
+    else:
+        name, symbol, given = (f"J^-1 ydot at x = {_numbers_text(x)} for ydot = {_numbers_text(seed)}",
+                               "J^-1 ydot", "ydot")
+        sweep = "a reverse-inverse sweep: from the last step back, v[R] = (v[R] - sum_i b_i v[S_i]) / a"
+    if answer is None:
+        return _pending(name, f"Your answer is {n} numbers. Compute them with {sweep}.")
+    try:
+        mine = _float_vector(answer, n, f"your {symbol}")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    J = _difference_jacobian(F, x)
+    A = J.T if transpose else J
+    right = _solve_or_explain(A, seed, f"x = {_numbers_text(x)}")
+    if _close(mine, right):
+        return CheckResult(name, True, note=f"It agrees with numpy.linalg.solve on a finite-difference Jacobian: "
+                                            f"{symbol} = {_numbers_text(np.round(right, 8) + 0.0)}.")
+    other = np.linalg.solve(J if transpose else J.T, seed)
+    candidates = [
+        (-right, "the sign is off: every entry has the opposite sign"),
+        (J @ seed, f"that is J {given} (a forward sweep), not its inverse: divide by a instead of multiplying"),
+        (J.T @ seed, f"that is J^T {given} (a reverse sweep), not its inverse: divide by a instead of multiplying"),
+        (other, "that is J^-1 applied in the other orientation: "
+                + ("J^-1 xbar; the forward-inverse sweep gives J^-T" if transpose else
+                   "J^-T ydot; the reverse-inverse sweep gives J^-1")),
+        (seed, f"that is the seed {given} itself"),
+    ]
+    return CheckResult(name, False, _product_problems(mine, right, candidates, symbol))
+
+
+def check_reverse_inverse(step, n: int, x, ydot, answer) -> CheckResult:
+    """Exercise: ``J^-1 ydot`` for the register program ``step`` on ``n`` registers at ``x`` (eq. 2.4b).
+
+    Any way of computing it passes (by hand, with a reverse-inverse sweep, with
+    ``tensoradbook.inverse``); it is compared with ``numpy.linalg.solve`` on the
+    central-difference Jacobian of the program run on plain floats.
+    """
+    return _inverse_product(step, n, x, ydot, answer, transpose=False)
+
+
+def check_forward_inverse(step, n: int, x, xbar, answer) -> CheckResult:
+    """Exercise: ``J^-T xbar`` for the register program ``step`` on ``n`` registers at ``x`` (eq. 2.4a).
+
+    Compared with ``numpy.linalg.solve(J.T, xbar)`` on the central-difference
+    Jacobian of the program run on plain floats.
+    """
+    return _inverse_product(step, n, x, xbar, answer, transpose=True)
+
+
+def check_newton_step(step, n: int, x, answer) -> CheckResult:
+    """Exercise: the next Newton iterate ``x - J^-1 F(x)`` for ``F(x) = 0``, ``F`` the program ``step``.
+
+    Compared with ``numpy.linalg.solve`` on the central-difference Jacobian.
+    """
+    F = _register_function(step, n)
+    x = _point(x, n, "x")
+    name = f"the Newton step from x = {_numbers_text(x)}"
+    if answer is None:
+        return _pending(name, f"Your answer is the new point, {n} numbers: x - J^-1 F(x), with J^-1 F(x) from one "
+                              f"reverse-inverse sweep seeded with F(x).")
+    try:
+        mine = _float_vector(answer, n, "your new point")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    value = F(x)
+    J = _difference_jacobian(F, x)
+    delta = _solve_or_explain(J, value, f"x = {_numbers_text(x)}")
+    right = x - delta
+    if _close(mine, right):
+        residual = float(np.linalg.norm(F(right)))
+        return CheckResult(name, True, note=f"|F| falls from {np.linalg.norm(value):.3g} to {residual:.3g}.")
+    candidates = [
+        (x + delta, "you moved the wrong way: the new point is x - J^-1 F(x), not x + J^-1 F(x)"),
+        (delta, "that is the step J^-1 F(x); the new point is x minus it"),
+        (-delta, "that is -J^-1 F(x), the step; add x to get the new point"),
+        (x - np.linalg.solve(J.T, value), "that uses J^-T F(x) (a forward-inverse sweep); Newton needs J^-1 F(x), "
+                                          "the reverse-inverse sweep"),
+        (x - J.T @ value, "that is a gradient step x - J^T F(x), not a Newton step"),
+    ]
+    return CheckResult(name, False, _product_problems(mine, right, candidates, "the new point"))
+
+
+def check_lump_order(step, n: int, answer) -> CheckResult:
+    """Exercise: a topological order of the program's vertices whose largest lump is as small as can be (sec. 3).
+
+    The answer is a list of vertex names (``"t1"``, ``"s3"``, ... as
+    ``tensoradbook.inverse.trace(step, n).vertices`` lists them) or their text.
+    The check cuts the program along it and compares its largest lump with
+    the smallest largest lump over every topological order (tried one by one).
+    """
+    from itertools import permutations
+
+    from . import inverse
+
+    program = inverse.trace(step, n)
+    vertices = program.vertices
+    if len(vertices) > 7:
+        raise ValueError(f"the program has {len(vertices)} vertices: too many to try every order (at most 7)")
+    name = "an order with the smallest lumps"
+    if answer is None:
+        return _pending(name, f"Your answer is an order of the vertices {', '.join(vertices)}: every vertex after "
+                              f"the vertices it reads.")
+    if isinstance(answer, str):
+        answer = [v for v in answer.replace(",", " ").split() if v]
+    try:
+        mine = program.reorder(list(answer))
+    except (ValueError, TypeError) as err:
+        return CheckResult(name, False, [str(err)])
+    best = len(vertices) + n
+    for order in permutations(vertices):
+        try:
+            best = min(best, max(program.reorder(list(order)).lump_sizes))
+        except ValueError:  # not a topological order
+            continue
+    sizes = ", ".join(map(str, mine.lump_sizes))
+    if max(mine.lump_sizes) == best:
+        return CheckResult(name, True, note=f"Lump sizes {sizes}: no order does better than a largest lump of "
+                                            f"{best}.")
+    return CheckResult(name, False, [f"your order gives lumps of sizes {sizes}; some order keeps every lump at "
+                                     f"size {best}: cut as soon as exactly {n} values are live, e.g. finish "
+                                     f"what one register needs before starting on the next"])
+
+
+# ---------------------------------------------------------------------------
+# Chapter 09: matrix-free Jacobian chaining (Naumann, secs. 3-5)
+# ---------------------------------------------------------------------------
+#
+# :func:`check_two_factor_optimum` (sec. 3, the eight schedules of F_2 o F_1),
+# :func:`check_homogeneous_costs` (sec. 5's baselines), :func:`check_cell_fma`
+# (a cell of eq. 3.7), :func:`check_bounded_optimum` (sec. 4, a tape bound) and
+# :func:`check_tape_threshold` (the least bound that keeps the optimum).
+#
+# The oracle is brute force: every schedule of the (sub)chain enumerated by
+# :func:`tensoradbook.chaining.schedules`, its fma and tape added up step by
+# step (secs. 2-4), never the dynamic programme; the homogeneous modes are
+# summed factor by factor. Chains are given as a Chain, its file text
+# ("q" then "m n |E|" lines) or (m, n, |E|) triples, F_1 first.
+
+__all__ += [
+    "check_bounded_optimum",
+    "check_cell_fma",
+    "check_homogeneous_costs",
+    "check_tape_threshold",
+    "check_two_factor_optimum",
+]
+
+_CHAIN_EXERCISE_MAX_Q = 6  # brute force enumerates 29,948 schedules at q = 6
+
+
+def _exercise_chain(chain):
+    """The exercise's chain (Chain, file text or triples), small enough for brute force."""
+    from .chaining import Chain
+
+    if not isinstance(chain, Chain):
+        chain = Chain.parse(chain) if isinstance(chain, str) else Chain(chain)
+    if chain.q > _CHAIN_EXERCISE_MAX_Q:
+        raise ValueError(f"exercise chains have at most {_CHAIN_EXERCISE_MAX_Q} factors for brute force, "
+                         f"got q = {chain.q}")
+    return chain
+
+
+def _count_answer(answer, what: str) -> int:
+    """A non-negative whole number given as an int, a whole float or text like "1,234"; else a _Wrong."""
+    if isinstance(answer, bool):
+        raise _Wrong(f"{what} must be a whole number, got {answer!r}")
+    if isinstance(answer, (int, np.integer)):
+        value = int(answer)
+    elif isinstance(answer, (float, np.floating)) and float(answer).is_integer():
+        value = int(answer)
+    elif isinstance(answer, str) and answer.strip().replace(",", "").replace("_", "").isdigit():
+        value = int(answer.strip().replace(",", "").replace("_", ""))
+    else:
+        raise _Wrong(f"{what} must be a whole number, got {answer!r}")
+    if value < 0:
+        raise _Wrong(f"{what} cannot be negative, got {value}")
+    return value
+
+
+def _compact_notation(text: str) -> str:
+    return "".join(text.split())
+
+
+def check_two_factor_optimum(sizes, answer) -> CheckResult:
+    """Exercise (sec. 3): a cheapest of the eight schedules of ``F' = F'_2 F'_1``.
+
+    ``sizes`` is ``(n1, m1, m2, |E1|, |E2|)`` (``m1 = n2``). The answer is the
+    letter a..h of a cheapest schedule in the paper's order, several letters
+    (each must be cheapest), the schedule in the notation of
+    :mod:`tensoradbook.chaining` (``"(F2dot I4)(I4 F1bar)"``) or its cost in
+    fma. Brute force over every schedule of the two-factor chain decides.
+    """
+    from .chaining import Chain, schedules, two_factor_schedules
+
+    try:
+        n1, m1, m2, e1, e2 = (int(v) for v in sizes)
+    except (TypeError, ValueError):
+        raise ValueError(f"sizes must be (n1, m1, m2, |E1|, |E2|), got {sizes!r}") from None
+    chain = Chain([(m1, n1, e1), (m2, m1, e2)])
+    eight = two_factor_schedules(n1, m1, m2, e1, e2)
+    name = f"cheapest schedule of F2 o F1 with n1={n1}, m1=n2={m1}, m2={m2}, |E1|={e1}, |E2|={e2}"
+    if answer is None:
+        return _pending(name, "Your answer is a letter a..h (the paper's order), the schedule written like "
+                              "'(F2dot I4)(I4 F1bar)', or its cost in fma.")
+    best = min(s.fma for s in schedules(chain))
+    cheapest = [letter for letter, s in eight.items() if s.fma == best]
+    summary = f"{best} fma: " + ", ".join(f"{letter} = {eight[letter].notation(chain)}" for letter in cheapest) + "."
+    by_notation = {_compact_notation(s.notation(chain)): letter for letter, s in eight.items()}
+
+    def letter_of(item) -> str:
+        text = str(item).strip()
+        if text.strip("()").lower() in eight:
+            return text.strip("()").lower()
+        if _compact_notation(text) in by_notation:
+            return by_notation[_compact_notation(text)]
+        raise _Wrong(f"{text!r} is neither a letter a..h nor one of the eight schedules "
+                     f"(written like {eight['e'].notation(chain)!r})")
+
+    try:
+        if isinstance(answer, (list, tuple, set, frozenset)):
+            letters = [letter_of(item) for item in answer]
+            if not letters:
+                raise _Wrong("the list of schedules is empty")
+        elif isinstance(answer, str) and not answer.strip().replace(",", "").isdigit():
+            letters = [letter_of(answer)]
+        else:
+            letters = None
+            cost = _count_answer(answer, "the cost")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    if letters is None:
+        if cost == best:
+            return CheckResult(name, True, note=summary)
+        if cost < best:
+            return CheckResult(name, False, [f"no schedule of F2 o F1 costs as little as {cost} fma"])
+        matching = [letter for letter, s in eight.items() if s.fma == cost]
+        return CheckResult(name, False, [f"{cost} fma is what schedule {matching[0]} = "
+                                         f"{eight[matching[0]].notation(chain)} costs; another one costs less"
+                                         if matching else f"{cost} fma is not the cost of any of the eight schedules"])
+    problems = []
+    for letter in dict.fromkeys(letters):
+        s = eight[letter]
+        if s.fma != best:
+            why = (" (it preaccumulates both factors and multiplies them: by the proof of Theorem 3.1 that never "
+                   "beats the best of a-e)" if letter in "fgh" else "")
+            problems.append(f"schedule {letter} = {s.notation(chain)} costs {s.fma} fma; another of the eight "
+                            f"costs less{why}")
+    if problems:
+        return CheckResult(name, False, problems)
+    return CheckResult(name, True, note=summary)
+
+
+def check_homogeneous_costs(chain, answer) -> CheckResult:
+    """Exercise (sec. 5): the fma of homogeneous tangent and homogeneous adjoint mode, as a pair.
+
+    Tangent mode pushes the ``n_1`` columns of the identity through every
+    factor (``n_1 |E_i|`` each); adjoint mode pulls the ``m_q`` rows of the
+    identity back through every factor (``m_q |E_i|`` each), summed here
+    factor by factor.
+    """
+    chain = _exercise_chain(chain)
+    name = f"homogeneous tangent and adjoint fma of the chain {[(f.m, f.n, f.edges) for f in chain]}"
+    if answer is None:
+        return _pending(name, "Your answer is a pair (tangent fma, adjoint fma).")
+    columns, rows = chain.factor(1).n, chain.factor(chain.q).m
+    tangent = sum(columns * f.edges for f in chain)
+    adjoint = sum(rows * f.edges for f in chain)
+    try:
+        if isinstance(answer, (str, bytes)) or not hasattr(answer, "__len__") or len(answer) != 2:
+            raise _Wrong(f"the answer must be a pair (tangent, adjoint), got {answer!r}")
+        pair = list(answer)
+        mine_tangent, mine_adjoint = (_count_answer(v, what) for v, what in zip(pair, ("tangent", "adjoint")))
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    if (mine_tangent, mine_adjoint) == (tangent, adjoint):
+        return CheckResult(name, True, note=f"n1 * sum |E| = {columns} * {tangent // columns} and "
+                                            f"m{chain.q} * sum |E| = {rows} * {adjoint // rows}.")
+    if (mine_tangent, mine_adjoint) == (adjoint, tangent):
+        return CheckResult(name, False, ["the two are swapped: tangent mode carries the n1 columns of the "
+                                         "identity, adjoint mode the m_q rows"])
+    problems = []
+    for mine, right, mode, size, own in ((mine_tangent, tangent, "tangent", f"n1 = {columns} columns", "n"),
+                                         (mine_adjoint, adjoint, "adjoint", f"m{chain.q} = {rows} rows", "m")):
+        if mine == right:
+            continue
+        if mine == sum(getattr(f, own) * f.edges for f in chain):
+            problems.append(f"{mode}: {mine} uses each factor's own {own}_i; homogeneous {mode} mode carries "
+                            f"the same {size} through every factor")
+        else:
+            problems.append(f"{mode}: {mine} is not it; homogeneous {mode} mode carries {size} through every "
+                            f"factor, |E_i| fma each")
+    return CheckResult(name, False, problems)
+
+
+def _best_by_last_step(chain) -> dict[tuple[str, int], int]:
+    """Brute force: per last step (op, k) of a schedule of the whole chain, the least fma."""
+    from .chaining import schedules
+
+    best: dict[tuple[str, int], int] = {}
+    for s in schedules(chain):
+        key = (s.op, s.k)
+        best[key] = min(best.get(key, s.fma), s.fma)
+    return best
+
+
+def check_cell_fma(chain, j: int, i: int, answer) -> CheckResult:
+    """Exercise (eq. 3.7): the fma that cell ``(j, i)`` of the table holds, unlimited tape.
+
+    That is the least fma of any schedule for ``F'_{j,i} = F'_j ... F'_i``:
+    here every schedule of the subchain ``F_i .. F_j`` is enumerated.
+    """
+    from .chaining import Chain
+
+    chain = _exercise_chain(chain)
+    if not 1 <= i <= j <= chain.q:
+        raise ValueError(f"cell ({j}, {i}) is not in the table of a chain of {chain.q} factors")
+    name = f"fma of cell F'_{{{j},{i}}} (unlimited tape)"
+    if answer is None:
+        return _pending(name, "Your answer is a whole number of fma.")
+    try:
+        mine = _count_answer(answer, "the fma")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    sub = Chain(chain.factors[i - 1:j])
+    options = _best_by_last_step(sub)
+    best = min(options.values())
+    if mine == best:
+        winners = sorted(f"{op}({k + i - 1})" if j > i else op for (op, k), fma in options.items() if fma == best)
+        return CheckResult(name, True, note=f"Reached by: {', '.join(winners)}.")
+    if mine < best:
+        return CheckResult(name, False, [f"no schedule of F'_{{{j},{i}}} costs as little as {mine} fma"])
+    matching = sorted(f"{op}({k + i - 1})" if j > i else op for (op, k), fma in options.items() if fma == mine)
+    if matching:
+        return CheckResult(name, False, [f"{mine} fma is the best with last step {matching[0]}; another split or "
+                                         f"operation is cheaper (eq. 3.7 takes the minimum over all)"])
+    return CheckResult(name, False, [f"{mine} fma is not the best cost of any last step (k, MxM / GxM / MxG): "
+                                     f"recheck the terms of eq. 3.7"])
+
+
+def check_bounded_optimum(chain, memory: int, answer) -> CheckResult:
+    """Exercise (sec. 4): the least fma of a schedule whose tape is at most ``memory``.
+
+    Tape is counted as in the paper's tables (:mod:`tensoradbook.chaining`:
+    an adjoint sweep adds its edges to the tape of the matrix it is seeded
+    with). Every schedule is enumerated; the paper's single-value rule is
+    consulted only to explain a typical wrong answer.
+    """
+    from .chaining import optimize, schedules
+
+    chain = _exercise_chain(chain)
+    name = f"least fma with tape at most {memory}"
+    if answer is None:
+        return _pending(name, "Your answer is a whole number of fma.")
+    try:
+        mine = _count_answer(answer, "the fma")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    every = schedules(chain)
+    fitting = [s for s in every if s.memory <= memory]
+    best = min(s.fma for s in fitting)
+    if mine == best:
+        witness = min((s for s in fitting if s.fma == best), key=lambda s: s.memory)
+        paper = optimize(chain, memory, rule="paper").fma
+        return CheckResult(name, True, note=f"For example {witness.notation(chain)} (tape {witness.memory})"
+                                            + (f"; the paper's single-value rule settles for {paper}" if paper != best
+                                               else "") + ".")
+    if mine < best:
+        needs = [s.memory for s in every if s.fma == mine]
+        return CheckResult(name, False, [f"{mine} fma needs tape {min(needs)} > {memory}" if needs else
+                                         f"no schedule with tape at most {memory} costs as little as {mine} fma"])
+    paper = optimize(chain, memory, rule="paper")
+    if mine == paper.fma:
+        return CheckResult(name, False, [f"{mine} fma is what the paper's single-value rule finds "
+                                         f"({paper.notation}); keeping only the cheapest solution per cell loses "
+                                         f"a cheaper schedule that fits the bound"])
+    return CheckResult(name, False, [f"a schedule with tape at most {memory} costs less than {mine} fma"])
+
+
+def check_tape_threshold(chain, answer) -> CheckResult:
+    """Exercise (sec. 4): the least tape bound ``Mbar`` under which the unlimited optimum is still reached.
+
+    Brute force: the least tape of a schedule of minimal fma.
+    """
+    from .chaining import schedules
+
+    chain = _exercise_chain(chain)
+    name = "least tape bound that keeps the unlimited optimum"
+    if answer is None:
+        return _pending(name, "Your answer is a whole number (edges of tape).")
+    try:
+        mine = _count_answer(answer, "the bound")
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    every = schedules(chain)
+    best = min(s.fma for s in every)
+    threshold = min(s.memory for s in every if s.fma == best)
+    if mine == threshold:
+        return CheckResult(name, True, note=f"With less tape the best costs "
+                                            f"{min(s.fma for s in every if s.memory < threshold)} fma instead of "
+                                            f"{best}." if threshold else "No tape at all is needed.")
+    if mine < threshold:
+        cheapest = min(s.fma for s in every if s.memory <= mine)
+        return CheckResult(name, False, [f"with tape at most {mine} the best schedule costs {cheapest} fma, more "
+                                         f"than the unlimited optimum"])
+    uses = any(s.fma == best and s.memory == mine for s in every)
+    return CheckResult(name, False, [f"an optimal schedule uses tape {mine}, but another optimal one needs less"
+                                     if uses else f"a bound below {mine} already keeps the optimum"])

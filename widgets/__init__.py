@@ -14,14 +14,38 @@
   function on a chosen target and size, timed and checked against the
   reference evaluator and finite differences, with their source.
 
+Naumann, "Matrix-Free Jacobian Chaining" (:mod:`tensoradbook.chaining`):
+
+* :class:`TwoFactorExplorer` -- the eight schedules of ``F_2 o F_1`` (sec. 3);
+* :class:`ChainTable` -- the dynamic programming table filled diagonal by
+  diagonal, with each cell's candidates (eqs. 3.7-3.8, sec. 5);
+* :class:`ScheduleView` -- the chosen schedule as a tree beside the baselines;
+* :class:`MemoryBudget` -- fma against the tape bound: the paper's rule
+  against the exact optimum (sec. 4).
+
+Pearlmutter & Siskind, "Inverse Accumulation Mode" (:mod:`tensoradbook.inverse`):
+
+* :class:`StepInverse` -- one binary step through its partials a and b: J,
+  J^T, J^-1, J^-T, their sparsity and the four flow graphs (Fig. 1), a -> 0;
+* :class:`RegisterMachine` -- the program of Fig. 2 swept in each of the four
+  modes step by step, with the registers and the tape;
+* :class:`NewtonDemo` -- Newton's method with the reverse-inverse sweep
+  against a finite-difference Jacobian, with a convergence plot;
+* :class:`LumpExplorer` -- a program with temporaries cut into lumps along a
+  chosen topological order: live values per cut, the lumps (sec. 3, Fig. 4).
+
 The widgets call :mod:`tensoradbook` for every computation and only draw.
 """
 
+from .chaining import ChainTable, MemoryBudget, ScheduleView, TwoFactorExplorer
 from .explorer import DerivationExplorer
 from .gradient_lab import GradientLab
 from .graph import GraphView
+from .inverse import LumpExplorer, NewtonDemo, RegisterMachine, StepInverse
 from .lattice import KernelLattice
 from .polytope import PolytopeView
 from .smith import SmithStepper
 
 __all__ = ["DerivationExplorer", "GradientLab", "GraphView", "KernelLattice", "PolytopeView", "SmithStepper"]
+__all__ += ["ChainTable", "MemoryBudget", "ScheduleView", "TwoFactorExplorer"]
+__all__ += ["LumpExplorer", "NewtonDemo", "RegisterMachine", "StepInverse"]
