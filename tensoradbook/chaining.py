@@ -93,6 +93,7 @@ __all__ = [
     "baselines",
     "brute_force",
     "optimize",
+    "paper_rule_pieces",
     "preaccumulation",
     "reference_report",
     "schedule_count",
@@ -1178,3 +1179,27 @@ def reference_report(chain: Chain, memory: int | None = None, rule: str = "paper
               f"homogeneous adjoint mode={base['adjoint'].fma}",
               f"optimal preaccumulation={leaves}+{pre[MXM]}={leaves + pre[MXM]}"]
     return "\n".join(lines)
+
+
+def paper_rule_pieces(chain: Chain) -> list[tuple[int, int, Plan]]:
+    """The paper's single-value programme (``rule="paper"``) at every tape bound ``0 .. sum |E|``, as
+    ``(low, high, plan)`` pieces (ascending) on which its plan does not change: its staircase, which
+    unlike the exact optimum's can rise as the bound grows (sec. 4).
+
+    The rule compares tapes only where it drops adjoint candidates (adjoint
+    preaccumulation and ``MxG``, sec. 4). A run at bound ``high`` therefore
+    makes the same choices at every bound from the largest such candidate tape
+    that fits (``low``) up to ``high``; the next piece ends at ``low - 1``.
+    """
+    pieces, high = [], chain.total_edges
+    while high >= 0:
+        plan = optimize(chain, high, rule="paper")
+        low = max((c.memory for j in range(1, chain.q + 1) for i in range(1, j + 1)
+                   for c in plan.candidates(j, i) if c.op in (ADJOINT, MXG) and c.memory <= high), default=0)
+        if pieces and pieces[0][2].notation == plan.notation:  # the same plan: one piece
+            low_high = (low, pieces[0][1])
+            pieces[0] = (*low_high, plan)
+        else:
+            pieces.insert(0, (low, high, plan))
+        high = low - 1
+    return pieces

@@ -13,7 +13,7 @@ from matplotlib.colors import to_rgb
 from tensoradbook import chaining as jc
 from tensoradbook.widgets import ChainTable, MemoryBudget, ScheduleView, TwoFactorExplorer
 from tensoradbook.widgets.chaining import (CHAIN_PRESETS, NOT_MONOTONE, SECTION_4, SECTION_5, SECTION_6,
-                                           TWO_FACTOR_PRESETS, paper_rule_pieces)
+                                           TWO_FACTOR_PRESETS)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -297,7 +297,7 @@ def test_staircases_match_brute_force_and_the_paper_rule_at_every_bound(chain):
     budget = MemoryBudget(chain)
     assert budget.memory == chain.total_edges  # no bound given: all the tape there is
     exact = staircases_by_brute_force(chain)
-    pieces = paper_rule_pieces(chain)
+    pieces = jc.paper_rule_pieces(chain)
     assert pieces[0][0] == 0 and pieces[-1][1] == chain.total_edges
     assert all(a[1] + 1 == b[0] for a, b in zip(pieces, pieces[1:]))  # the pieces tile 0..sum |E|
     for bound in range(chain.total_edges + 1):

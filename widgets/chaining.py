@@ -900,29 +900,6 @@ class ScheduleView(_ChainWidget):
 
 # -- MemoryBudget -------------------------------------------------------------------------------------------
 
-def paper_rule_pieces(chain: jc.Chain) -> list[tuple[int, int, object]]:
-    """The paper's single-value programme at every tape bound ``0 .. sum |E|``, as ``(low, high, plan)``
-    pieces (ascending) on which its plan does not change.
-
-    The rule compares tapes only where it drops adjoint candidates (adjoint
-    preaccumulation and ``MxG``, sec. 4). A run at bound ``high`` therefore
-    makes the same choices at every bound from the largest such candidate tape
-    that fits (``low``) up to ``high``; the next piece ends at ``low - 1``.
-    """
-    pieces, high = [], chain.total_edges
-    while high >= 0:
-        plan = jc.optimize(chain, high, rule="paper")
-        low = max((c.memory for j in range(1, chain.q + 1) for i in range(1, j + 1)
-                   for c in plan.candidates(j, i) if c.op in (jc.ADJOINT, jc.MXG) and c.memory <= high), default=0)
-        if pieces and pieces[0][2].notation == plan.notation:  # the same plan: one piece
-            low_high = (low, pieces[0][1])
-            pieces[0] = (*low_high, plan)
-        else:
-            pieces.insert(0, (low, high, plan))
-        high = low - 1
-    return pieces
-
-
 MEMORY_LEGEND = [
     (Line2D([], [], color=GREEN, linewidth=2.2), "exact optimum"),
     (Line2D([], [], color=RED, linewidth=1.8, linestyle="--"), "paper's rule"),
@@ -997,7 +974,7 @@ class MemoryBudget(_ChainWidget):
             if len(self._curves) >= 16:  # a few chains are kept, so presets switch back quickly
                 self._curves.pop(next(iter(self._curves)))
             front = jc.optimize(chain, total).cell(chain.q, 1).front
-            self._curves[chain] = (front, paper_rule_pieces(chain), jc.baselines(chain))
+            self._curves[chain] = (front, jc.paper_rule_pieces(chain), jc.baselines(chain))
         return None
 
     def _accept(self, _) -> None:
