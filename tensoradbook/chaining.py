@@ -92,6 +92,7 @@ __all__ = [
     "adjoint",
     "baselines",
     "brute_force",
+    "memory_bound",
     "optimize",
     "paper_rule_pieces",
     "preaccumulation",
@@ -1066,7 +1067,8 @@ class Plan:
 # --------------------------------------------------------------------------- entry points
 
 
-def _bound(memory) -> int | None:
+def memory_bound(memory) -> int | None:
+    """``memory`` checked as a tape bound: None (unlimited) or a non-negative integer."""
     if memory is None:
         return None
     if isinstance(memory, bool):
@@ -1098,7 +1100,7 @@ def optimize(chain: Chain, memory: int | None = None, rule: str = "exact", prune
     show partial fronts, possibly empty ones. Without it every cell holds its
     whole Pareto front within the bound.
     """
-    chain, bound = _chain(chain), _bound(memory)
+    chain, bound = _chain(chain), memory_bound(memory)
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
     if rule == "exact" and bound is not None:
@@ -1114,7 +1116,7 @@ def brute_force(chain: Chain, memory: int | None = None, rule: str = "exact") ->
     ``rule`` "exact" bounds the paper's tape accounting, "local" every single
     adjoint sweep ("paper" is a heuristic, not a feasibility notion).
     """
-    chain, bound = _chain(chain), _bound(memory)
+    chain, bound = _chain(chain), memory_bound(memory)
     if rule not in ("exact", "local"):
         raise ValueError(f"brute force takes rule 'exact' or 'local', got {rule!r}")
 
@@ -1132,7 +1134,7 @@ def tangent(chain: Chain, memory: int | None = None) -> Plan:
     schedule = Schedule.make(chain, TANGENT, 1, 1)
     if chain.q > 1:
         schedule = Schedule.make(chain, GXM, chain.q, 1, 1, right=schedule)
-    return Plan(chain, schedule, "homogeneous tangent", "exact", _bound(memory))
+    return Plan(chain, schedule, "homogeneous tangent", "exact", memory_bound(memory))
 
 
 def adjoint(chain: Chain, memory: int | None = None) -> Plan:
@@ -1144,12 +1146,12 @@ def adjoint(chain: Chain, memory: int | None = None) -> Plan:
     schedule = Schedule.make(chain, ADJOINT, chain.q, chain.q)
     if chain.q > 1:
         schedule = Schedule.make(chain, MXG, chain.q, 1, chain.q - 1, left=schedule)
-    return Plan(chain, schedule, "homogeneous adjoint", "exact", _bound(memory))
+    return Plan(chain, schedule, "homogeneous adjoint", "exact", memory_bound(memory))
 
 
 def preaccumulation(chain: Chain, memory: int | None = None) -> Plan:
     """Every ``F'_i`` in its cheaper mode (adjoint only if its tape fits), then the best dense bracketing (eq. 1.1)."""
-    chain, bound = _chain(chain), _bound(memory)
+    chain, bound = _chain(chain), memory_bound(memory)
     table = _SingleValueTable(chain, bound, local=False, lexicographic=False, ops=(MXM,))
     return Plan(chain, table.schedule(chain.q, 1), "optimal preaccumulation", "paper", bound, table)
 

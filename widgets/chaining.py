@@ -115,15 +115,7 @@ def read_memory(value) -> int | None:
         except ValueError:
             raise ValueError(f"tape bound Mbar: {value.strip()!r} is not an integer "
                              f"(leave it empty for unlimited tape)") from None
-    if isinstance(value, bool):
-        raise ValueError(f"tape bound Mbar must be a non-negative integer, got {value!r}")
-    try:
-        bound = operator.index(value)
-    except TypeError:
-        raise ValueError(f"tape bound Mbar must be a non-negative integer, got {value!r}") from None
-    if bound < 0:
-        raise ValueError(f"tape bound Mbar must be a non-negative integer, got {bound}")
-    return int(bound)
+    return jc.memory_bound(value)
 
 
 def _sub(text) -> str:
