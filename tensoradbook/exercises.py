@@ -263,8 +263,8 @@ def check_smith(A, answer) -> CheckResult:
         reference = smith_normal_form(A)
         mine = tuple(abs(v) for v in diagonal if v)
         if mine != reference.invariant_factors:
-            problems.append(f"the diagonal {mine} differs from the invariant factors "
-                            f"{reference.invariant_factors} that Algorithm 1 finds")
+            problems.append(f"the diagonal {mine} is not the Smith normal form of A: Algorithm 1 finds other "
+                            f"invariant factors")
     return CheckResult(name, not problems, problems)
 
 
@@ -292,11 +292,12 @@ def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
     k = K.shape[1]
     rank_K = sympy.Matrix(K.tolist()).rank() if k else 0
     if k < dim:
-        return [f"the kernel of A has dimension M - R = {n_cols} - {inverse.rank} = {dim}, "
-                f"but {what} has only {k} column{'s' if k != 1 else ''}"]
+        return [f"{what} has only {k} column{'s' if k != 1 else ''}: too few to span the kernel, whose "
+                f"dimension is M - rank A (M = {n_cols}); some integer solution of A x = 0 is not a "
+                f"combination of your columns"]
     if k > dim:
-        return [f"{what} has {k} columns but the kernel has dimension {dim}: "
-                f"a basis has exactly {dim} (your columns are linearly dependent)"]
+        return [f"{what} has {k} columns, more than the dimension M - rank A of the kernel: a basis has "
+                f"exactly that many columns (yours are linearly dependent)"]
     if rank_K < k:
         return [f"the columns of {what} are linearly dependent (rank {rank_K} < {k})"]
     if k == 0:
@@ -304,16 +305,17 @@ def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
     X = sympy.Matrix(inverse.kernel_coordinates(K).tolist())  # K = kernel @ X
     index = abs(int(X.det()))
     if index != 1:
-        X_inv = X.inv()
-        K0 = inverse.kernel
-        for j in range(dim):
-            if any(not v.is_integer for v in X_inv[:, j]):
-                witness = _vec(K0[:, j])
-                break
-        else:  # pragma: no cover -- a non-unimodular X has a non-integral inverse column
-            witness = None
-        problems.append(f"your {what} spans only a sublattice of index {index} of the kernel: "
-                        f"the kernel vector {witness} is not an integer combination of your columns")
+        problems.append(f"your {what} spans only a sublattice of index {index} of the kernel: some integer "
+                        f"solution of A x = 0 is not an integer combination of your columns")
+        common = [(j, math.gcd(*(int(v) for v in K[:, j]))) for j in range(k)]
+        scaled = [(j, g) for j, g in common if g > 1]
+        if scaled:
+            j, g = scaled[0]
+            problems.append(f"hint: the entries of column {j} have the common factor {g}; dividing it out "
+                            f"gives a shorter kernel vector")
+        else:
+            problems.append("hint: independent columns are not enough; take the kernel columns of V from a "
+                            "Smith decomposition (eq. 13), which are a lattice basis")
     return problems
 
 
@@ -357,24 +359,25 @@ def check_integer_solutions(A, beta, answer) -> CheckResult:
     if says_none:
         if check.solvable:
             return CheckResult(name, False, [
-                "there are integer solutions: the cokernel condition C beta = 0 holds (eq. 16) "
-                "and I beta is integral (eq. 17)"])
+                '"no solution" is not right: compute C beta for the cokernel condition (eq. 16) and I beta '
+                'for integrality (eq. 17) again'])
         return CheckResult(name, True, note=f"Indeed: {check.reason}.")
     try:
         alpha_p, K = answer
     except (TypeError, ValueError):
         return CheckResult(name, False, ['the answer must be "no solution" or a pair (alpha_p, K)'])
     problems = []
-    if not check.solvable:
-        problems.append(f"A alpha = beta has {check.reason}")
+    decide = ("hint: before looking for alpha_p, decide with the cokernel condition (eq. 16) and the "
+              "integrality of I beta (eq. 17) whether an integer solution exists")
     try:
         alpha_p = _int_vector(alpha_p, A.shape[1], "alpha_p")
     except _Wrong as err:
-        return CheckResult(name, False, problems + [str(err)])
+        return CheckResult(name, False, [str(err), decide])
     image = matvec(A, alpha_p)
     if tuple(image) != tuple(check.beta):
         problems.append(f"alpha_p = {_vec(alpha_p)} is not a solution: A alpha_p = {_vec(image)}, "
                         f"not beta = {beta_text}")
+        problems.append(decide)
     try:
         problems += _kernel_problems(A, K)
     except _Wrong as err:
@@ -515,11 +518,9 @@ def check_point_count(A, beta, shape, answer) -> CheckResult:
         return CheckResult(name, True)
     problems = [f"you counted {int(answer)}, but that is not the number of indices alpha in the box "
                 f"with A alpha = beta"]
-    if solutions is None:
-        problems.append(integer_inverse(A).solvability(beta).reason)
-    elif int(answer) > len(brute):
-        problems.append("too many: did you count points of the line/plane outside the box, "
-                        "or non-integer z?")
+    if int(answer) > len(brute):
+        problems.append("too many: did you count points of the line/plane outside the box, or non-integer z? "
+                        "Check first whether A alpha = beta has integer solutions at all (eqs. 16-17).")
     else:
         problems.append("too few: check both ends of each range (they are inclusive)")
     return CheckResult(name, False, problems)
@@ -578,18 +579,20 @@ def check_redundant_rows(A, b, answer) -> CheckResult:
     if problems:
         return CheckResult(name, False, problems)
     names = [f"x_{k}" for k in range(A.shape[1])]
+    missed = False
     for i in range(A.shape[0]):
         feasible, low = _min_of_row(A, b, i)
         redundant = (not feasible) or (low is not None and low >= b[i])
         if redundant and i not in claimed:
-            why = ("the other rows have no solution at all" if not feasible else
-                   f"on the other rows {_inequality_text(A, b, i, names).split(' >=')[0]} is at least "
-                   f"{_fmt(low)} >= {_fmt(b[i])}")
-            problems.append(f"row {i} ({_inequality_text(A, b, i, names)}) is redundant: {why}")
+            missed = True
         elif not redundant and i in claimed:
             witness = _witness_outside_row(A, b, i, low)
             problems.append(f"row {i} ({_inequality_text(A, b, i, names)}) is not redundant: "
                             f"x = {_vec(witness)} satisfies all other rows but violates row {i}")
+    if missed:
+        problems.append("a row you did not list is redundant too: for each row, find the least value of its left "
+                        "side over the other rows (a new variable t equal to it, eliminated last by "
+                        "Fourier-Motzkin) and compare it with the row's bound")
     return CheckResult(name, not problems, problems)
 
 
@@ -855,7 +858,8 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
     for r in range(A.shape[0]):
         if list(mine[r]) != list(A[r]):
             problems.append(f"row {r} says index {r} of {argument} is {_row_text(mine[r], part.alpha)}, "
-                            f"but in {element} it is {_row_text(A[r], part.alpha)}")
+                            f"which is not index {r} of {element}: entry c of the row is the coefficient of "
+                            f"alpha's entry c (in the order {alpha}) in that index")
     return CheckResult(name, not problems, problems,
                        note="" if problems or not any(part.offset) else
                        f"(The constant offset a = {_vec(part.offset)} is not part of A.)")
@@ -997,10 +1001,18 @@ def check_vec_index(shape, index, answer) -> CheckResult:
 
     vec stacks the columns: the first index runs fastest, with strides
     ``s_0 = 1``, ``s_d = N_0 ... N_(d-1)``. Compared with numpy's
-    ``ravel_multi_index(..., order="F")`` and with a brute-force walk.
+    ``ravel_multi_index(..., order="F")`` and with a brute-force walk. An
+    index whose row-major (C order) position is the same (the first and the
+    last element, for instance) is refused with a ValueError: there the
+    row-major answer would pass.
     """
     shape = tuple(int(n) for n in shape)
     index = tuple(int(i) for i in index)
+    if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape)):
+        raise ValueError(f"{_index_text(index)} is not an index of an array of shape {shape}")
+    if int(np.ravel_multi_index(index, shape, order="F")) == int(np.ravel_multi_index(index, shape, order="C")):
+        raise ValueError(f"A{_index_text(index)} has the same position in vec A (column-major) and in row-major "
+                         f"order, so the exercise cannot tell the two apart: pick another index")
     name = f"vec index of A{_index_text(index)} for A of shape {shape}"
     if answer is None:
         return _pending(name, "Your answer is one integer (zero-based).")
@@ -1043,8 +1055,8 @@ def check_jacobian_memory(out_shape, in_shape, answer, itemsize: int = 8) -> Che
         return CheckResult(name, False, [str(err)])
     problems = []
     if (r, c) == (cols, rows) and rows != cols:
-        problems.append(f"rows and columns are swapped: d vec F / d vec X has one row per element of F "
-                        f"({rows}) and one column per element of X ({cols}), eq. 5")
+        problems.append("rows and columns are swapped: d vec F / d vec X has one row per element of F "
+                        "and one column per element of X, eq. 5")
     else:
         if r != rows:
             problems.append(f"rows = {r}: the Jacobian has one row per element of vec F, and F has shape {out_shape}")
@@ -1109,7 +1121,8 @@ def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckR
         out_idx = np.unravel_index(r, out_shape, order="F")
         in_idx = np.unravel_index(c, in_shape, order="F")
         problems.append(f"entry [{r}, {c}] = d{fn.name}{_index_text(out_idx)} / d{argument}{_index_text(in_idx)} "
-                        f"is {_number(mine[r, c])}, the right value is {_number(J[r, c])}")
+                        f"is {_number(mine[r, c])}, which is not right: differentiate that element of {fn.name} "
+                        f"with respect to that element of {argument} at the given point")
         if (~close).sum() > 1:
             problems.append(f"{int((~close).sum())} of {J.size} entries differ")
     return CheckResult(name, False, problems)
@@ -1404,11 +1417,11 @@ def check_scatter_races(fn, argument: str, answer, shapes=None, threads: str = "
     races = {beta for beta, who in writers.items() if len(who) > 1}
     problems = []
     missed = sorted(races - claimed)
-    for beta in missed[:3]:
-        problems.append(f"you missed {gradient}{_index_text(beta)}: the threads "
-                        f"{_threads_list(fn, writers[beta], threads)} all add into it")
-    if len(missed) > 3:
-        problems.append(f"... and {len(missed) - 3} more racing elements")
+    if missed:
+        one = "one thread per element of " + fn.name if threads == "output" else "one thread per extended index"
+        problems.append(f"some element of {gradient} that you did not list is written by two or more threads: "
+                        f"with {one}, write down which elements of {argument} each thread reads; an element "
+                        f"read by two threads is a race")
     wrong = sorted(claimed - races)
     for beta in wrong[:3]:
         if beta not in writers:
@@ -1465,10 +1478,11 @@ def check_max_contention(fn, argument: str, answer, shapes=None, threads: str = 
         problems.append(f"{answer} is the number of adds into {gradient}{_index_text(beta)}, not of threads: "
                         f"the adds of one thread (its loop over a sum) come one after another and do not race")
     elif answer < most:
-        problems.append(f"too low: {gradient}{_index_text(top)} gets adds from {most} threads "
-                        f"({_threads_list(fn, writers[top], threads)})")
+        problems.append(f"too low: some element of {gradient} gets adds from more than {answer} threads; "
+                        f"look for the element of {argument} that the most threads read")
     else:
-        problems.append(f"too high: no element of {gradient} is written by more than {most} threads")
+        problems.append(f"too high: no element of {gradient} is written by as many as {answer} threads; count "
+                        f"the threads that read one element of {argument}, each thread once")
     return CheckResult(name, False, problems)
 
 
@@ -1782,7 +1796,9 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
     else:
         wrong = np.argwhere(difference > tolerance)
         idx = tuple(int(k) for k in wrong[0])
-        problems.append(f"element {_index_text(idx)} is {_number(mine[idx])} but should be {_number(right[idx])}")
+        problems.append(f"element {_index_text(idx)} is {_number(mine[idx])}, which is not right: derive "
+                        f"d{argument} once more and evaluate its gradient with respect to {wrt} with the adjoint "
+                        f"dd{argument} = v")
         if len(wrong) > 1:
             problems.append(f"{len(wrong)} of {right.size} elements differ")
     return CheckResult(name, False, problems)
@@ -1885,8 +1901,10 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
         problems.append(f"{entry} = 0 for gamma in {_indices_text(extra)}: (H v){_index_text(beta)} does not "
                         f"read v there ({why})")
     if missing:
-        problems.append(f"{entry} != 0 also for gamma in {_indices_text(missing)}: (H v){_index_text(beta)} reads "
-                        f"v{_index_text(missing[0])} too")
+        here = f"{argument}{_index_text(beta)}"
+        problems.append(f"{entry} != 0 for some gamma you did not list: (H v){_index_text(beta)} reads more of v; "
+                        f"every term of L that reads {here} couples it to every element of {argument} in the same "
+                        f"non-linear factor (and to {here} itself if it appears non-linearly)")
     count = len(truth)
     return CheckResult(name, not problems, problems,
                        note="" if problems else f"That is the whole row: {count} non-zero entr"
@@ -2012,14 +2030,14 @@ def check_step_inverse(a, b, answer) -> CheckResult:
     name = f"row R of J_t^-1 for a = {float(a):.6g}, b = {_numbers_text(b)}"
     if answer is None:
         return _pending(name, f"Your answer is {k} numbers: the inverse's entries for x[R] and then for each other "
-                              f"input (or the whole {k} x {k} inverse).")
+                              f"input (or the whole {k} x {k} inverse); \"no inverse\" if J_t has none.")
     J = np.eye(k)
     J[0, 0], J[0, 1:] = float(a), [float(v) for v in b]
     if float(a) == 0:
         if isinstance(answer, str) and answer.strip().lower() == "no inverse":
             return CheckResult(name, True, note="det J_t = a = 0: the step forgets x[R].")
-        return CheckResult(name, False, ["a = 0: the step forgets x[R], so J_t is singular and has no inverse "
-                                         "(answer \"no inverse\")"])
+        return CheckResult(name, False, ["your answer is not right: before inverting, check whether J_t is "
+                                         "invertible at all (det J_t is the product of its diagonal)"])
     right = np.linalg.inv(J)
     try:
         try:
@@ -2031,8 +2049,8 @@ def check_step_inverse(a, b, answer) -> CheckResult:
             if matrix.shape != (k, k):
                 raise _Wrong(f"the whole inverse must be {k} x {k}, yours is {matrix.shape[0]} x {matrix.shape[1]}")
             if not _close(matrix[1:], right[1:]):
-                return CheckResult(name, False, ["the rows of the other inputs are those of the identity: a step "
-                                                 "only changes x[R]"])
+                return CheckResult(name, False, ["the rows of the other inputs are not right: a step only changes "
+                                                 "x[R], and its inverse leaves the other registers as they are"])
             mine = matrix[0]
         else:
             mine = _float_vector(answer, k, "your row")
@@ -2041,28 +2059,34 @@ def check_step_inverse(a, b, answer) -> CheckResult:
     if _close(mine, right[0]):
         return CheckResult(name, True, note="The inverse has the sparsity of J_t itself: one row, k entries.")
     problems = []
+    product = mine @ J  # row R of (your inverse) times J_t: must be row R of the identity
     if not _close(mine[:1], right[0, :1]):
-        problems.append(f"the diagonal entry is {mine[0]:.6g}; J_t^-1 J_t = I needs it to be 1/a = {right[0, 0]:.6g}"
-                        + (" (you kept a)" if math.isclose(mine[0], float(a)) else ""))
+        problems.append(f"the diagonal entry is {mine[0]:.6g}: with it, entry (R, R) of J_t^-1 J_t is "
+                        f"{product[0]:.6g}, not 1" + (" (you kept a, but the inverse must undo the step)"
+                                                      if math.isclose(mine[0], float(a)) else ""))
     off = mine[1:]
     if not _close(off, right[0, 1:]):
         if _close(off, -right[0, 1:]):
-            problems.append("the entries for the other inputs have the wrong sign: they are -b_i / a "
-                            "(yours are +b_i / a)")
+            problems.append("the entries for the other inputs have the wrong sign")
         elif _close(off, -J[0, 1:]):
-            problems.append("the entries for the other inputs are -b_i, but they must also be divided by a: -b_i / a")
+            problems.append("the entries for the other inputs are -b_i: they must cancel b_i times the diagonal "
+                            "entry of the inverse, not b_i times 1")
         else:
-            problems.append(f"the entries for the other inputs should be -b_i / a = {_numbers_text(right[0, 1:])}")
+            problems.append(f"the entries for the other inputs are not right: row R of J_t^-1 J_t must be 0 off "
+                            f"the diagonal, and with your row it is {_numbers_text(product[1:])} there")
     return CheckResult(name, False, problems)
 
 
-def _product_problems(mine, right, candidates, symbol: str) -> list[str]:
+def _product_problems(mine, right, candidates, symbol: str, hint: str) -> list[str]:
     """Why ``mine`` is not ``right``: the first candidate it matches (another mode, a sign), or the element off."""
     for candidate, words in candidates:
         if _close(mine, candidate):
             return [words]
     i = int(np.argmax(np.abs(mine - right)))
-    return [f"entry {i} of {symbol} is {mine[i]:.6g} but should be {right[i]:.6g}"]
+    wrong = int(np.sum(np.abs(mine - right) > _INVERSE_RTOL * (1 + np.abs(right).max())))
+    return [f"entry {i} of {symbol} is {mine[i]:.6g}, which is not right"
+            + (f" ({wrong} of {len(right)} entries are off)" if wrong > 1 else " (the other entries are right)")
+            + f": {hint}"]
 
 
 def _inverse_product(step, n, x, seed, answer, transpose: bool) -> CheckResult:
@@ -2099,7 +2123,9 @@ def _inverse_product(step, n, x, seed, answer, transpose: bool) -> CheckResult:
                    "J^-T ydot; the reverse-inverse sweep gives J^-1")),
         (seed, f"that is the seed {given} itself"),
     ]
-    return CheckResult(name, False, _product_problems(mine, right, candidates, symbol))
+    return CheckResult(name, False, _product_problems(
+        mine, right, candidates, symbol, "redo the sweep step by step, each step with its partials a and b_i taken "
+                                         "at the values its registers held then (run the program forward first)"))
 
 
 def check_reverse_inverse(step, n: int, x, ydot, answer) -> CheckResult:
@@ -2151,7 +2177,9 @@ def check_newton_step(step, n: int, x, answer) -> CheckResult:
                                           "the reverse-inverse sweep"),
         (x - J.T @ value, "that is a gradient step x - J^T F(x), not a Newton step"),
     ]
-    return CheckResult(name, False, _product_problems(mine, right, candidates, "the new point"))
+    return CheckResult(name, False, _product_problems(
+        mine, right, candidates, "the new point", "compute F(x), then J^-1 F(x) with one reverse-inverse sweep "
+                                                  "seeded with F(x), and subtract it from x"))
 
 
 def check_lump_order(step, n: int, answer) -> CheckResult:
@@ -2190,8 +2218,8 @@ def check_lump_order(step, n: int, answer) -> CheckResult:
     if max(mine.lump_sizes) == best:
         return CheckResult(name, True, note=f"Lump sizes {sizes}: no order does better than a largest lump of "
                                             f"{best}.")
-    return CheckResult(name, False, [f"your order gives lumps of sizes {sizes}; some order keeps every lump at "
-                                     f"size {best}: cut as soon as exactly {n} values are live, e.g. finish "
+    return CheckResult(name, False, [f"your order gives lumps of sizes {sizes}; another order keeps the largest "
+                                     f"lump smaller: cut as soon as exactly {n} values are live, e.g. finish "
                                      f"what one register needs before starting on the next"])
 
 

@@ -50,6 +50,21 @@ def messages(result):
     return "\n".join(result.problems)
 
 
+def hides(result, *expected):
+    """The feedback on a wrong answer says what is wrong without the expected answer: none of ``expected``
+    (numbers as whole words, vectors and phrases as text) appears in what the student sees."""
+    import re
+
+    text = str(result)
+    assert not result.ok
+    for value in expected:
+        if isinstance(value, (int, np.integer)):
+            assert not re.search(rf"(?<![\w.]){int(value)}(?![\w.])", text), (value, text)
+        else:
+            assert str(value) not in text, (value, text)
+    return True
+
+
 # --- placeholders -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call", [
@@ -211,6 +226,7 @@ def test_kernel_messages():
     assert "has 3 columns" in messages(ex.check_kernel_basis(A, [[2, 2, 0], [1, 0, 1], [0, 1, -1]]))
     r = ex.check_kernel_basis(A, [[4, 2], [2, 0], [0, 1]])
     assert "your K spans only a sublattice of index 2 of the kernel" in messages(r)
+    assert "column 0 have the common factor 2" in messages(r)
     assert "must have M = 3 rows" in messages(ex.check_kernel_basis(A, [[2, 2], [1, 0]]))
     # A full-rank matrix has the empty kernel basis.
     assert ex.check_kernel_basis([[1, 0], [0, 1]], np.zeros((2, 0), dtype=int))
@@ -221,6 +237,22 @@ def test_kernel_messages():
     assert ex.check_kernel_basis([[1, 2], [2, 4]], [[-2], [1]])
     assert ex.check_kernel_basis([[2, 4, 6]], [[-2, -3], [1, 0], [0, 1]])
     assert "index 2" in messages(ex.check_kernel_basis([[2, 4, 6]], [[-2, -6], [1, 0], [0, 2]]))
+
+
+def test_kernel_feedback_hides_the_basis():
+    # 3 a + 5 b + 7 c = 0 (chapter 04a, exercise 3): the kernel has dimension 2.
+    A = [[3, 5, 7]]
+    K = tab.integer_inverse(A).kernel
+    columns = [str(tuple(int(v) for v in K[:, j])).replace(",)", ")") for j in range(K.shape[1])]
+    too_few = ex.check_kernel_basis(A, K[:, :1])
+    assert "too few" in messages(too_few)
+    assert hides(too_few, "dimension 2", "M - R = 3 - 1", "= 2,")
+    too_many = ex.check_kernel_basis(A, np.hstack([K, K[:, :1] + K[:, 1:]]))
+    assert "more than the dimension" in messages(too_many) and hides(too_many, "dimension 2", "exactly 2")
+    # Independent columns spanning a sublattice (index 3): no kernel vector is shown as a witness.
+    sub = ex.check_kernel_basis(A, np.hstack([K[:, :1] + K[:, 1:], K[:, :1] - 2 * K[:, 1:]]))
+    assert "sublattice of index 3" in messages(sub) and "Smith" in messages(sub)
+    assert hides(sub, *columns, "kernel vector (")
 
 
 # --- integer solutions --------------------------------------------------------------------------
@@ -245,19 +277,36 @@ def test_solutions_messages():
     assert ex.check_integer_solutions([[2]], [3], ex.NO_SOLUTION)
     assert ex.check_integer_solutions([[2]], [3], "No solution")
     r = ex.check_integer_solutions([[2]], [3], ([1], np.zeros((1, 0), dtype=int)))
-    assert "I beta is not integral" in messages(r)
-    assert "A alpha_p = (2,), not beta = (3,)" in messages(r)
+    assert "A alpha_p = (2,), not beta = (3,)" in messages(r) and "eq. 17" in messages(r)
     r = ex.check_integer_solutions([[2]], [4], ex.NO_SOLUTION)
-    assert "there are integer solutions" in messages(r)
+    assert '"no solution" is not right' in messages(r) and "eq. 16" in messages(r)
     # c[i; i]: beta must have equal entries (the cokernel condition).
     r = ex.check_integer_solutions([[1, 0, 0], [1, 0, 0]], [1, 2], ([1, 0, 0], [[0, 0], [1, 0], [0, 1]]))
-    assert "cokernel condition C beta = 0 fails" in messages(r)
+    assert "not a solution" in messages(r) and "cokernel condition (eq. 16)" in messages(r)
     assert ex.check_integer_solutions([[1, 0, 0], [1, 0, 0]], [2, 2], ([2, 5, -1], [[0, 0], [1, 0], [0, 1]]))
     r = ex.check_integer_solutions([[1, 0, 1]], [5], ([5, 0, 0], [[0, 1], [1, 0], [0, -2]]))
     assert "column 1 of K is not in the kernel" in messages(r)
     assert "alpha_p must have 3 entries" in messages(
         ex.check_integer_solutions([[1, 0, 1]], [5], ([5, 0], [[0, 1], [1, 0], [0, -1]])))
     assert "not" in messages(ex.check_integer_solutions([[1, 0, 1]], [5], "maybe"))
+
+
+@pytest.mark.parametrize("A, beta, answer", [
+    ([[2, 4, 6]], [3], ([1, 0, 0], [[2, 3], [-1, 0], [0, -1]])),  # chapter 04a, exercise 4 (a): a pair given
+    ([[2]], [3], ([1.5], np.zeros((1, 0), dtype=int))),           # a real, not integer, solution
+    ([[1, 0, 0], [1, 0, 0]], [1, 2], ([1, 0, 0], [[0, 0], [1, 0], [0, 1]])),
+])
+def test_solutions_feedback_does_not_say_there_is_none(A, beta, answer):
+    result = ex.check_integer_solutions(A, beta, answer)
+    assert hides(result, "no solution", "no integer solution", "not integral", "fails", "gcd")
+    assert "eq. 16" in messages(result)  # the hint: decide solvability first, for either verdict
+
+
+def test_solutions_feedback_on_a_wrong_pair_reads_the_same_for_both_verdicts():
+    # The hint after a wrong alpha_p is the same whether or not solutions exist, so it tells nothing.
+    solvable = ex.check_integer_solutions([[1, 1, 0], [0, 1, 1]], [3, 5], ([0, 0, 0], [[1], [-1], [1]]))
+    unsolvable = ex.check_integer_solutions([[2, 4, 6]], [3], ([0, 0, 0], [[2, 3], [-1, 0], [0, -1]]))
+    assert solvable.problems[-1] == unsolvable.problems[-1]
 
 
 # --- loop bounds --------------------------------------------------------------------------------
@@ -313,7 +362,11 @@ def test_point_count_messages():
     assert "too few" in messages(ex.check_point_count([[1, 0, 1]], [5], (3, 4, 5), 6))
     # Fig. 3 and Fig. 4 of the report.
     assert ex.check_point_count([[1, -2]], [-1], (7, 5), 3)
-    assert "I beta is not integral" in messages(ex.check_point_count([[2, 0]], [3], (4, 4), 1))
+    none = ex.check_point_count([[2, 0]], [3], (4, 4), 1)
+    assert "too many" in messages(none) and "eqs. 16-17" in messages(none)
+    assert hides(none, "not integral", "no integer solution", 0)
+    assert hides(ex.check_point_count([[1, 0, 1]], [5], (3, 4, 5), 12), 8)
+    assert hides(ex.check_point_count([[1, 0, 1]], [5], (3, 4, 5), 6), 8)
 
 
 # --- redundant rows -----------------------------------------------------------------------------
@@ -326,7 +379,8 @@ def test_redundant_rows_messages():
     assert ex.check_redundant_rows(SQUARE_A, SQUARE_B, {2})
     r = ex.check_redundant_rows(SQUARE_A, SQUARE_B, {0})
     assert "row 0 (x_0 >= 0) is not redundant: x = " in messages(r)
-    assert "row 2 (x_0 + x_1 >= -1) is redundant" in messages(r)
+    assert "a row you did not list is redundant too" in messages(r)
+    assert hides(r, "row 2", "x_0 + x_1 >= -1")
     assert "there is no row 7" in messages(ex.check_redundant_rows(SQUARE_A, SQUARE_B, {7}))
     # Two copies of a row: each alone is redundant.
     assert ex.check_redundant_rows([[1, 0], [1, 0], [-1, 0]], [0, 0, -2], {0, 1})
@@ -377,4 +431,7 @@ def test_redundant_rows_against_brute_force(cuts):
     for i in range(len(A)):
         result = ex.check_redundant_rows(A, b, truth ^ {i})
         assert not result
-        assert f"row {i} (" in messages(result)
+        if i in truth:  # a redundant row left out: it is not named, the student is told to look again
+            assert "did not list is redundant" in messages(result) and f"row {i} (" not in messages(result)
+        else:  # a row wrongly claimed: named, with a point that satisfies the others and violates it
+            assert f"row {i} (" in messages(result)

@@ -25,6 +25,21 @@ def messages(result):
     return "\n".join(result.problems)
 
 
+def hides(result, *expected):
+    """The feedback on a wrong answer says what is wrong without the expected answer: none of ``expected``
+    (numbers as whole words, anything else as text) appears in what the student sees."""
+    import re
+
+    text = str(result)
+    assert not result.ok
+    for value in expected:
+        if isinstance(value, (int, np.integer)):
+            assert not re.search(rf"(?<![\w.]){int(value)}(?![\w.])", text), (value, text)
+        else:
+            assert str(value) not in text, (value, text)
+    return True
+
+
 @pytest.mark.parametrize("call", [
     lambda: ex.check_derivative(BROADCAST[0], "x", None, shapes=BROADCAST[1]),
     lambda: ex.check_term_count(SHIFT[0], "x", [3], None, shapes=SHIFT[1]),
@@ -133,7 +148,10 @@ def test_index_matrix():
     assert ex.check_index_matrix(text, "c", np.array([[1, 0, 0], [1, 0, 0]]), shapes=shapes)
     assert ex.check_index_matrix(text, "b", [[0, 1, 0], [0, 0, 1]], shapes=shapes)
     wrong = ex.check_index_matrix(text, "d", [[1, 1, 0]], shapes=shapes)
-    assert "row 0 says index 0 of d is i + j, but in d[i + k] it is i + k" in messages(wrong)
+    assert "row 0 says index 0 of d is i + j, which is not index 0 of d[i + k]" in messages(wrong)
+    assert hides(wrong, "it is i + k", "[1, 0, 1]", "[[1, 0, 1]]")
+    two_rows = ex.check_index_matrix(text, "b", [[0, 1, 0], [0, 1, 1]], shapes=shapes)
+    assert "row 1 says index 1 of b is j + k" in messages(two_rows) and hides(two_rows, "it is k", "[0, 0, 1]")
     shape = ex.check_index_matrix(text, "c", [[1, 0, 0]], shapes=shapes)
     assert "must be 2x3" in messages(shape)
     transposed = ex.check_index_matrix(text, "a", [[1, 0], [0, 0], [0, 1]], shapes=shapes)
@@ -194,9 +212,16 @@ def test_vec_index(shape, data):
     # eq. 4 with zero-based indices: strides s_0 = 1, s_d = N_0 ... N_(d-1)
     strides = [math.prod(shape[:d]) for d in range(len(shape))]
     right = sum(s * i for s, i in zip(strides, index))
+    row_major = sum(math.prod(shape[d + 1:]) * i for d, i in enumerate(index))
+    if row_major == right:  # the two orders agree here: the exercise could not tell them apart
+        with pytest.raises(ValueError, match="same position"):
+            ex.check_vec_index(shape, index, right)
+        return
     assert ex.check_vec_index(shape, index, right)
     result = ex.check_vec_index(shape, index, right + 1)
     assert not result.ok
+    result = ex.check_vec_index(shape, index, row_major)
+    assert not result.ok and "row-major" in messages(result)
 
 
 def test_vec_index_messages():
@@ -204,13 +229,52 @@ def test_vec_index_messages():
     assert "off by one" in messages(ex.check_vec_index((3, 4), (1, 2), 8))
     assert "outside" in messages(ex.check_vec_index((3, 4), (1, 2), 12))
     assert "integer" in messages(ex.check_vec_index((3, 4), (1, 2), 7.0))
+    # The first and the last element have the same position in both orders: refused as an exercise.
+    for index in [(0, 0, 0), (1, 2, 3)]:
+        with pytest.raises(ValueError, match="same position"):
+            ex.check_vec_index((2, 3, 4), index, None)
+    with pytest.raises(ValueError, match="not an index"):
+        ex.check_vec_index((2, 3, 4), (2, 0, 0), None)
+
+
+def _notebook_calls(notebook, function):
+    """The literal arguments of every call of ``function`` in a chapter's code cells."""
+    import ast
+    import pathlib
+
+    import nbformat
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / notebook
+    calls = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code" or function not in cell.source:
+            continue
+        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == function:
+                calls.append([ast.literal_eval(arg) for arg in node.args])
+    return calls
+
+
+def test_chapter_03_vec_exercise_rejects_the_row_major_answer():
+    """Chapter 03, exercise 1: the index asked for must tell column-major from row-major order."""
+    (call,) = _notebook_calls("03_tensor_functions.ipynb", "check_vec_index")
+    shape, index, answer = call
+    assert answer is None
+    right = int(np.ravel_multi_index(index, shape, order="F"))
+    row_major = int(np.ravel_multi_index(index, shape, order="C"))
+    assert right != row_major
+    assert ex.check_vec_index(shape, index, right)
+    wrong = ex.check_vec_index(shape, index, row_major)
+    assert "row-major" in messages(wrong) and hides(wrong, right)
 
 
 def test_jacobian_memory():
     n = 1000
     assert ex.check_jacobian_memory((n, n), (n, n), (n * n, n * n, 8 * n ** 4))
     swapped = ex.check_jacobian_memory((10, 20), (30,), (30, 200, 48000))
-    assert "swapped" in messages(swapped)
+    assert "swapped" in messages(swapped) and hides(swapped, "(200)", "(30)")
+    assert hides(ex.check_jacobian_memory((10, 20), (30,), (20, 30, 4800)), 200)
     entries = ex.check_jacobian_memory((10, 20), (30,), (200, 30, 6000))
     assert "number of entries" in messages(entries)
     rows = ex.check_jacobian_memory((10, 20), (30,), (20, 30, 4800))
@@ -234,7 +298,8 @@ def test_jacobian():
     off = J.copy()
     off[1, 1] = 2.0
     entry = ex.check_jacobian(rowsum[0], "x", {"x": X}, off, shapes=rowsum[1])
-    assert "entry [1, 1]" in messages(entry)
+    assert "entry [1, 1]" in messages(entry) and "is 2, which is not right" in messages(entry)
+    assert hides(entry, "right value", "should be", "is 0")  # the right entry is 0
     # matrix product: d vec(X Y) / d vec X = Y^T kron I (the textbook identity)
     Y = rng.standard_normal((3, 2))
     product = ("f[i; j] = sum{k}_0^2 (x[i; k] * y[k; j])", {"f": (2, 2), "x": (2, 3), "y": (3, 2)})

@@ -249,7 +249,9 @@ def test_hessian_vector_product_messages():
                                                                                          forward))
     other = hv.copy()
     other[2] += 1.0
-    assert "element [2] is" in messages(ex.check_hessian_vector_product(fn, "x", args, df, v, other))
+    off = ex.check_hessian_vector_product(fn, "x", args, df, v, other)
+    assert "element [2] is" in messages(off) and "which is not right" in messages(off)
+    assert f"{hv[2]:.6g}" not in str(off) and "should be" not in str(off)
     assert "nan or inf" in messages(ex.check_hessian_vector_product(fn, "x", args, df, v, hv * np.nan))
     assert "array of numbers" in messages(ex.check_hessian_vector_product(fn, "x", args, df, v, ["a", "b", "c", "d"]))
 
@@ -304,7 +306,8 @@ def test_hessian_pattern_of_a_convolution(n, width, data):
     assert ex.check_hessian_pattern(text, "x", beta, len(truth), shapes=shapes)
     gamma = data.draw(st.sampled_from(sorted(truth)))
     missing = ex.check_hessian_pattern(text, "x", beta, sorted(truth - {gamma}), shapes=shapes)
-    assert f"also for gamma in {{{gamma}}}" in messages(missing)
+    assert "for some gamma you did not list" in messages(missing)
+    assert f"{{{gamma}}}" not in str(missing) and f"v[{gamma}]" not in str(missing)
     outside = [g for g in range(n + width - 1) if g not in truth]
     if outside:
         extra = ex.check_hessian_pattern(text, "x", beta, sorted(truth | {outside[0]}), shapes=shapes)

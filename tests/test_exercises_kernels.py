@@ -202,7 +202,8 @@ def test_races_none_for_a_bijection():
 def test_races_messages():
     text, shapes = SHIFT
     missed = ex.check_scatter_races(text, "x", {1, 2}, shapes=shapes)
-    assert "you missed dx[3]: the threads f[0; 3], f[1; 2], f[2; 1] all add into it" in messages(missed)
+    assert "some element of dx that you did not list is written by two or more threads" in messages(missed)
+    assert "dx[3]" not in str(missed) and "dx[4]" not in str(missed)  # the racing elements not listed
     single = ex.check_scatter_races(text, "x", {0, 1, 2, 3, 4}, shapes=shapes)
     assert "dx[0] is written by one thread only (f[0; 0]): no race" in messages(single)
     one_thread = ex.check_scatter_races("f[i] = sum{k}_0^2 (x[i] * y[k])", "x", {0},
@@ -255,9 +256,10 @@ def test_contention_messages():
     adds = ex.check_max_contention(text, "c", 20, shapes=shapes)
     assert "20 is the number of adds into dc[0; 0], not of threads" in messages(adds)
     low = ex.check_max_contention(text, "d", 8, shapes=shapes)
-    assert "too low: dd[2] gets adds from 12 threads" in messages(low)
+    assert "too low: some element of dd gets adds from more than 8 threads" in messages(low)
     high = ex.check_max_contention(text, "d", 13, shapes=shapes)
-    assert "too high: no element of dd is written by more than 12 threads" in messages(high)
+    assert "too high: no element of dd is written by as many as 13 threads" in messages(high)
+    assert "12" not in str(low) + str(high)
     for wrong in ("12", 12.0, True):
         assert "integer count" in messages(ex.check_max_contention(text, "d", wrong, shapes=shapes))
 
