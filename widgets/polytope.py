@@ -1,32 +1,57 @@
-"""PolytopeView: ``Sigma(beta)`` in ``z``-space and its Fourier-Motzkin loop bounds (report sec. 5.1).
+"""PolytopeView: ``Sigma(beta)`` in ``alpha``-space and ``z``-space, and its Fourier-Motzkin loop bounds
+(report sec. 5.1, figs. 3 and 4).
 
 ``Sigma(beta)`` (eq. 42) holds the kernel coordinates ``z`` whose index
 ``alpha = I beta + K z`` lies in the box. Written as ``K z >= -I beta`` and
 ``-K z >= I beta - (shape - 1)`` (eqs. 43-44) it is eliminated by
-Fourier-Motzkin (Algorithm 3) into the nested loop bounds of eq. 45. For a 1-D
-kernel the region is a segment (fig. 3), for a 2-D kernel a polygon (fig. 4b),
-drawn with ``z_1`` (the outer loop) across and ``z_0`` (the inner loop) up, so
-the bounds of ``z_0`` are lines over ``z_1`` and the range of ``z_1`` is
-bounded by vertical lines. Larger kernels are shown as text.
+Fourier-Motzkin (Algorithm 3) into the nested loop bounds of eq. 45.
+
+For a 1-D or 2-D kernel the picture has two panels, as the report's figures:
+
+* left, ``alpha``-space (fig. 3, fig. 4a): the index box (red), the solutions
+  ``alpha = I beta + K z`` of ``A alpha = beta`` (the line through ``I beta``
+  along ``K`` for a 1-D kernel, with its ends ``l`` and ``h`` in the box), the
+  image of ``Sigma(beta)`` over the reals (shaded) and its integer points.
+  With more than two entries of ``alpha`` the panel shows two of them (the
+  first pair on which ``alpha`` is one to one with ``z``); the others follow
+  from them, and for a 2-D kernel their box limits are drawn as dashed lines;
+* right, ``z``-space (fig. 3, fig. 4b): ``Sigma(beta)`` itself, a segment or a
+  polygon, drawn with ``z_1`` (the outer loop) across and ``z_0`` (the inner
+  loop) up, so the bounds of ``z_0`` are lines over ``z_1`` and the range of
+  ``z_1`` is bounded by vertical lines; the "FM step" slider draws the
+  constraints (step 0) or the bounds found by each elimination.
+
+Larger kernels (and a trivial one) are shown as text only.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from fractions import Fraction
+from itertools import combinations, product
 
 import ipywidgets as W
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Polygon
+from matplotlib.ticker import MaxNLocator
 
 from tensoradbook._matrix import matvec
 from tensoradbook.geometry import loop_bounds, polygon_vertices
 
-from ._common import BetaExplorer, Plot, vector_text
+from ._common import DPI, BetaExplorer, Plot, canvas_png, subscript, vector_text
 
 _REGION = dict(facecolor="#9ecae1", edgecolor="#3182bd", alpha=0.5, linewidth=1.5)
 _POINTS = dict(color="#08306b", zorder=5)
+_OUTSIDE = dict(facecolors="white", edgecolors="#08306b", linewidths=0.9, zorder=4)  # solutions outside the box
+_BOX = dict(color="#d62728", linewidth=1.5, zorder=2)  # the index box, red as in fig. 4a
+_GRID = dict(s=9, color="0.78", zorder=1)  # the integer points of the box
+_PARTICULAR = dict(marker="*", markersize=14, color="#d62728", markeredgecolor="black", linestyle="none",
+                   zorder=6)
+_KERNEL = "#2ca02c"  # the solution line and the columns of K
+_HIDDEN = dict(color="#d62728", linestyle=":", linewidth=1.2)  # box limits of an entry of alpha not drawn
+
 _LINES = {  # what each kind of line shows, and how
     "constraint": (dict(color="0.45", linestyle="--", linewidth=1), "constraints (eqs. 43-44)"),
     "lower": (dict(color="#1f77b4", linewidth=1.6), "lower bounds of z₀"),
@@ -66,13 +91,77 @@ def bound_text(name: str, lower, upper, later_names) -> str:
     return f"{side(lower, 'max', '-inf')} <= {name} <= {side(upper, 'min', 'inf')}"
 
 
+class _AlphaPlot(Plot):
+    """The alpha-space panel: a :class:`~tensoradbook.widgets._common.Plot` whose background (the box,
+    its integer points, the axes, ticks and labels: all that stays while beta moves) is drawn once per
+    pair of entries shown and kept as pixels; a frame restores them and draws only beta's own artists on
+    top (matplotlib's blitting), then pastes the legend's pixels, as :class:`Plot` does. A frame's
+    artists stay in the axes (each with a gid saying what it shows) until :meth:`clear_frame`."""
+
+    SIZE = (6.0, 5.2)  # inches: the axes across the whole width, the legend below them
+    LEGEND = dict(loc="lower center", bbox_to_anchor=(0.5, 0.005), ncol=2, fontsize=9, framealpha=0.9)
+
+    def __init__(self):
+        super().__init__()
+        self.fig.set_size_inches(*self.SIZE)
+        self.ax.set_position((0.1, 0.34, 0.86, 0.54))
+        self._background = None
+        self._legend_pixels: dict[tuple[str, ...], object] = {}
+        self._frame_artists = []
+
+    def clear_frame(self) -> None:
+        """Remove the last frame's artists (before drawing the next frame or a new background)."""
+        for artist in self._frame_artists:
+            artist.remove()
+        self._frame_artists = []
+
+    def set_background(self) -> None:
+        """Call after changing the static artists or the limits: draw them and keep the pixels."""
+        self.canvas.draw()
+        self._background = self.canvas.copy_from_bbox(self.fig.bbox)
+
+    def frame(self, artists, handles, labels) -> bytes:
+        """The background, ``artists`` drawn over it, the legend: PNG bytes."""
+        key = tuple(labels)
+        if key not in self._legend_pixels:
+            legend = self.fig.legend(handles, labels, **self.LEGEND)
+            self.canvas.draw()
+            self._legend_pixels[key] = self.canvas.copy_from_bbox(legend.get_window_extent().padded(2))
+            legend.remove()
+        self.canvas.restore_region(self._background)
+        for artist in artists:
+            self.ax.draw_artist(artist)
+        self._frame_artists = list(artists)
+        self.canvas.restore_region(self._legend_pixels[key])
+        return canvas_png(self.canvas)
+
+
+def _drawn_entries(kernel, shape) -> tuple[int, int]:
+    """The two entries of alpha the alpha-space panel draws: the first pair (a, b) on which
+    ``z -> (I beta + K z)[a, b]`` is one to one (a 2 x kappa block of K of rank kappa)."""
+    rows = kernel.tolist()
+    kappa = len(rows[0]) if rows else 0
+    for a, b in combinations(range(len(rows)), 2):
+        block = [rows[a], rows[b]]
+        if kappa == 1 and (block[0][0] or block[1][0]):
+            return a, b
+        if kappa == 2 and block[0][0] * block[1][1] - block[0][1] * block[1][0]:
+            return a, b
+    return 0, 1  # pragma: no cover -- a kernel basis of rank kappa has such a pair
+
+
 class PolytopeView(BetaExplorer):
-    """``Sigma(beta)`` and the steps of Fourier-Motzkin elimination on it.
+    """``Sigma(beta)`` in alpha-space and z-space, and the steps of Fourier-Motzkin elimination on it.
 
     Python API: ``beta`` / ``set_beta(beta)`` (or the sliders), ``step``
     (0 = the constraints, k = after eliminating ``z_0 .. z_{k-1}``; clamped),
-    ``points`` (the integer ``z`` in ``Sigma(beta)``), ``bounds_text`` (one
-    line per variable, outermost first), ``status`` and ``error``.
+    ``points`` (the integer ``z`` in ``Sigma(beta)``), ``alphas`` (their
+    indices ``alpha = I beta + K z``, in the same order), ``drawn_entries``
+    (the two entries of alpha the alpha-space panel shows, or None without a
+    picture), ``panels`` (the matplotlib axes of the two pictures, ``{"alpha":
+    ..., "z": ...}``; empty without a picture), ``bounds_text`` (one line per
+    variable, outermost first), ``status`` and ``error``. The pictures are the
+    PNGs of ``alpha_image`` (left) and ``z_image`` (right).
     """
 
     def __init__(self, A, shape, beta=None, kernel=None):
@@ -80,6 +169,9 @@ class PolytopeView(BetaExplorer):
         self._kappa = self._inverse.kernel.shape[1]
         self._names = [f"z_{k}" for k in range(self._kappa)]
         self._boxed, self._reason, self._points, self._bounds, self._vertices = None, None, [], [], []
+        self._alphas: list[tuple[int, ...]] = []
+        self._alpha_plot, self._pair = None, None
+        self._alpha_image = W.Image(format="png", layout=W.Layout(width=f"{int(_AlphaPlot.SIZE[0] * DPI)}px"))
         self._step_slider = W.IntSlider(min=0, max=self._kappa, description="FM step",
                                         style={"description_width": "5em"})
         self._step_slider.observe(lambda _: self._show_step(), names="value")
@@ -88,9 +180,9 @@ class PolytopeView(BetaExplorer):
         if self._kappa in (1, 2):
             self._build_figure()
         else:  # no picture for a point or for more than two dimensions: the text says it all
-            self._image.layout.display = "none"
+            self._image.layout.display = self._alpha_image.layout.display = "none"
         self.children = [self._slider_box, self._kernel_box, self._errors, self._status, self._step_slider,
-                         self._step_text, self._image, self._table]
+                         self._step_text, W.HBox([self._alpha_image, self._image]), self._table]
         self._start(beta)
 
     # -- Python API ---------------------------------------------------------
@@ -107,6 +199,32 @@ class PolytopeView(BetaExplorer):
         return list(self._points)
 
     @property
+    def alphas(self) -> list[tuple[int, ...]]:
+        """The indices ``alpha = I beta + K z`` of the points of Sigma(beta), in the same order."""
+        return list(self._alphas)
+
+    @property
+    def drawn_entries(self) -> tuple[int, int] | None:
+        """The entries ``(a, b)`` of alpha drawn across and up in the alpha-space panel; None without a picture."""
+        return self._pair
+
+    @property
+    def panels(self) -> dict:
+        """The axes of the two pictures, ``{"alpha": ..., "z": ...}``; empty for a kernel of dimension 0 or
+        more than 2, which is shown as text."""
+        return {"alpha": self._alpha_plot.ax, "z": self._ax} if self._alpha_plot is not None else {}
+
+    @property
+    def alpha_image(self) -> bytes:
+        """The PNG of the alpha-space picture (b"" without a picture)."""
+        return bytes(self._alpha_image.value)
+
+    @property
+    def z_image(self) -> bytes:
+        """The PNG of the z-space picture (b"" without a picture)."""
+        return bytes(self._image.value)
+
+    @property
     def bounds_text(self) -> list[str]:
         """The loop bounds of eq. 45, outermost variable first; [] when beta has no solution."""
         return [bound_text(self._names[k], lower, upper, self._names[k + 1:])
@@ -117,11 +235,13 @@ class PolytopeView(BetaExplorer):
         self._boxed, self._reason = self._solve()
         boxed = self._boxed
         self._points = boxed.points() if boxed is not None else []
+        self._alphas = [boxed.solutions.point(z) for z in self._points] if boxed is not None else []
         self._bounds = loop_bounds(boxed.system, boxed.rhs) if boxed is not None else []
         self._vertices = (polygon_vertices(boxed.constraint_matrix, boxed.rhs, boxed.system)
                           if boxed is not None and self._kappa == 2 else [])
         self._status.show(self._describe())
         self._table.value = self._table_html()
+        self._draw_alpha()  # alpha-space changes with beta and the kernel basis, not with the step
         self._show_step()
 
     def _describe(self) -> str:
@@ -189,15 +309,16 @@ class PolytopeView(BetaExplorer):
         if self._kappa == 2:
             ax.set_xlabel("z₁ (outer loop)", fontsize=12)
             ax.set_ylabel("z₀ (inner loop)", fontsize=12)
-            self._region = ax.add_patch(Polygon([[0, 0]], closed=True, **_REGION))
+            self._region = ax.add_patch(Polygon([[0, 0]], closed=True, gid="z-region", **_REGION))
         else:
             ax.set_xlabel("z₀", fontsize=12)
             ax.set_yticks([])
             ax.set_ylim(-1, 1)
             (self._region,) = ax.plot([], [], color=_REGION["edgecolor"], linewidth=6, alpha=0.5,
-                                      solid_capstyle="butt")
-        self._dots = ax.scatter([], [], s=40, **_POINTS)
+                                      solid_capstyle="butt", gid="z-region")
+        self._dots = ax.scatter([], [], s=40, gid="z-points", **_POINTS)
         self._step_artists = []
+        self._alpha_plot = _AlphaPlot()
 
     def _draw(self) -> None:
         ax = self._ax
@@ -230,9 +351,176 @@ class PolytopeView(BetaExplorer):
                 style, label = _LINES[kind]
                 handles.append(Line2D([], [], **style))
                 labels.append(label.replace("z₀", "z") if self._kappa == 1 else label)
-        ax.set_title(f"Σ(β) for β = {vector_text(self._beta)}, step {self.step}",
-                     fontsize=11)
+        ax.set_title(f"z-space: Σ(β) for β = {vector_text(self._beta)}, FM step {self.step}", fontsize=11)
         self._image.value = self._plot.png(handles, labels)
+
+    def _alpha_background(self) -> tuple[int, int]:
+        """Set up the alpha-space axes for the pair of entries this kernel basis draws (once per pair)."""
+        pair = _drawn_entries(self._kernel, self._shape)
+        if pair == self._pair:
+            return pair
+        self._pair = pair
+        plot = self._alpha_plot
+        ax = plot.ax
+        ax.cla()
+        for axis in (ax.xaxis, ax.yaxis):  # as Plot sets them up: integer ticks, few of them
+            axis.set_major_locator(MaxNLocator(nbins=7, integer=True))
+        ax.tick_params(labelsize=9)
+        a, b = pair
+        high_a, high_b = self._shape[a] - 1, self._shape[b] - 1
+        ax.plot([0, high_a, high_a, 0, 0], [0, 0, high_b, high_b, 0], gid="alpha-box", **_BOX)
+        grid = np.array(list(product(range(high_a + 1), range(high_b + 1))), dtype=float)
+        ax.scatter(grid[:, 0], grid[:, 1], gid="alpha-grid", **_GRID)
+        ax.set_xlabel(f"α{subscript(a)}", fontsize=12)
+        ax.set_ylabel(f"α{subscript(b)}", fontsize=12)
+        # A fixed view (the box and a margin), at equal scale so the kernel directions keep their angles.
+        ax.set_xlim(-1.3, high_a + 1.3)
+        ax.set_ylim(-1.3, high_b + 1.3)
+        ax.set_aspect("equal", adjustable="box")
+        ax.set_anchor("S")  # a flat box sits on the legend, its title with it
+        plot.set_background()
+        return pair
+
+    def _draw_alpha(self) -> None:
+        """The alpha-space picture for this beta: the box, the solutions and the image of Sigma(beta)."""
+        if self._alpha_plot is None:
+            return
+        self._alpha_plot.clear_frame()
+        a, b = self._alpha_background()
+        ax = self._alpha_plot.ax
+        artists, kinds = [], {"box"}
+        hidden = [h for h in range(len(self._shape)) if h not in (a, b)]
+        view = [ax.get_xlim(), ax.get_ylim()]
+        title = f"α-space: α = Iβ + K z for β = {vector_text(self._beta)}"
+        if self._boxed is None:
+            artists.append(ax.text(0.5, 0.5, "no integer solution for this β", transform=ax.transAxes,
+                                   ha="center", fontsize=13, color="#b00020", gid="alpha-message",
+                                   bbox=dict(facecolor="white", edgecolor="none")))
+        else:
+            p = [int(v) for v in self._boxed.solutions.particular]
+            K = [[int(v) for v in row] for row in self._kernel.tolist()]
+
+            def at(z):  # (alpha_a, alpha_b) of I beta + K z, for real z
+                return tuple(float(p[c] + sum(K[c][j] * z[j] for j in range(self._kappa))) for c in (a, b))
+
+            start = (float(p[a]), float(p[b]))
+            tips = [at([int(j == i) for j in range(self._kappa)]) for i in range(self._kappa)]
+            if self._kappa == 1:  # the real solutions: the line through I beta along K
+                artists.append(ax.axline(start, tips[0], color=_KERNEL, linestyle=":", linewidth=1.4, zorder=1,
+                                         gid="alpha-line"))
+                if self._line_in_view(start, tips[0], view):
+                    kinds.add("line")
+                lower, upper = self._bounds[0]
+                low, high = lower[0].constant, upper[0].constant
+                if low <= high:  # the image of Sigma(beta) over the reals, from l to h as in fig. 3
+                    ends = [at([low]), at([high])]
+                    artists += ax.plot(*zip(*ends), color=_REGION["edgecolor"], linewidth=6, alpha=0.5,
+                                       solid_capstyle="butt", zorder=2, gid="alpha-region")
+                    kinds.add("region")
+                    for (x, y), name in zip(ends, "lh"):
+                        artists.append(ax.annotate(name, (x, y), xytext=(7, -14 if name == "l" else 6),
+                                                   textcoords="offset points", fontsize=13, fontweight="bold",
+                                                   color=_REGION["edgecolor"], gid=f"alpha-{name}"))
+            elif self._vertices:  # the image of the polygon Sigma(beta) over the reals (fig. 4a)
+                artists.append(ax.add_patch(Polygon([at([z0, z1]) for z0, z1 in self._vertices], closed=True,
+                                                    gid="alpha-region", **_REGION)))
+                kinds.add("region")
+            limits = self._hidden_limits(a, b, p, K, hidden) if self._kappa == 2 else []
+            if limits:
+                artists += limits
+                kinds.add("hidden")
+            outside = [at(z) for z in self._nearby_solutions(a, b, p, K, view)]
+            if outside:
+                artists.append(ax.scatter(*np.array(outside).T, s=34, gid="alpha-outside", **_OUTSIDE))
+                kinds.add("outside")
+            inside = np.array([(alpha[a], alpha[b]) for alpha in self._alphas], dtype=float).reshape(-1, 2)
+            artists.append(ax.scatter(inside[:, 0], inside[:, 1], s=46, gid="alpha-points", **_POINTS))
+            kinds.add("points")
+            if all(low <= v <= high for v, (low, high) in zip(start, view)):
+                artists += ax.plot(*start, gid="alpha-particular", **_PARTICULAR)
+                kinds |= {"particular", "kernel"}
+                for tip in tips:  # the columns of K as arrows from I beta (the tips may leave the view)
+                    arrow = ax.annotate("", xy=tip, xytext=start, zorder=3, annotation_clip=False, gid="alpha-kernel",
+                                        arrowprops=dict(arrowstyle="-|>", color=_KERNEL, linewidth=2,
+                                                        mutation_scale=14))
+                    arrow.arrow_patch.set_clip_path(ax.patch)
+                    artists.append(arrow)
+            else:
+                title += f"\nIβ = {vector_text(p)} lies outside this view"
+        artists.append(ax.text(0.5, 1.02, title, transform=ax.transAxes, ha="center", va="bottom", fontsize=11,
+                               gid="alpha-title"))
+        legend = {
+            "box": (Line2D([], [], **_BOX), "box 0 ≤ α < shape"),
+            "line": (Line2D([], [], color=_KERNEL, linestyle=":", linewidth=1.4), "α = Iβ + K z, z real"),
+            "region": (Patch(**_REGION), "Σ(β) (reals) mapped to α"),
+            "points": (Line2D([], [], marker="o", linestyle="none", **_POINTS), "α of the points of Σ(β)"),
+            "outside": (Line2D([], [], marker="o", linestyle="none", markerfacecolor="white",
+                               markeredgecolor=_POINTS["color"]), "solutions outside the box"),
+            "particular": (Line2D([], [], **_PARTICULAR), "Iβ"),
+            "kernel": (Line2D([], [], color=_KERNEL, linewidth=2, marker=">", markevery=[1]), "columns of K"),
+            "hidden": (Line2D([], [], **_HIDDEN), "box limits of " + ", ".join(f"α{subscript(h)}" for h in hidden)
+                       + f" (fixed by α{subscript(a)}, α{subscript(b)})"),
+        }
+        handles, labels = zip(*(legend[kind] for kind in legend if kind in kinds))
+        self._alpha_image.value = self._alpha_plot.frame(artists, handles, labels)
+
+    @staticmethod
+    def _line_in_view(start, through, view) -> bool:
+        """Whether the line through ``start`` and ``through`` crosses the rectangle ``view``."""
+        low, high = -math.inf, math.inf
+        for (v0, v1), s, t in zip(view, start, through):
+            if t == s:
+                if not v0 <= s <= v1:
+                    return False
+                continue
+            ends = sorted(((v0 - s) / (t - s), (v1 - s) / (t - s)))
+            low, high = max(low, ends[0]), min(high, ends[1])
+        return low <= high
+
+    def _nearby_solutions(self, a, b, p, K, view) -> list:
+        """Integer z whose alpha is a solution outside the box but drawn inside the view (at most 400)."""
+        K = np.array(K, dtype=np.int64)
+        if self._kappa == 1:  # the z with view_low <= p_c + K_c z <= view_high in both drawn entries c
+            low, high = -math.inf, math.inf
+            for (v0, v1), c in zip(view, (a, b)):
+                if K[c, 0]:
+                    ends = sorted(((v0 - p[c]) / int(K[c, 0]), (v1 - p[c]) / int(K[c, 0])))
+                    low, high = max(low, ends[0]), min(high, ends[1])
+            z = np.arange(math.ceil(low), math.floor(high) + 1, dtype=np.int64).reshape(-1, 1)
+        else:  # z = K_ab^-1 (alpha_ab - p_ab) for every integer point of the view; keep the integral ones
+            (k00, k01), (k10, k11) = (int(v) for v in K[a]), (int(v) for v in K[b])
+            det = k00 * k11 - k01 * k10
+            xs = np.arange(math.ceil(view[0][0]), math.floor(view[0][1]) + 1, dtype=np.int64) - p[a]
+            ys = np.arange(math.ceil(view[1][0]), math.floor(view[1][1]) + 1, dtype=np.int64) - p[b]
+            dx, dy = (grid.ravel() for grid in np.meshgrid(xs, ys))
+            n0, n1 = k11 * dx - k01 * dy, -k10 * dx + k00 * dy
+            integral = (n0 % det == 0) & (n1 % det == 0)
+            z = np.stack([n0[integral] // det, n1[integral] // det], axis=1)
+        alpha = np.array(p, dtype=np.int64) + z @ K.T
+        outside = ~np.all((alpha >= 0) & (alpha < np.array(self._shape, dtype=np.int64)), axis=1)
+        return [[int(v) for v in row] for row in z[outside][:400]]
+
+    def _hidden_limits(self, a, b, p, K, hidden) -> list:
+        """For a 2-D kernel: the box limits ``0 <= alpha_h <= shape_h - 1`` of each entry not drawn, as
+        lines in the panel (on the solutions, alpha_h is an affine function of alpha_a and alpha_b)."""
+        (k00, k01), (k10, k11) = K[a], K[b]
+        det = Fraction(k00 * k11 - k01 * k10)
+        lines = []
+        for h in hidden:
+            # alpha_h = p_h + K_h z with z = K_ab^-1 (alpha_ab - p_ab): alpha_h = c + g_a alpha_a + g_b alpha_b
+            g_a = (K[h][0] * k11 - K[h][1] * k10) / det
+            g_b = (-K[h][0] * k01 + K[h][1] * k00) / det
+            c = p[h] - g_a * p[a] - g_b * p[b]
+            for level in (0, self._shape[h] - 1):
+                if g_b:
+                    line = self._alpha_plot.ax.axline((0.0, float((level - c) / g_b)), slope=float(-g_a / g_b),
+                                                      gid="alpha-hidden", **_HIDDEN)
+                elif g_a:
+                    line = self._alpha_plot.ax.axvline(float((level - c) / g_a), gid="alpha-hidden", **_HIDDEN)
+                else:  # alpha_h is the same for every solution: no line
+                    continue
+                lines.append(line)
+        return lines
 
     def _lines(self) -> list[tuple]:
         """The current step's lines in plot coordinates.
