@@ -34,7 +34,7 @@ from .expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, N
 from .fourier_motzkin import fourier_motzkin
 from .intlinalg import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
-from .simplify import ZERO, add, hoist_invariants, if_
+from .simplify import ZERO, add, atom_truth, hoist_invariants, if_
 
 
 def _fresh(base: str, used: set[str]) -> str:
@@ -380,32 +380,42 @@ def _depth(node: Expr) -> int:
 
 
 def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
-    """Drop inequality atoms that hold for every ``beta`` in the gradient's box ``0 <= beta < shape``."""
+    """Decide the conditions of the top-level ``if``s on the gradient's box ``0 <= beta < shape``.
+
+    An atom that holds for every ``beta`` in the box goes; a condition with an
+    atom that holds for none gives its ``else`` branch. The top-level ``if``
+    is the gate of eqs. 16, 17 and 34 (``else (0)``) or, where the gate is
+    empty, the element's own conditional from the function (any ``else``,
+    e.g. ``dw[] = if {0 - 1 >= 0} then (0) else (df[0])``): the decision must
+    not take the ``else`` to be 0.
+    """
     if not isinstance(expression, If):
         return expression
-    ranges = dict(zip(beta, [(0, n - 1) for n in shape]))
+    then = _box_decide(expression.then, beta, shape)
+    otherwise = _box_decide(expression.otherwise, beta, shape)
+    box = dict(zip(beta, [(0, n - 1) for n in shape]))
+    ranges, narrowing = dict(box), set()
     for atom in expression.condition:  # a divisibility atom on one index narrows that index's range
-        if atom.modulus and len(atom.affine.terms) == 1:
-            ((name, c),) = atom.affine.terms
+        affine = atom.affine
+        if atom.modulus and affine.denominator == 1 and len(affine.terms) == 1 and affine.names[0] in box:
+            narrowing.add(atom)
+            ((name, c),) = affine.terms
             low, high = ranges[name]
             # c v + c0 = 0 (mod m) holds exactly for v = v0 (mod m / g), g = gcd(c, m), if g divides c0
             g = math.gcd(c, atom.modulus)
-            if atom.affine.constant % g:
-                return ZERO
+            if affine.constant % g:
+                return otherwise
             step = atom.modulus // g
-            v0 = (-atom.affine.constant // g) * pow(c // g, -1, step) % step if step > 1 else 0
+            v0 = (-affine.constant // g) * pow(c // g, -1, step) % step if step > 1 else 0
             first, last = low + (v0 - low) % step, high - (high - v0) % step
             if first > last:
-                return ZERO
+                return otherwise
             ranges[name] = (first, last)
     kept = []
-    for atom in expression.condition:
-        if atom.inequality and set(atom.affine.names) <= set(ranges):
-            low = atom.affine.constant + sum(min(c * ranges[n][0], c * ranges[n][1]) for n, c in atom.affine.terms)
-            high = atom.affine.constant + sum(max(c * ranges[n][0], c * ranges[n][1]) for n, c in atom.affine.terms)
-            if low >= 0:
-                continue  # always holds
-            if high < 0:
-                return ZERO  # never holds
-        kept.append(atom)
-    return if_(tuple(kept), expression.then, expression.otherwise)
+    for atom in expression.condition:  # the narrowing atoms on the whole box: they hold on their ranges
+        truth = atom_truth(atom, box if atom in narrowing else ranges)
+        if truth is False:
+            return otherwise
+        if truth is None or atom.modulus:  # a divisibility atom guards the division it makes exact: it stays
+            kept.append(atom)
+    return if_(tuple(kept), then, otherwise)

@@ -135,14 +135,29 @@ def unary(op: str, a: Expr) -> Expr:
 
 
 
-def atom_truth(atom: Atom) -> bool | None:
-    """True or False for an atom without index names, None when it depends on indices."""
-    if not atom.affine.is_constant:
+def atom_truth(atom: Atom, ranges: dict | None = None) -> bool | None:
+    """True or False where ``atom`` holds for every or for no index values in the box ``ranges``
+    (name -> (least, greatest)), None where that depends on the values or on a name outside the box.
+
+    Without ``ranges`` only atoms without index names are decided. The value
+    compared is ``floor(numerator / denominator)``, as :meth:`Atom.holds`
+    evaluates it; it is monotone in the numerator, so its extremes on the box
+    are those of the numerator's, at the box's corners.
+    """
+    ranges = ranges or {}
+    affine = atom.affine
+    if not set(affine.names) <= set(ranges):
         return None
-    value = math.floor(atom.affine.offset)
+    low = affine.constant + sum(min(c * ranges[n][0], c * ranges[n][1]) for n, c in affine.terms)
+    high = affine.constant + sum(max(c * ranges[n][0], c * ranges[n][1]) for n, c in affine.terms)
+    low, high = low // affine.denominator, high // affine.denominator
     if atom.inequality:
-        return atom.affine.offset >= 0
-    return value == 0 if atom.modulus == 0 else (atom.affine.offset.denominator == 1 and value % atom.modulus == 0)
+        return True if low >= 0 else False if high < 0 else None
+    if low == high:
+        return low % atom.modulus == 0 if atom.modulus else low == 0
+    if not atom.modulus and (low > 0 or high < 0):
+        return False
+    return None
 
 
 def if_(condition, then: Expr, otherwise: Expr) -> Expr:

@@ -3,13 +3,16 @@
 The random functions have affine indices (coefficients -2..2), unary and binary
 operations kept smooth, and sums with constant or output-dependent upper
 bounds; the argument shapes grow to fit every index, so each function is
-valid by construction.
+valid by construction. The conditional ones add ``if``s whose conditions hold
+always, never or sometimes on the index box, scalar and size-1 outputs, and
+sums of one term: where the derivation decides conditions itself.
 """
 
+import hypothesis
 import numpy as np
 from hypothesis import strategies as st
 
-from tensoradbook.expr import Affine, Binary, Element, Function, Number, Sum, Unary
+from tensoradbook.expr import Affine, Atom, Binary, Element, Function, If, Number, Sum, Unary
 
 # The index patterns the authors' reference implementation tests, and more: (text, shapes, the kind
 # of condition the gradients must contain, if any).
@@ -30,6 +33,10 @@ PATTERNS = [
 ]
 
 OUTPUT = {"i": 3, "j": 2}
+# Outputs of the conditional functions: a scalar and size-1 axes too, where conditions are decided on
+# the box and sums of one term vanish at derive time (the cases that once gave a wrong gradient).
+OUTPUTS = [{}, {"i": 1}, {"i": 3}, {"i": 1, "j": 1}, {"i": 2, "j": 1}, {"i": 3, "j": 2}]
+DIMS = {"x": 1, "y": 2, "w": 0}  # argument -> number of indices
 
 
 @st.composite
@@ -37,78 +44,134 @@ def affine_over(draw, names):
     return {n: draw(st.integers(-2, 2)) for n in names}
 
 
+def _range(coefficients, ranges):
+    """The least and greatest value of ``sum c * name`` over the box ``ranges``."""
+    low = sum(min(c * ranges[n][0], c * ranges[n][1]) for n, c in coefficients.items())
+    high = sum(max(c * ranges[n][0], c * ranges[n][1]) for n, c in coefficients.items())
+    return low, high
+
+
 @st.composite
-def expressions(draw, scope, depth=0):
-    """A random expression over the index names in ``scope`` (name -> (low, high) range)."""
-    kind = draw(st.sampled_from(["element", "element", "unary", "binary", "sum"] if depth < 3 else ["element"]))
+def box_atoms(draw, scope):
+    """A condition atom over ``scope`` that holds always, never or sometimes on its box (drawn)."""
+    # Mostly on some index: a condition without any is decided as the derivation builds it.
+    coefficients = {n: draw(st.sampled_from([1, -1, 2, -2, 0])) for n in scope}
+    low, high = _range(coefficients, scope)
+    kind = draw(st.sampled_from(["inequality", "equality", "modulus"]))
+    truth = draw(st.sampled_from(["always", "never", "sometimes"]))
+    if kind == "modulus":
+        modulus = draw(st.integers(2, 3))
+        return Atom(Affine.of(coefficients, draw(st.integers(0, modulus - 1))), modulus)
+    if truth == "never":  # value + constant < 0 for every value
+        constant = -high - 1
+    elif kind == "inequality":  # value + constant >= 0 for all values when constant >= -low
+        constant = -low if truth == "always" else draw(st.integers(-high, max(-high, -low - 1)))
+    else:
+        constant = draw(st.integers(-high, -low))
+    return Atom(Affine.of(coefficients, constant), inequality=kind == "inequality")
+
+
+@st.composite
+def expressions(draw, scope, depth=0, conditions=False, kind=None):
+    """A random expression over the index names in ``scope`` (name -> (low, high) range); with
+    ``conditions``, also ``if``s with constant or expression branches and 0-d elements ``w[]``.
+    ``kind`` fixes the kind of the root."""
+    kinds = ["element", "element", "unary", "binary", "sum"] + ["if", "if"] * conditions
+    kind = kind or draw(st.sampled_from(kinds if depth < 3 else ["element"]))
     if kind == "element":
-        argument = draw(st.sampled_from(["x", "y"]))
-        dims = 1 if argument == "x" else 2
-        indices = tuple(draw(affine_over(list(scope))) for _ in range(dims))
+        argument = draw(st.sampled_from(["x", "y", "w", "w"] if conditions else ["x", "y"]))
+        indices = tuple(draw(affine_over(list(scope))) for _ in range(DIMS[argument]))
         return ("element", argument, indices)
     if kind == "unary":
         op = draw(st.sampled_from(["sin", "tanh", "exp", "sqrt1p", "neg"]))
-        return ("unary", op, draw(expressions(scope, depth + 1)))
+        return ("unary", op, draw(expressions(scope, depth + 1, conditions)))
     if kind == "binary":
         op = draw(st.sampled_from(["+", "-", "*", "/", "**"]))
-        return ("binary", op, draw(expressions(scope, depth + 1)), draw(expressions(scope, depth + 1)))
+        return ("binary", op, draw(expressions(scope, depth + 1, conditions)),
+                draw(expressions(scope, depth + 1, conditions)))
+    if kind == "if":
+        atoms = tuple(draw(st.lists(box_atoms(scope), min_size=1, max_size=2)))
+        # A constant or a bare element as often as anything else: then derive decides the
+        # condition of a whole gradient (its top-level if) on the box.
+        branch = st.one_of(st.sampled_from([("number", 0), ("number", 1), ("number", 2.5)]),
+                           expressions(scope, 3, conditions), expressions(scope, depth + 1, conditions))
+        return ("if", atoms, draw(branch), draw(branch))
     name = f"k{depth}"
     dependent = draw(st.booleans())
-    upper_name = draw(st.sampled_from(list(scope))) if dependent else None
-    high = scope[upper_name][1] if upper_name else draw(st.integers(0, 3))
+    upper_name = draw(st.sampled_from(list(scope))) if dependent and scope else None
+    high = scope[upper_name][1] if upper_name else draw(st.integers(0, 3))  # 0: a sum of one term
     inner = dict(scope)
     inner[name] = (0, high)
-    return ("sum", name, upper_name, high, draw(expressions(inner, depth + 1)))
+    return ("sum", name, upper_name, high, draw(expressions(inner, depth + 1, conditions)))
 
 
-def build(tree, ranges, shapes):
-    """The expression tree from the description, growing the argument shapes to fit every index."""
+def build(tree, ranges, sizes):
+    """The expression tree from the description, growing the argument sizes to fit every index."""
     kind = tree[0]
+    if kind == "number":
+        return Number(tree[1])
     if kind == "element":
         _, argument, coefficient_maps = tree
         indices = []
+        extent = sizes.setdefault(argument, [1] * DIMS[argument])
         for k, coefficients in enumerate(coefficient_maps):
-            low = sum(min(c * ranges[n][0], c * ranges[n][1]) for n, c in coefficients.items())
-            high = sum(max(c * ranges[n][0], c * ranges[n][1]) for n, c in coefficients.items())
+            low, high = _range(coefficients, ranges)
             indices.append(Affine.of(coefficients, -low))
-            key = (argument, k)
-            shapes[key] = max(shapes.get(key, 1), high - low + 1)
+            extent[k] = max(extent[k], high - low + 1)
         return Element(argument, tuple(indices))
     if kind == "unary":
-        arg = build(tree[2], ranges, shapes)
+        arg = build(tree[2], ranges, sizes)
         if tree[1] == "sqrt1p":  # sqrt(1 + u ** 2): smooth everywhere
             return Unary("sqrt", Binary("+", Number(1), Binary("**", arg, Number(2))))
         if tree[1] == "exp":
             return Unary("exp", Binary("*", Number(0.5), arg))
         return Unary(tree[1], arg)
     if kind == "binary":
-        left, right = build(tree[2], ranges, shapes), build(tree[3], ranges, shapes)
+        left, right = build(tree[2], ranges, sizes), build(tree[3], ranges, sizes)
         if tree[1] == "/":  # keep the denominator away from zero
             right = Binary("+", Number(2), Binary("**", right, Number(2)))
         if tree[1] == "**":
             right = Number(2)
         return Binary(tree[1], left, right)
+    if kind == "if":
+        _, atoms, then, otherwise = tree
+        return If(atoms, build(then, ranges, sizes), build(otherwise, ranges, sizes))
     _, name, upper_name, high, body = tree
     inner = dict(ranges)
     inner[name] = (0, high)
     upper = Affine.index(upper_name) if upper_name else Affine.constant_value(high)
-    return Sum(name, (Affine.constant_value(0),), (upper,), build(body, inner, shapes))
+    return Sum(name, (Affine.constant_value(0),), (upper,), build(body, inner, sizes))
 
 
 def random_functions():
     """Functions ``f[i; j]`` (3 x 2) of ``x`` (1-D) and ``y`` (2-D) built from :func:`expressions`."""
     ranges = {n: (0, size - 1) for n, size in OUTPUT.items()}
-    return expressions(ranges).map(_function)
+    return expressions(ranges).map(lambda tree: _function(tree, OUTPUT))
 
 
-def _function(tree) -> Function:
+@st.composite
+def conditional_functions(draw):
+    """Functions with ``if``s whose conditions hold always, never or sometimes on the box, of
+    ``x`` (1-D), ``y`` (2-D) and ``w`` (0-d), for outputs of :data:`OUTPUTS`; at least one argument."""
+    output = draw(st.sampled_from(OUTPUTS))
+    scope = {n: (0, size - 1) for n, size in output.items()}
+    # An if at the root, alone or in a sum of one term, is where derive decides conditions itself.
+    root = draw(st.sampled_from(["if", "sum of one term", "any"]))
+    if root == "sum of one term":
+        tree = ("sum", "k", None, 0, draw(expressions({**scope, "k": (0, 0)}, 1, True, kind="if")))
+    else:
+        tree = draw(expressions(scope, conditions=True, kind="if" if root == "if" else None))
+    fn = _function(tree, output)
+    hypothesis.assume(fn.arguments)
+    return fn
+
+
+def _function(tree, output: dict) -> Function:
     sizes = {}
-    body = build(tree, {n: (0, size - 1) for n, size in OUTPUT.items()}, sizes)
-    shapes = {"f": tuple(OUTPUT.values())}
-    for argument, dims in (("x", 1), ("y", 2)):
-        if (argument, 0) in sizes:
-            shapes[argument] = tuple(sizes[(argument, k)] for k in range(dims))
-    return Function("f", tuple(OUTPUT), body, shapes)
+    body = build(tree, {n: (0, size - 1) for n, size in output.items()}, sizes)
+    shapes = {"f": tuple(output.values())}
+    shapes.update((argument, tuple(extent)) for argument, extent in sizes.items())
+    return Function("f", tuple(output), body, shapes)
 
 
 def moderate_arguments(fn: Function, seed: int = 0) -> dict:

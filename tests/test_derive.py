@@ -7,12 +7,12 @@ also checked for the report's structure.
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 import tensoradbook as tab
 from tensoradbook.gradcheck import directional_derivatives
 from tensoradbook.expr import Affine, Binary, ExpressionError, Function, If, Number, Sum
-from corpus import PATTERNS, moderate_arguments, random_functions
+from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions
 
 TOLERANCE = 1e-6
 
@@ -127,13 +127,44 @@ def test_sums_of_one_term_disappear():
 
 # --- random element-wise functions -------------------------------------------------------
 
+def assert_directional_derivatives_right(fn, grads=None):
+    """Finite differences of the reference evaluator against the derived gradients, per argument.
+
+    Terms can cancel exactly (y - (y - x)): an absolute tolerance covers a zero gradient.
+    """
+    args = moderate_arguments(fn)
+    for name, (numeric, exact) in directional_derivatives(fn, args, grads=grads).items():
+        assert np.isclose(numeric, exact, rtol=TOLERANCE, atol=1e-9), (name, numeric, exact)
+
+
 @settings(max_examples=120, deadline=None)
 @given(random_functions())
 def test_random_functions_against_finite_differences(fn):
-    args = moderate_arguments(fn)
-    # Terms can cancel exactly (y - (y - x)): an absolute tolerance covers a zero gradient.
-    for name, (numeric, exact) in directional_derivatives(fn, args).items():
-        assert np.isclose(numeric, exact, rtol=TOLERANCE, atol=1e-9), (name, numeric, exact)
+    assert_directional_derivatives_right(fn)
+
+
+@settings(max_examples=300, deadline=None)
+@given(conditional_functions())
+# Found by this test: a condition that never holds on a 1 x 1 box (the issue's bug), and a
+# divisibility atom decided on the range it had narrowed itself (while fixing it).
+@example(tab.parse("f[i; j] = if {2 * i - j - 1 >= 0} then (0) else (w[])", {"f": (1, 1), "w": ()}))
+@example(tab.parse("f[i] = if {(i + 1) % 2 = 0} then (0) else (x[i])", {"f": (3,), "x": (3,)}))
+def test_conditional_functions_against_finite_differences(fn):
+    """Conditions that hold always, never or sometimes on the box, size-1 outputs, sums of one term:
+    where derive decides a condition itself, it must keep the else branch's derivative."""
+    assert_directional_derivatives_right(fn)
+
+
+@pytest.mark.parametrize("text, shapes", [
+    ("f[i] = if {i >= 1} then (1) else (w[])", {"f": (1,), "w": ()}),
+    ("f[] = sum{k}_0^0 (if {k >= 1} then (2) else (w[]))", {"f": (), "w": ()}),
+])
+def test_a_condition_that_never_holds_keeps_its_else(text, shapes):
+    """Issue 10: both derived dw[] = 0, as if the element's own if were the zero-else gate; dw = df."""
+    fn = tab.parse(text, shapes)
+    grads = tab.derive(fn)
+    assert str(grads["w"]) in ("dw[] = df[0]", "dw[] = df[]")
+    assert_gradients_right(fn, grads)
 
 
 # --- errors and the command line ---------------------------------------------------------
