@@ -215,10 +215,10 @@ class _Writer:
     def binary(self, node: Binary) -> str:
         left = self.value(node.left)
         exponent = node.right.value if isinstance(node.right, Number) else None
-        if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call
+        if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call (also for 2.0 and 3.0)
             if not left.startswith("_") and not left.isidentifier():
                 left = self.store(self.temp("t"), left, self.varies(node.left))
-            return "(" + " * ".join([left] * exponent) + ")"
+            return "(" + " * ".join([left] * int(exponent)) + ")"
         return f"({left} {node.op} {self.value(node.right)})"
 
     def sum(self, node: Sum) -> str:
@@ -375,16 +375,31 @@ def _module_functions(grads) -> tuple[dict[str, Function], dict[str, Function]]:
     return first, {f"{names[a]}_kernel": g for a, g in grads.functions.items()}
 
 
+def _scatter_reads(grads) -> dict[str, tuple]:
+    """Name -> shape of each tensor the scatter kernel reads: those in the occurrences' adjoints
+    (arguments, the adjoint ``df``, ``f`` and the intermediates), in order of appearance. Not the
+    gradients' reads: a gradient that is 0 on its whole box reads nothing, its adjoint does."""
+    fn = grads.function
+    output = tuple(fn.shapes[fn.name])
+    shapes = {**fn.shapes, grads.adjoint_name: output, **dict.fromkeys(grads.intermediates, output)}
+    reads = {}
+    for parts in grads.contributions.values():
+        for part in parts:
+            for node in walk(part.adjoint):
+                if isinstance(node, Element):
+                    reads.setdefault(node.name, tuple(shapes[node.name]))
+    return reads
+
+
 def _scatter_kernel(grads, target: str) -> list[str]:
     """Eq. 40 as written: for every forward element ``alpha`` (and liberated sum index), add each
     occurrence's adjoint into the gradient element it reads. Races unless atomic, hence serial on the CPU."""
     fn = grads.function
     shape = tuple(fn.shapes[fn.name])
     size = int(np.prod(shape, dtype=object))
-    reads = dict.fromkeys(a for g in grads.functions.values() for a in g.arguments)
+    shapes = _scatter_reads(grads)
     outputs = _gradient_names(grads)
-    params = ", ".join([_py(a) for a in reads] + list(outputs.values()))
-    shapes = {a: g.shapes[a] for g in grads.functions.values() for a in g.arguments}
+    params = ", ".join([_py(a) for a in shapes] + list(outputs.values()))
     shapes.update({outputs[name]: fn.shapes[name] for name in grads.functions})
     writer = _Writer(shapes, vector=False, depth=2)
     if target == "numba-scatter":
@@ -497,8 +512,7 @@ def gradients_source(grads, target: str = "numba") -> str:
     for name, g in grads.functions.items():
         lines.append(indent + _allocate(outputs[name], g.shapes[g.name], base, zero=target in SCATTER_TARGETS))
     if target in SCATTER_TARGETS:
-        reads = dict.fromkeys(a for g in grads.functions.values() for a in g.arguments)
-        args = ", ".join([_py(a) for a in reads] + list(outputs.values()))
+        args = ", ".join([_py(a) for a in _scatter_reads(grads)] + list(outputs.values()))
         launch = f"[{-(-int(np.prod(fn.shapes[fn.name], dtype=object)) // THREADS_PER_BLOCK)}, THREADS]"
         lines.append(indent + f"scatter{launch if base == 'cuda' else ''}({args})")
     else:
@@ -693,6 +707,7 @@ def compile_ptx(subject, target: str = "cuda", cc: tuple[int, int] = (7, 5)) -> 
         outputs[name] = tuple(fn.shapes[fn.name])
     if not isinstance(subject, Function):
         names = _gradient_names(grads)
+        shapes.update({_py(a): shape for a, shape in _scatter_reads(grads).items()})
         shapes.update({names[a]: tuple(grads.function.shapes[a]) for a in grads.functions})
     module = load_module(source)
     ptx = {}

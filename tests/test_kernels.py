@@ -33,6 +33,13 @@ CORPUS = [SECTION_6] + [(text, shapes) for text, shapes, _ in PATTERNS] + [
     ("f[] = sum{k}_0^3 (x[k] * y[])", {"f": (), "x": (4,), "y": ()}),        # 0-d output and argument
     ("f[i] = np[i] * range[i] + max_[i]", {"f": (3,), "np": (3,), "range": (3,), "max_": (3,)}),  # clashing names
     ("f[i; j] = sum{k}_(i)^(i + j) (x[k] / (1 + y[j; k - i] ** 2))", {"f": (3, 3), "x": (5,), "y": (3, 3)}),
+    # issue 10: conditions that never hold on the box keep their else (dw = df, not 0)
+    ("f[i] = if {i >= 1} then (1) else (w[])", {"f": (1,), "w": ()}),
+    ("f[] = sum{k}_0^0 (if {k >= 1} then (2) else (w[]))", {"f": (), "w": ()}),
+    # issue 10: float exponents 2.0 and 3.0 (written as products) failed on every target
+    ("f[i] = x[i] ** 2.0 + x[i] ** 3.0", {"f": (3,), "x": (3,)}),
+    # issue 10: a gradient that is 0 everywhere reads nothing, its scatter adjoint reads df (KeyError)
+    ("f[i] = if {i >= 5} then (x[i]) else (1)", {"f": (3,), "x": (3,)}),
 ]
 RTOL, ATOL = 1e-10, 1e-13
 
