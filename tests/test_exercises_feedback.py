@@ -175,14 +175,15 @@ def test_step_inverse_hides_the_row():
     assert hides(ex.check_step_inverse(0, [2], [0, 0]), "no inverse")
 
 
-def fig2_transcendental(x):
-    x[0] = ia.sin(x[0]) * x[1]
-    x[2] = x[2] + ia.cos(x[0]) * x[1]
-    x[1] = x[1] * x[2]
+def fig2_transcendental(x):  # chapter 08: the paper's Fig. 2 program with p = exp(x1) + x2^2, q = sin(z1) + x3^3
+    x[0] = ia.exp(x[0]) + x[1] ** 2
+    x[2] = ia.sin(x[0]) + x[2] ** 3
 
 
-def circle_and_line(x):
-    x[0], x[1] = x[0] * x[0] + x[1] * x[1] - 1.0, x[0] - x[1]
+def circle_and_line(x):  # chapter 08: the circle u^2 + v^2 = 4 and the line u = v
+    u, v = x[0], x[1]
+    x[0] = u * u + v * v - 4
+    x[1] = u - v
 
 
 def fractional(values):
@@ -192,7 +193,8 @@ def fractional(values):
 
 @pytest.mark.parametrize("transpose", [False, True])
 def test_inverse_products_hide_the_entries(transpose):
-    x, seed = np.array([0.0, 2.0, 1.0]), np.array([1.0, 0.0, 0.0])
+    x = np.array([0.0, 2.0, 1.0])  # chapter 08, exercises 2 and 3
+    seed = np.array([0.0, 0.0, 1.0]) if transpose else np.array([1.0, 0.0, 0.0])
     program = ia.trace(fig2_transcendental, 3)
     J = ia.jacobian(program, x)
     right = np.linalg.solve(J.T if transpose else J, seed)
@@ -210,7 +212,7 @@ def test_newton_step_hides_the_new_point(start):
     x = np.array(start)
     F = ia.trace(circle_and_line, 2)
     J = ia.jacobian(F, x)
-    value = np.array([x[0] ** 2 + x[1] ** 2 - 1, x[0] - x[1]])
+    value = np.array([x[0] ** 2 + x[1] ** 2 - 4, x[0] - x[1]])
     right = x - np.linalg.solve(J, value)
     assert ex.check_newton_step(circle_and_line, 2, x, right)
     for k in range(2):
