@@ -38,6 +38,7 @@ from .simplify import ZERO, add, atom_truth, hoist_invariants, if_
 
 
 def _fresh(base: str, used: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``used``, which then holds it."""
     name, n = base, 1
     while name in used:
         name, n = f"{base}_{n}", n + 1
@@ -67,11 +68,30 @@ _CHILD_FIELDS = {"Unary": ("arg",), "Binary": ("left", "right"), "If": ("then", 
 
 
 def _all_names(fn: Function) -> set[str]:
+    """Every name in ``fn``: its tensors (output and arguments), output indices and sum indices."""
     names = set(fn.indices) | set(fn.shapes)
     for node in walk(fn.body):
         if isinstance(node, Sum):
             names.add(node.index)
     return names
+
+
+def apart(fn: Function) -> Function:
+    """``fn`` with its index names apart from its tensor names and each sum with an index of its own.
+
+    The notation tells the index of ``f[x] = x[x]`` from the tensor, but
+    generated code has one namespace, and the derivation liberates every sum
+    (sec. 5.2), so two sums over ``k`` must become ``k`` and ``k_1``.
+    Clashing names are renamed fresh; ``fn`` itself where nothing clashes.
+    """
+    taken = _all_names(fn)
+    renamed = {i: _fresh(i, taken) for i in fn.indices if i in fn.shapes}
+    indices = tuple(renamed.get(i, i) for i in fn.indices)
+    body = substitute(fn.body, {old: Affine.index(new) for old, new in renamed.items()})
+    body = _unique_sums(body, set(indices) | set(fn.shapes))
+    if indices == fn.indices and body == fn.body:
+        return fn
+    return Function(fn.name, indices, body, fn.shapes, fn.source)
 
 
 def extended_domain(fn: Function, scope: tuple[Sum, ...]) -> tuple[list[str], list[list[int]], list[int]]:
@@ -233,6 +253,7 @@ class Gradients(Mapping):
     function: Function
     functions: dict
     contributions: dict
+    adjoint_name: str  # of df, the incoming adjoint: "d" + the function's name unless that is taken
     reads_forward: bool = False
     intermediates: dict = field(default_factory=dict)  # output-shaped adjoints the simplified form reads
 
@@ -244,10 +265,6 @@ class Gradients(Mapping):
 
     def __len__(self) -> int:
         return len(self.functions)
-
-    @property
-    def adjoint_name(self) -> str:
-        return "d" + self.function.name
 
     def evaluate(self, args: dict, df) -> dict[str, np.ndarray]:
         """``{"a": dA, ...}``: the gradients of ``sum(df * f)`` at ``args``, by the reference evaluator."""
@@ -316,24 +333,24 @@ def derive(fn, shapes=None) -> Gradients:
 
 
 def _derive(fn: Function, reads_forward: bool) -> Gradients:
+    fn = apart(fn)
+    # The adjoint df and the gradients dx get names of their own, fresh against every name of fn
+    # (df_1 where df is an argument, dx_1 where dx is, or where fn itself is called dx: a second
+    # derivative): a derivative that read a tensor of its own name would be wrong.
     used = _all_names(fn)
-    body = _unique_sums(fn.body, set(fn.indices) | set(fn.shapes))
-    fn = Function(fn.name, fn.indices, body, fn.shapes, fn.source)
-    adjoint = "d" + fn.name
-    if adjoint in fn.shapes:
-        raise ExpressionError(f"{fn.name}: the adjoint would be called {adjoint!r}, which is already an argument")
+    adjoint = _fresh("d" + fn.name, used)
+    gradients = {name: _fresh("d" + name, used) for name in fn.arguments}
     seed = Element(adjoint, tuple(Affine.index(i) for i in fn.indices))
     sweep = reverse_accumulate(fn.body, seed)
     shapes = dict(fn.shapes)
     shapes[adjoint] = tuple(fn.shapes[fn.name])
-    used |= {adjoint}
     occurrences, intermediates = sweep.occurrences, {}
     if reads_forward:
         occurrences, intermediates = _tensor_adjoints(fn, sweep, seed, used, shapes)
     functions, contributions = {}, {}
     for name in fn.arguments:
-        gradient = "d" + name
-        names = set(used) | {gradient}
+        gradient = gradients[name]
+        names = set(used)
         beta = [_fresh(f"{gradient}_{k}", names) for k in range(len(fn.shapes[name]))]
         z_names = [_fresh(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + _depth(fn.body))]
         parts = [_contribution(fn, occ, beta, z_names, shapes, fast_loop_order=reads_forward)
@@ -347,7 +364,7 @@ def _derive(fn: Function, reads_forward: bool) -> Gradients:
         gradient_shapes[gradient] = tuple(fn.shapes[name])
         functions[name] = Function(gradient, tuple(beta), total, gradient_shapes)
         contributions[name] = tuple(parts)
-    return Gradients(fn, functions, contributions, reads_forward, intermediates)
+    return Gradients(fn, functions, contributions, adjoint, reads_forward, intermediates)
 
 
 def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set, shapes: dict):

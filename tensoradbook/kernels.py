@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .derive import _all_names, _fresh, apart
 from .expr import (Affine, Atom, Binary, Element, Expr, ExpressionError, Function, If, Number, Sum, Unary,
                    free_indices, memory_step, substitute, walk)
 from .printer import expr_text, to_text
@@ -52,13 +53,24 @@ THREADS_PER_BLOCK = 128
 _FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 
 # Names the generated code uses itself; user names that clash get a suffix.
-_RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter"}
+_RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter", "THREADS"}
 
 
 def _py(name: str) -> str:
-    """A user's tensor or index name as a Python identifier that cannot clash with the generated code's."""
-    if keyword.iskeyword(name) or name in _RESERVED or name.startswith("_") or name.endswith("_kernel"):
-        return name + "_"
+    """A user's tensor or index name as a Python identifier that cannot clash with the generated code's.
+
+    Generated temporaries start with ``_``, kernels end with ``_kernel``, and
+    Numba, compiling a ``prange`` loop, renames variables by doubling their
+    underscores, which must not give the name of another variable (``a_``
+    beside ``a__``). So a plain name (no ``_`` first or last, no ``__``, not a
+    keyword, not a name the module uses, not ending with ``_kernel``) stays,
+    and any other has each ``_`` written ``_u`` and a ``_`` appended: ``np``
+    becomes ``np_`` and ``np_`` becomes ``np_u_``. No identifier has a double
+    underscore, and no two names meet.
+    """
+    if (keyword.iskeyword(name) or name in _RESERVED or name.startswith("_") or name.endswith("_")
+            or "__" in name or name.endswith("_kernel")):
+        return name.replace("_", "_u") + "_"
     return name
 
 
@@ -79,8 +91,10 @@ class _Writer:
     the statements it needs (sum loops, branches, shared temporaries).
     """
 
-    def __init__(self, shapes: dict, vector: bool, depth: int, lane: tuple[str, int] | None = None):
+    def __init__(self, shapes: dict, names: set[str], vector: bool, depth: int,
+                 lane: tuple[str, int] | None = None):
         self.shapes, self.vector = shapes, vector
+        self.names = set(names)  # every tensor and index name the code may meet: fresh ones avoid them
         self.lines: list[str] = []
         self.depth = depth
         self.known: list[dict] = [{}]   # per block: node -> text valid in that block and below
@@ -225,7 +239,7 @@ class _Writer:
         total = self.temp("s")
         low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
-            fresh = f"{node.index}_{self.counter}"
+            fresh = _fresh(node.index, self.names)
             node = Sum(fresh, node.lower, node.upper, substitute(node.body, {node.index: Affine.index(fresh)}))
         with self.binding(node.index):
             return self._sum(node, total, low, high)
@@ -291,6 +305,7 @@ def _unflatten(writer: _Writer, names: tuple[str, ...], shape: tuple, flat: str)
 
 def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
     """A kernel ``name(args..., _out)`` writing every element of ``fn``'s output."""
+    fn = apart(fn)  # f[x] = x[x]: the index x would overwrite the array x
     shape = tuple(fn.shapes[fn.name])
     size = int(np.prod(shape, dtype=object))
     params = ", ".join([_py(a) for a in fn.arguments] + ["_out"])
@@ -301,7 +316,7 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
             "cuda": ["@cuda.jit(cache=True)"], "numpy": []}[target]
     lines = head + [f"def {name}({params}):"]
     if vector:
-        writer = _Writer(fn.shapes, vector=True, depth=1)
+        writer = _Writer(fn.shapes, _all_names(fn), vector=True, depth=1)
         writer.active |= bound
         if shape:
             writer.line(f"{', '.join(_py(i) for i in fn.indices)}, = np.indices(_GRID, sparse=True)")
@@ -311,7 +326,7 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
     lane = _lane(fn, body) if target == "numba" else None
     rows = size // lane[1] if lane else size
-    writer = _Writer(fn.shapes, vector=False, depth=2, lane=lane)
+    writer = _Writer(fn.shapes, _all_names(fn), vector=False, depth=2, lane=lane)
     writer.active |= bound
     if target == "numba":
         # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one
@@ -359,20 +374,12 @@ def _lane(fn: Function, body: Expr) -> tuple[str, int] | None:
     return lane, fn.shapes[fn.name][-1]
 
 
-def _gradient_names(grads) -> dict[str, str]:
-    """Argument -> the Python name of its gradient array: ``da``, unless a tensor the module reads is
-    called so (deriving ``da`` again gives a gradient ``da`` of ``a`` that reads ``da``), then ``grad_a``."""
-    taken = {grads.function.name, grads.adjoint_name, *grads.intermediates}
-    taken |= {a for g in grads.functions.values() for a in g.arguments}
-    return {name: _py(g.name if g.name not in taken else f"grad_{name}") for name, g in grads.functions.items()}
-
-
 def _module_functions(grads) -> tuple[dict[str, Function], dict[str, Function]]:
     """The element kernels of a gradient module by name: those that run first (the forward, the
-    intermediates), and one per gradient (gather targets only)."""
+    intermediates), and one per gradient (gather targets only). The derivation names every tensor
+    apart (:func:`tensoradbook.derive`), so the kernels' names differ too."""
     first = {f"{_py(g.name)}_kernel": g for g in [grads.function, *grads.intermediates.values()]}
-    names = _gradient_names(grads)
-    return first, {f"{names[a]}_kernel": g for a, g in grads.functions.items()}
+    return first, {f"{_py(g.name)}_kernel": g for g in grads.functions.values()}
 
 
 def _scatter_reads(grads) -> dict[str, tuple]:
@@ -398,10 +405,10 @@ def _scatter_kernel(grads, target: str) -> list[str]:
     shape = tuple(fn.shapes[fn.name])
     size = int(np.prod(shape, dtype=object))
     shapes = _scatter_reads(grads)
-    outputs = _gradient_names(grads)
-    params = ", ".join([_py(a) for a in shapes] + list(outputs.values()))
-    shapes.update({outputs[name]: fn.shapes[name] for name in grads.functions})
-    writer = _Writer(shapes, vector=False, depth=2)
+    params = ", ".join(_py(a) for a in [*shapes, *(g.name for g in grads.functions.values())])
+    shapes.update({g.name: g.shapes[g.name] for g in grads.functions.values()})
+    names = _all_names(fn) | set(shapes)
+    writer = _Writer(shapes, names, vector=False, depth=2)
     if target == "numba-scatter":
         lines = ['@numba.njit(cache=True, error_model="numpy")', f"def scatter({params}):",
                  f"    for _flat in range({size}):"]
@@ -411,6 +418,7 @@ def _scatter_kernel(grads, target: str) -> list[str]:
     _unflatten(writer, fn.indices, shape, "_flat")
     writer.active |= set(fn.indices)
     for name, parts in grads.contributions.items():
+        gradient = grads.functions[name].name
         for part in parts:
             inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
             writer.line(f"# {expr_text(part.element)}{inside}")
@@ -422,11 +430,10 @@ def _scatter_kernel(grads, target: str) -> list[str]:
                 writer.share(part.adjoint)
                 value = writer.value(part.adjoint)
                 index = [writer.affine(a) for a in part.element.indices]
-                gradient = outputs[name]
                 if target == "cuda-scatter":
                     # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple
                     where = index[0] if len(index) == 1 else f"({', '.join(index)})" if index else "0"
-                    writer.line(f"cuda.atomic.add({gradient}, {where}, {value})")
+                    writer.line(f"cuda.atomic.add({_py(gradient)}, {where}, {value})")
                 else:
                     writer.line(f"{writer.element(gradient, index)} += {value}")
     return lines + writer.lines
@@ -508,7 +515,7 @@ def gradients_source(grads, target: str = "numba") -> str:
     for g in intermediates:  # output-shaped adjoints, computed once (Gradients.simplified)
         lines.append(indent + _allocate(_py(g.name), g.shapes[g.name], base))
         lines.append(indent + _call(f"{_py(g.name)}_kernel", g, _py(g.name), base))
-    outputs = _gradient_names(grads)
+    outputs = {name: _py(g.name) for name, g in grads.functions.items()}
     for name, g in grads.functions.items():
         lines.append(indent + _allocate(outputs[name], g.shapes[g.name], base, zero=target in SCATTER_TARGETS))
     if target in SCATTER_TARGETS:
@@ -706,9 +713,8 @@ def compile_ptx(subject, target: str = "cuda", cc: tuple[int, int] = (7, 5)) -> 
         shapes.update({_py(a): tuple(fn.shapes[a]) for a in fn.arguments})
         outputs[name] = tuple(fn.shapes[fn.name])
     if not isinstance(subject, Function):
-        names = _gradient_names(grads)
         shapes.update({_py(a): shape for a, shape in _scatter_reads(grads).items()})
-        shapes.update({names[a]: tuple(grads.function.shapes[a]) for a in grads.functions})
+        shapes.update({_py(g.name): tuple(g.shapes[g.name]) for g in grads.functions.values()})
     module = load_module(source)
     ptx = {}
     for name in [*outputs, "scatter"]:

@@ -166,6 +166,51 @@ def conditional_functions(draw):
     return fn
 
 
+# Names that the derivation and the kernels make up themselves (gradients d<x>, the adjoint df, their
+# indices d<x>_0 and d<x>_z0, the simplified form's df_<k>, the second derivative's dd<x>) and names
+# of the generated Python code: a user may choose any of them.
+TENSOR_NAMES = ["a", "b", "f", "da", "db", "df", "dda", "ddf", "df_1", "da_1", "df_k0", "f_k0", "a_0",
+                "np", "np_", "a_b", "a__b", "range", "THREADS", "forward", "gradients", "f_kernel", "grad_a"]
+INDEX_NAMES = ["i", "j", "k0", "k1", "k2", "a", "b", "f", "da", "da_0", "da_z0", "db_0", "df_0", "da_0_1",
+               "dda_0", "k0_1", "k_", "np", "max", "range"]
+
+
+@st.composite
+def renamed_functions(draw):
+    """Random functions (:func:`expressions`, outputs of :data:`OUTPUTS`) whose tensors and indices
+    are renamed from :data:`TENSOR_NAMES` and :data:`INDEX_NAMES`: an index may share a tensor's name
+    (the notation tells them apart), the function may be called ``da`` and read ``a``."""
+    output = draw(st.sampled_from(OUTPUTS))
+    tree = draw(expressions({n: (0, size - 1) for n, size in output.items()}))
+    fn = _function(tree, output)
+    hypothesis.assume(fn.arguments)
+    tensors = dict(zip(fn.shapes, draw(st.lists(st.sampled_from(TENSOR_NAMES), min_size=len(fn.shapes),
+                                                max_size=len(fn.shapes), unique=True))))
+    old = list(dict.fromkeys([*fn.indices, "k0", "k1", "k2"]))
+    indices = dict(zip(old, draw(st.lists(st.sampled_from(INDEX_NAMES), min_size=len(old), max_size=len(old),
+                                          unique=True))))
+    body = _rename(fn.body, tensors, {n: Affine.index(m) for n, m in indices.items()})
+    return Function(tensors[fn.name], tuple(indices[i] for i in fn.indices), body,
+                    {tensors[n]: shape for n, shape in fn.shapes.items()})
+
+
+def _rename(node, tensors: dict, indices: dict):
+    """``node`` with tensor names and index names (bound ones too) replaced, all at once."""
+    if isinstance(node, Element):
+        return Element(tensors[node.name], tuple(a.substitute(indices) for a in node.indices))
+    if isinstance(node, Unary):
+        return Unary(node.op, _rename(node.arg, tensors, indices))
+    if isinstance(node, Binary):
+        return Binary(node.op, _rename(node.left, tensors, indices), _rename(node.right, tensors, indices))
+    if isinstance(node, If):
+        condition = tuple(Atom(a.affine.substitute(indices), a.modulus, a.inequality) for a in node.condition)
+        return If(condition, _rename(node.then, tensors, indices), _rename(node.otherwise, tensors, indices))
+    if isinstance(node, Sum):
+        return Sum(indices[node.index].names[0], tuple(a.substitute(indices) for a in node.lower),
+                   tuple(a.substitute(indices) for a in node.upper), _rename(node.body, tensors, indices))
+    return node
+
+
 def _function(tree, output: dict) -> Function:
     sizes = {}
     body = build(tree, {n: (0, size - 1) for n, size in output.items()}, sizes)

@@ -24,7 +24,7 @@ from tensoradbook.expr import ExpressionError
 from tensoradbook.gradcheck import random_arguments
 from tensoradbook.printer import expr_text
 from tensoradbook.simplify import hoist_invariants
-from corpus import PATTERNS, moderate_arguments, random_functions
+from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions, renamed_functions
 
 REPO = Path(__file__).resolve().parents[1]
 SECTION_6 = ("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))",
@@ -40,6 +40,10 @@ CORPUS = [SECTION_6] + [(text, shapes) for text, shapes, _ in PATTERNS] + [
     ("f[i] = x[i] ** 2.0 + x[i] ** 3.0", {"f": (3,), "x": (3,)}),
     # issue 10: a gradient that is 0 everywhere reads nothing, its scatter adjoint reads df (KeyError)
     ("f[i] = if {i >= 5} then (x[i]) else (1)", {"f": (3,), "x": (3,)}),
+    # issue 10: user names that are the derivation's or the generated code's own
+    ("f[i] = dx[i] * x[i]", {"f": (3,), "x": (3,), "dx": (3,)}),
+    ("dx[x] = exp (x[x]) * df[x] + np[x] * np_[x] * THREADS[x] + a_b[x] * a__b[x]",
+     {"dx": (3,), "x": (3,), "df": (3,), "np": (3,), "np_": (3,), "THREADS": (3,), "a_b": (3,), "a__b": (3,)}),
 ]
 RTOL, ATOL = 1e-10, 1e-13
 
@@ -87,6 +91,19 @@ def test_random_functions_numpy_target(fn):
 @settings(max_examples=6, deadline=None)  # each example compiles a handful of Numba kernels
 @given(random_functions(), st.sampled_from(["numba", "numba-scatter"]))
 def test_random_functions_numba_targets(fn, target):
+    assert_matches_reference(fn, tab.derive(fn), target)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(conditional_functions(), renamed_functions()))
+def test_conditions_and_made_up_names_numpy_target(fn):
+    """Conditions decided on the box, and users' names that the derivation or the code makes up too."""
+    assert_matches_reference(fn, tab.derive(fn), "numpy")
+
+
+@settings(max_examples=4, deadline=None)  # each example compiles a handful of Numba kernels
+@given(st.one_of(conditional_functions(), renamed_functions()), st.sampled_from(["numba", "numba-scatter"]))
+def test_conditions_and_made_up_names_numba_targets(fn, target):
     assert_matches_reference(fn, tab.derive(fn), target)
 
 
