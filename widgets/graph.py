@@ -1,13 +1,20 @@
 """GraphView: the computational graph of a function and its reverse sweep (report sec. 2, Figs. 1 and 2).
 
-The forward nodes (arguments, constants, operations) are drawn blue as a
-layered DAG, leaves at the bottom and the root on top as in Fig. 1; equal
-subexpressions are one node (the expression nodes compare by value), so a part
-used twice is drawn once with two parents. Stepping through
-:func:`tensoradbook.reverse.reverse_accumulate` adds the derivative graph of
-Fig. 2: each node ``v_j`` gets its adjoint ``Delta_j`` (red), and each red edge
-from ``Delta_p`` to ``Delta_j`` carries the local partial ``d v_p / d v_j``, so
-that ``Delta_j = sum over parents p of Delta_p * d v_p / d v_j`` (eq. 1).
+Both of the report's figures show a function twice: its computational graph
+(blue nodes) and the derivative graph that reverse accumulation builds on it
+(red nodes). Fig. 1 does it for the abstract composition
+``f(x) = f_1[f_2(f_3(f_4(x), f_5(x)))]``, Fig. 2 for ``f(x_1, x_2, x_3) =
+sin[sin(x_1 (x_2 + x_3) + sinh(x_2 + x_3))]``. The widget draws the same two
+graphs for any function. The forward nodes (arguments, constants, operations)
+are drawn blue as a layered DAG, leaves at the bottom and the root on top as in
+the report; equal subexpressions are one node (the expression nodes compare by
+value), so a part used twice is drawn once with two parents. Stepping through
+:func:`tensoradbook.reverse.reverse_accumulate` adds the derivative graph: each
+node ``v_j`` gets its adjoint ``Delta_j`` (red), and each red edge from
+``Delta_p`` to ``Delta_j`` carries the local partial ``d v_p / d v_j``, so that
+``Delta_j = sum over parents p of Delta_p * d v_p / d v_j`` (eq. 2). The title
+names the report's figure when the function is one drawn there
+(:data:`REPORT_FIGURES`).
 
 Nodes are numbered ``v_1 .. v_n`` in the sweep's order (every node after all
 its parents, the root first, like ``f_1`` in Fig. 1). Step ``k`` shows what is
@@ -19,6 +26,7 @@ sum passes its adjoint to its body, and a node inside a sum is its own node.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import dataclass
@@ -38,6 +46,14 @@ from tensoradbook.simplify import ZERO, add
 from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, subscript
 
 DEFAULT = "f[] = exp (x[] * y[]) + sin (x[])"
+#: The functions of the report's figures, as the widget's title names them. Fig. 1 is an abstract composition
+#: ``f_1[f_2(f_3(f_4(x), f_5(x)))]``; drawn here with f_1 = exp, f_2 = sin, f_3 = a product, f_4 = cos, f_5 = tanh.
+FIG1 = "f[] = exp (sin (cos (x[]) * tanh (x[])))"
+FIG2 = "f[] = sin (sin (x1[] * (x2[] + x3[]) + sinh (x2[] + x3[])))"
+REPORT_FIGURES = {
+    FIG1: "the report's Fig. 1 (f₁ = exp, f₂ = sin, f₃ = ×, f₄ = cos, f₅ = tanh)",
+    FIG2: "the report's Fig. 2",
+}
 MAX_NODES = 30  # beyond this the picture is unreadable; the text of the function is better
 
 # Geometry in inches: the axes' data units are inches, so sizes in points (1/72 in) line up with them.
@@ -48,7 +64,7 @@ GAP = 0.35        # free space between neighbouring slots in a layer
 DELTA_OFFSET = 0.12  # from a node's right edge to its adjoint box
 LAYER = 1.05      # from one layer to the next
 MARGIN = 0.35
-TOP = 0.55        # room for the title
+TOP = 0.8         # room for the title and the line naming a figure of the report
 BOTTOM = 0.55     # room for the legend
 LABEL_CHARS = 16  # edge labels (local partials) longer than this are cut, the text below has them whole
 
@@ -57,14 +73,31 @@ RED, RED_FILL = "#c0262d", "#fde0dd"
 CURRENT = "#ff8c00"
 _FORWARD_BOX = dict(boxstyle="round,pad=0.3", facecolor=BLUE_FILL, edgecolor=BLUE, linewidth=1.2)
 _LEGEND = [
-    (Patch(facecolor=BLUE_FILL, edgecolor=BLUE), "forward node vⱼ (Fig. 1)"),
-    (Patch(facecolor=RED_FILL, edgecolor=RED), "adjoint Δⱼ, final (Fig. 2)"),
+    (Patch(facecolor=BLUE_FILL, edgecolor=BLUE), "part vⱼ (blue in Figs. 1, 2)"),
+    (Patch(facecolor=RED_FILL, edgecolor=RED), "adjoint Δⱼ = ∂f/∂vⱼ, final (red)"),
     (Patch(facecolor="white", edgecolor=RED, linestyle="--"), "adjoint, partial sum"),
     (Line2D([], [], color=RED, linestyle="--"), "local partial ∂vₚ/∂vⱼ"),
     (Patch(facecolor="white", edgecolor=CURRENT, linewidth=2.5), "node of this step"),
 ]
 
 _OPERATORS = {"*": "×", "-": "−", "/": "÷", "**": "**", "+": "+"}
+
+
+@functools.lru_cache(maxsize=1)
+def _figure_texts() -> dict[str, str]:
+    """:data:`REPORT_FIGURES` keyed by the printed form of each function (parsed once)."""
+    out = {}
+    for text, label in REPORT_FIGURES.items():
+        try:
+            out[str(tab.parse(text, default_shapes(text)))] = label
+        except tab.ExpressionError:  # pragma: no cover -- a figure the expression language cannot write
+            continue
+    return out
+
+
+def report_figure(fn) -> str:
+    """Which of the report's figures ``fn`` is (:data:`REPORT_FIGURES`), or "" for any other function."""
+    return _figure_texts().get(str(fn), "")
 
 
 def default_shapes(text: str) -> dict[str, tuple]:
@@ -227,7 +260,8 @@ def _layout(keys, children) -> tuple[dict, tuple]:
 
 
 class GraphView(SliderSteps, W.VBox):
-    """The computational graph of a function (Fig. 1) and its reverse sweep step by step (Fig. 2).
+    """The computational graph of a function (blue) and its reverse sweep step by step, which builds the
+    derivative graph (red), as in the report's Figs. 1 and 2.
 
     Python API: ``step`` (read/write, clamped; 0 is the forward graph, ``k``
     the state after ``k`` nodes of the sweep), ``n_steps`` (the number of
@@ -235,7 +269,9 @@ class GraphView(SliderSteps, W.VBox):
     (shapes default to scalars for every name), ``error`` ("" if none),
     ``adjoints`` (node text -> adjoint text known at this step), ``current``
     (the :class:`~tensoradbook.reverse.SweepStep` of this step, None at step
-    0) and ``graph`` (the :class:`SweepGraph`).
+    0), ``title`` (the picture's title and the line naming the report's
+    figure, if the report draws this function) and ``graph`` (the
+    :class:`SweepGraph`).
     """
 
     def __init__(self, text: str = DEFAULT, shapes=None):
@@ -316,6 +352,20 @@ class GraphView(SliderSteps, W.VBox):
         self._show()
         return True
 
+    @property
+    def title(self) -> tuple[str, str]:
+        """The picture's title at this step and the line under it naming the report's figure that draws this
+        function ("" for a function the report does not draw)."""
+        return self._titles(self.step)
+
+    def _titles(self, k: int) -> tuple[str, str]:
+        graph = self._graph
+        width = graph.size[0]
+        head = "forward graph" if k == 0 else f"reverse sweep, step {k} of {self.n_steps - 1}"
+        title = cut(f"{head}:  {plain(str(graph.function))}", int(width / (1.3 * CHAR)))  # 11 pt bold
+        figure = report_figure(graph.function)
+        return title, cut(figure, int(width / (1.15 * CHAR))) if figure else ""
+
     # -- drawing --------------------------------------------------------------
     # The forward graph and the legend are the same at every step: they are drawn once per function and
     # kept as pixels; a step restores them and draws only its own artists on top (matplotlib's blitting),
@@ -374,10 +424,12 @@ class GraphView(SliderSteps, W.VBox):
         """What step ``k`` adds to the forward graph, in drawing order (edges under boxes)."""
         graph, ax = self._graph, self._ax
         width, height = graph.size
-        title = "forward graph (Fig. 1)" if k == 0 else f"reverse sweep, step {k} of {self.n_steps - 1} (Fig. 2)"
-        artists = [ax.text(width / 2, height - 0.3, cut(f"{title}:  {plain(str(graph.function))}",
-                                                         int(width / (1.3 * CHAR))),  # 11 pt bold
-                           ha="center", va="center", fontsize=11, fontweight="bold")]
+        title, figure = self._titles(k)
+        artists = [ax.text(width / 2, height - 0.3, title, ha="center", va="center", fontsize=11,
+                           fontweight="bold")]
+        if figure:  # the report draws this function: say which figure, under the title
+            artists.append(ax.text(width / 2, height - 0.62, figure, ha="center", va="center", fontsize=10,
+                                   fontstyle="italic", color="0.3"))
         if k == 0:
             return artists
         known, done, current = graph.states[k], set(graph.keys[:k]), graph.keys[k - 1]

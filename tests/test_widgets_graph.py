@@ -1,0 +1,101 @@
+"""GraphView names the report's figures only for the functions they draw (report sec. 2, Figs. 1 and 2).
+
+Fig. 1 is the abstract composition f(x) = f1[f2(f3(f4(x), f5(x)))], Fig. 2 the function
+sin[sin(x1 (x2 + x3) + sinh(x2 + x3))]; both show a computational graph (blue) and the derivative graph of
+the reverse sweep (red). Driven through the public API: set_function, step, title, graph, adjoints.
+"""
+
+import numpy as np
+import pytest
+
+import tensoradbook as tab
+from tensoradbook.printer import expr_text
+from tensoradbook.widgets import GraphView
+from tensoradbook.widgets.graph import DEFAULT, FIG1, FIG2, _LEGEND, default_shapes, report_figure
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def has_sinh() -> bool:
+    try:
+        tab.parse(FIG2, default_shapes(FIG2))
+    except tab.ExpressionError:
+        return False
+    return True
+
+
+def parents(graph) -> dict:
+    """Node text -> the texts of the nodes that read it (its consumers)."""
+    out = {}
+    for parent in graph.keys:
+        for child in graph.children[parent]:
+            out.setdefault(expr_text(child[0]), set()).add(expr_text(parent[0]))
+    return out
+
+
+def test_fig1_has_the_shape_of_the_report():
+    view = GraphView(FIG1)
+    title, figure = view.title
+    assert title.startswith("forward graph:") and "Fig. 1" in figure
+    graph = view.graph
+    # f1 = exp, f2 = sin, f3 = a product, f4 = cos, f5 = tanh, and x: six parts, x read by f4 and f5
+    assert [expr_text(key[0]).split(" ")[0] for key in graph.keys[:2]] == ["exp", "sin"]
+    assert len(graph.keys) == 6
+    assert parents(graph)["x[]"] == {"cos (x[])", "tanh (x[])"}
+    assert parents(graph)["cos (x[])"] == parents(graph)["tanh (x[])"] == {"cos (x[]) * tanh (x[])"}
+    # The partials of f3 depend on its other argument (the report's remark on df3/df4 and df3/df5):
+    labels = {(expr_text(p[0]), expr_text(c[0])): text for (p, c), text in graph.partial_labels.items()}
+    product = "cos (x[]) * tanh (x[])"
+    assert labels[(product, "cos (x[])")] == graph.name(next(k for k in graph.keys if expr_text(k[0]) == "tanh (x[])"))
+    assert labels[(product, "tanh (x[])")] == graph.name(next(k for k in graph.keys if expr_text(k[0]) == "cos (x[])"))
+    view.step = view.n_steps - 1
+    assert view.title[0].startswith(f"reverse sweep, step {view.n_steps - 1} of {view.n_steps - 1}")
+    assert "Fig. 1" in view.title[1]
+    assert bytes(view._image.value).startswith(PNG)
+
+
+@pytest.mark.skipif(not has_sinh(), reason="the expression language has no sinh yet")
+def test_fig2_is_drawn_with_sinh_as_in_the_report():
+    view = GraphView(FIG2)
+    assert view.title[1] == "the report's Fig. 2"
+    graph = view.graph
+    shared = "x2[] + x3[]"
+    assert parents(graph)[shared] == {"x1[] * (x2[] + x3[])", "sinh (x2[] + x3[])"}  # one node, two consumers
+    labels = {(expr_text(p[0]), expr_text(c[0])): text for (p, c), text in graph.partial_labels.items()}
+    assert labels[("sinh (x2[] + x3[])", shared)].startswith("cosh")
+    # The final adjoints of the arguments are the derivatives: checked by central differences at a point.
+    view.step = view.n_steps - 1
+    fn = graph.function
+    point = {"x1": 0.3, "x2": 0.7, "x3": -0.2}
+    exact = {name: float(v) for name, v in tab.derive(fn).evaluate(point, 1.0).items()}
+    for name in ("x1", "x2", "x3"):
+        assert view.adjoints[f"{name}[]"]  # the sweep reached every argument
+        plus, minus = dict(point), dict(point)
+        plus[name] += 1e-6
+        minus[name] -= 1e-6
+        numeric = float(fn.evaluate(plus) - fn.evaluate(minus)) / 2e-6
+        assert np.isclose(exact[name], numeric, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("text", [DEFAULT, "f[] = sin (x[] ** 2) * cos (x[] ** 2)",
+                                  "f[] = sin (sin (x1[] * (x2[] + x3[]) + tanh (x2[] + x3[])))"])
+def test_other_functions_are_not_called_a_figure_of_the_report(text):
+    view = GraphView(text)
+    for step in (0, view.n_steps - 1):
+        view.step = step
+        assert view.title[1] == "" and "Fig." not in view.title[0]
+    assert report_figure(view.graph.function) == ""
+
+
+def test_typing_another_function_drops_the_figure_name():
+    view = GraphView(FIG1)
+    assert "Fig. 1" in view.title[1]
+    assert view.set_function("f[] = exp (sin (cos (x[]) * sin (x[])))")
+    assert view.title[1] == ""
+    assert view.set_function(FIG1) and "Fig. 1" in view.title[1]
+
+
+def test_legend_does_not_tie_the_colours_to_one_figure():
+    labels = [label for _, label in _LEGEND]
+    assert "part vⱼ (blue in Figs. 1, 2)" in labels
+    assert not any(label.endswith("(Fig. 1)") or label.endswith("(Fig. 2)") for label in labels)
