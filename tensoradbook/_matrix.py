@@ -11,9 +11,33 @@ which entry is wrong when one is.
 from __future__ import annotations
 
 import numbers
+import reprlib
 from fractions import Fraction
 
 import numpy as np
+
+
+def shown(value) -> str:
+    """``repr(value)`` cut to a readable length (a 400-digit integer would swamp the message)."""
+    return reprlib.repr(value)
+
+
+def as_int(value, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as a Python int: any integer (numpy's included, not bool) in ``minimum .. maximum``.
+
+    Raises ValueError naming ``what`` and the integers it accepts.
+    """
+    expected = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum)
+    if expected is None:
+        expected = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+    if maximum is not None:
+        expected += f" up to {maximum}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{what} must be {expected}, got {shown(value)}")
+    number = int(value)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise ValueError(f"{what} must be {expected}, got {shown(number)}")
+    return number
 
 
 def _rows_of(matrix, what: str) -> tuple[list[list], int]:

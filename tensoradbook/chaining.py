@@ -66,14 +66,17 @@ most ``max(m^2 n, max(m, n) sum |E|)``), otherwise on Python ints (slower).
 from __future__ import annotations
 
 import itertools
-import operator
+import numbers
 import random
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+
+from ._matrix import as_int, shown
 
 __all__ = [
     "ADJOINT",
@@ -109,6 +112,7 @@ SPLIT_OPS = (MXM, GXM, MXG)  # the paper's tie order within one split k
 LEAF_OPS = (TANGENT, ADJOINT)  # tie goes to the tangent
 RULES = ("exact", "paper", "local")
 BRUTE_FORCE_MAX_Q = 7  # 281,764 schedules; q = 8 has 2,740,572
+SCHEDULE_COUNT_MAX_Q = 1000  # the count's recurrence is quadratic in q on big ints: ~1 s at q = 1000
 PRUNE_LEVELS = 16  # free-tape levels of the pruning bound
 
 
@@ -125,15 +129,12 @@ class Factor:
 
 
 def _positive(value, what: str) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{what} must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise ValueError(f"{what} must be a positive integer, got {number}")
-    return int(number)
+    return as_int(value, what, minimum=1)
+
+
+def _index(value, what: str) -> int:
+    """An integer argument; a plain int (every internal call) passes without the full check."""
+    return value if type(value) is int else as_int(value, what)
 
 
 def _factor(entry, where: str) -> Factor:
@@ -142,7 +143,7 @@ def _factor(entry, where: str) -> Factor:
     try:
         m, n, edges = entry
     except (TypeError, ValueError):
-        raise ValueError(f"{where}: expected (m, n, |E|), got {entry!r}") from None
+        raise ValueError(f"{where}: expected (m, n, |E|), got {shown(entry)}") from None
     return Factor(_positive(m, f"{where}: m (rows)"), _positive(n, f"{where}: n (columns)"),
                   _positive(edges, f"{where}: |E| (edges)"))
 
@@ -155,6 +156,9 @@ class Chain:
 
     def __init__(self, factors: Iterable, *, _where=None):
         where = _where or (lambda index: f"factor F_{index}")
+        if isinstance(factors, (str, bytes)) or not isinstance(factors, Iterable):
+            hint = "; Chain.parse reads a chain file's text" if isinstance(factors, str) else ""
+            raise ValueError(f"Chain takes a sequence of (m, n, |E|) triples, F_1 first, got {shown(factors)}{hint}")
         parsed = [_factor(entry, where(index)) for index, entry in enumerate(factors, start=1)]
         if not parsed:
             raise ValueError("a chain needs at least one factor")
@@ -170,8 +174,10 @@ class Chain:
     def parse(cls, text: str) -> Chain:
         """Read the reference implementation's file: ``q``, then ``q`` lines ``m n |E|``.
 
-        Blank lines are skipped; errors name the line.
+        Blank lines are skipped; numbers are ASCII digits; errors name the line.
         """
+        if not isinstance(text, str):
+            raise ValueError(f"Chain.parse reads a chain file's text (a str), got {shown(text)}")
         lines = [(number, line.split()) for number, line in enumerate(text.splitlines(), start=1)
                  if line.strip()]
         if not lines:
@@ -203,6 +209,8 @@ class Chain:
         """
         q = _positive(q, "q")
         size = q if max_size is None else _positive(max_size, "max_size")
+        if seed is not None:
+            seed = as_int(seed, "seed (an integer, or None for a fresh one)")
         rng = random.Random(seed)
         n = rng.randint(1, size)
         factors = []
@@ -218,12 +226,17 @@ class Chain:
 
     def factor(self, index: int) -> Factor:
         """``F_index``, counted from 1."""
+        index = _index(index, "factor index")
         if not 1 <= index <= self.q:
             raise ValueError(f"factor index {index} is outside 1..{self.q}")
         return self.factors[index - 1]
 
     def edge_sum(self, first: int, last: int) -> int:
-        """``|E_first| + ... + |E_last|`` (1-based, inclusive), the tape of that adjoint sweep."""
+        """``|E_first| + ... + |E_last|`` (1-based, inclusive), the tape of that adjoint sweep; 0 if
+        ``first = last + 1``."""
+        first, last = _index(first, "edge_sum: first"), _index(last, "edge_sum: last")
+        if not 1 <= first <= last + 1 <= self.q + 1:
+            raise ValueError(f"edge_sum({first}, {last}) needs 1 <= first <= last + 1 <= {self.q + 1}")
         return self._prefix[last] - self._prefix[first - 1]
 
     @property
@@ -256,10 +269,10 @@ class Chain:
 
 
 def _integer_field(text: str, line: int, name: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"line {line}: {name} must be an integer, got {text!r}") from None
+    # int() also reads other scripts' digits ('١٢') and underscores ('1_000'); the file format is ASCII.
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(f"line {line}: {name} must be an integer, got {text!r} (write it in ASCII digits 0-9)")
+    return int(text)
 
 
 # --------------------------------------------------------------------------- schedules
@@ -298,6 +311,9 @@ class Schedule:
     def make(cls, chain: Chain, op: str, j: int, i: int, k: int = 0,
              left: Schedule | None = None, right: Schedule | None = None) -> Schedule:
         """Build a node; its cost follows sec. 2-4 (independently of the dynamic programme)."""
+        if not isinstance(chain, Chain):
+            raise ValueError(f"Schedule.make: chain must be a Chain, got {shown(chain)}")
+        j, i, k = _index(j, "Schedule.make: j"), _index(i, "Schedule.make: i"), _index(k, "Schedule.make: k")
         if not 1 <= i <= j <= chain.q:
             raise ValueError(f"F'_{{{j},{i}}} is not a subchain: need 1 <= i <= j <= {chain.q}")
         if op in LEAF_OPS:
@@ -313,6 +329,8 @@ class Schedule:
             raise ValueError(f"{op}({k}) on F'_{{{j},{i}}}: the split needs {i} <= k < {j}")
         need_left, need_right = op in (MXM, MXG), op in (MXM, GXM)
         for child, needed, cell in ((left, need_left, (j, k + 1)), (right, need_right, (k, i))):
+            if child is not None and not isinstance(child, Schedule):
+                raise ValueError(f"{op}({k}) on F'_{{{j},{i}}}: an operand must be a Schedule, got {shown(child)}")
             if needed and (child is None or (child.j, child.i) != cell):
                 raise ValueError(f"{op}({k}) on F'_{{{j},{i}}} needs F'_{{{cell[0]},{cell[1]}}} as operand")
             if not needed and child is not None:
@@ -402,6 +420,7 @@ def _schedule_lists(chain: Chain) -> dict[tuple[int, int], list[Schedule]]:
 
 def schedules(chain: Chain) -> list[Schedule]:
     """Every schedule of the whole chain (2, 8, 52, 396, 3332, ... for q = 1, 2, ...)."""
+    chain = _chain(chain)
     if chain.q > BRUTE_FORCE_MAX_Q:
         raise ValueError(f"q = {chain.q} has {schedule_count(chain.q):,} schedules; "
                          f"enumeration stops at q = {BRUTE_FORCE_MAX_Q}")
@@ -409,8 +428,8 @@ def schedules(chain: Chain) -> list[Schedule]:
 
 
 def schedule_count(q: int) -> int:
-    """How many schedules a chain of length ``q`` has (search space of sec. 3)."""
-    q = _positive(q, "q")
+    """How many schedules a chain of length ``q <= SCHEDULE_COUNT_MAX_Q`` has (search space of sec. 3)."""
+    q = as_int(q, "schedule_count: q", minimum=1, maximum=SCHEDULE_COUNT_MAX_Q)
     count = [0] * (q + 1)  # count[length]: schedules of a subchain with that many factors
     count[1] = 2
     for length in range(2, q + 1):
@@ -1006,14 +1025,16 @@ class Plan:
             raise ValueError(f"this plan ({self.method}) has no dynamic programming table")
         return self._table
 
-    def _check_cell(self, j: int, i: int) -> None:
+    def _check_cell(self, j: int, i: int) -> tuple[int, int]:
+        j, i = _index(j, "cell row j"), _index(i, "cell column i")
         if not 1 <= i <= j <= self.chain.q:
             raise ValueError(f"cell ({j}, {i}) is outside the table: need 1 <= i <= j <= {self.chain.q}")
+        return j, i
 
     def cell(self, j: int, i: int) -> Cell:
         """Cell ``(j, i)`` (1-based, ``j >= i``): what the programme keeps for ``F'_{j,i}``."""
         table = self._need_table()
-        self._check_cell(j, i)
+        j, i = self._check_cell(j, i)
         return Cell(j, i, table.front(j, i))
 
     @cached_property
@@ -1026,7 +1047,7 @@ class Plan:
     def candidates(self, j: int, i: int) -> tuple[Candidate, ...]:
         """The options the programme compared for cell ``(j, i)`` (k ascending, MxM, GxM, MxG)."""
         table = self._need_table()
-        self._check_cell(j, i)
+        j, i = self._check_cell(j, i)
         return table.candidates(j, i)
 
     def steps(self) -> list[Schedule]:
@@ -1068,22 +1089,23 @@ class Plan:
 
 
 def memory_bound(memory) -> int | None:
-    """``memory`` checked as a tape bound: None (unlimited) or a non-negative integer."""
+    """``memory`` checked as a tape bound: None (unlimited) or a non-negative integer of any size
+    (a bound of at least the chain's ``sum |E|`` is no bound: no schedule's tape exceeds that)."""
     if memory is None:
         return None
-    if isinstance(memory, bool):
-        raise ValueError(f"memory bound must be a non-negative integer or None, got {memory!r}")
-    try:
-        bound = operator.index(memory)
-    except TypeError:
-        raise ValueError(f"memory bound must be a non-negative integer or None, got {memory!r}") from None
-    if bound < 0:
-        raise ValueError(f"memory bound must be a non-negative integer or None, got {bound}")
-    return int(bound)
+    if isinstance(memory, (bool, np.bool_)) or not isinstance(memory, numbers.Integral) or memory < 0:
+        raise ValueError(f"memory bound must be a non-negative integer or None, got {shown(memory)}")
+    return int(memory)
 
 
 def _chain(chain) -> Chain:
     return chain if isinstance(chain, Chain) else Chain(chain)
+
+
+def _table_bound(chain: Chain, bound: int | None) -> int | None:
+    """The bound the tables work with: at most ``sum |E|``, which no tape exceeds, so that any bound
+    (2**63 included) gives the same plan and the tables' int64 keys stay in range."""
+    return None if bound is None else min(bound, chain.total_edges)
 
 
 def optimize(chain: Chain, memory: int | None = None, rule: str = "exact", prune: bool = False) -> Plan:
@@ -1101,12 +1123,15 @@ def optimize(chain: Chain, memory: int | None = None, rule: str = "exact", prune
     whole Pareto front within the bound.
     """
     chain, bound = _chain(chain), memory_bound(memory)
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
+    if not isinstance(rule, str) or rule not in RULES:
+        raise ValueError(f"unknown rule {shown(rule)}; expected one of {RULES}")
+    if not isinstance(prune, (bool, np.bool_)):
+        raise ValueError(f"prune must be True or False, got {shown(prune)}")
     if rule == "exact" and bound is not None:
-        table = _ParetoTable(chain, bound, prune)
+        table = _ParetoTable(chain, _table_bound(chain, bound), prune)
     else:
-        table = _SingleValueTable(chain, bound, local=rule == "local", lexicographic=rule == "exact")
+        table = _SingleValueTable(chain, _table_bound(chain, bound), local=rule == "local",
+                                  lexicographic=rule == "exact")
     return Plan(chain, table.schedule(chain.q, 1), "dynamic programming", rule, bound, table)
 
 
@@ -1117,8 +1142,8 @@ def brute_force(chain: Chain, memory: int | None = None, rule: str = "exact") ->
     adjoint sweep ("paper" is a heuristic, not a feasibility notion).
     """
     chain, bound = _chain(chain), memory_bound(memory)
-    if rule not in ("exact", "local"):
-        raise ValueError(f"brute force takes rule 'exact' or 'local', got {rule!r}")
+    if not isinstance(rule, str) or rule not in ("exact", "local"):
+        raise ValueError(f"brute force takes rule 'exact' or 'local', got {shown(rule)}")
 
     def tape(s: Schedule) -> int:
         return s.sweep_tape if rule == "local" else s.memory
@@ -1152,7 +1177,7 @@ def adjoint(chain: Chain, memory: int | None = None) -> Plan:
 def preaccumulation(chain: Chain, memory: int | None = None) -> Plan:
     """Every ``F'_i`` in its cheaper mode (adjoint only if its tape fits), then the best dense bracketing (eq. 1.1)."""
     chain, bound = _chain(chain), memory_bound(memory)
-    table = _SingleValueTable(chain, bound, local=False, lexicographic=False, ops=(MXM,))
+    table = _SingleValueTable(chain, _table_bound(chain, bound), local=False, lexicographic=False, ops=(MXM,))
     return Plan(chain, table.schedule(chain.q, 1), "optimal preaccumulation", "paper", bound, table)
 
 
@@ -1193,6 +1218,7 @@ def paper_rule_pieces(chain: Chain) -> list[tuple[int, int, Plan]]:
     makes the same choices at every bound from the largest such candidate tape
     that fits (``low``) up to ``high``; the next piece ends at ``low - 1``.
     """
+    chain = _chain(chain)
     pieces, high = [], chain.total_edges
     while high >= 0:
         plan = optimize(chain, high, rule="paper")

@@ -10,6 +10,7 @@ recomputation of its candidates.
 import itertools
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -401,6 +402,10 @@ def test_candidates_list_a_cell():
     ([(3, True, 29)], "factor F_1: n (columns) must be a positive integer, got True"),
     ([(3, 3)], "factor F_1: expected (m, n, |E|), got (3, 3)"),
     ([], "a chain needs at least one factor"),
+    (None, "Chain takes a sequence of (m, n, |E|) triples, F_1 first, got None"),
+    (5, "Chain takes a sequence of (m, n, |E|) triples, F_1 first, got 5"),
+    ("3\n3 3 29", "got '3\\n3 3 29'; Chain.parse reads a chain file's text"),
+    ([(3, 3, 10 ** 400), None], "factor F_2: expected (m, n, |E|), got None"),
 ])
 def test_bad_chains(factors, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -417,10 +422,72 @@ def test_bad_chains(factors, message):
     ("1 2\n", "line 1: expected the chain length q alone, got '1 2'"),
     ("0\n", "line 1: q must be at least 1, got 0"),
     ("2\n3 3 29\n\n1 3 0\n", "line 4 (factor F_2): |E| (edges) must be a positive integer, got 0"),
+    # int() reads other scripts' digits and underscores; the file format is ASCII digits
+    ("١\n3 3 29\n", "line 1: q must be an integer, got '١' (write it in ASCII digits 0-9)"),
+    ("1\n١٢ 3 29\n", "line 2: m must be an integer, got '١٢' (write it in ASCII digits 0-9)"),
+    ("1\n3 3 2_9\n", "line 2: |E| must be an integer, got '2_9'"),
+    (None, "Chain.parse reads a chain file's text (a str), got None"),
+    (b"1\n3 3 29\n", "Chain.parse reads a chain file's text (a str), got b'1\\n3 3 29\\n'"),
 ])
 def test_bad_chain_files(text, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         jc.Chain.parse(text)
+
+
+def test_signed_ascii_numbers_in_chain_files():
+    assert jc.Chain.parse("+1\n +3 3 29 \n") == jc.Chain([(3, 3, 29)])
+
+
+@pytest.mark.parametrize("rule", jc.RULES)
+@pytest.mark.parametrize("bound", [2 ** 62, 2 ** 63, 10 ** 40])
+def test_any_tape_bound_is_legal_and_beyond_sum_E_means_unbounded(rule, bound):
+    """A bound of at least sum |E| (which no tape exceeds) gives the plan at sum |E|, whatever its size
+    (2**63 overflowed the exact rule's int64 keys, and 2**62 silently wrapped them)."""
+    for chain in (SECTION_5, OPENFOAM):
+        plan = jc.optimize(chain, bound, rule)
+        at_total = jc.optimize(chain, chain.total_edges, rule)
+        assert (plan.notation, plan.fma, plan.memory) == (at_total.notation, at_total.fma, at_total.memory)
+        assert plan.memory_bound == bound and plan.feasible
+        assert plan.table(all_cells=True) == at_total.table(all_cells=True)  # every cell, fronts included
+    assert jc.optimize(SECTION_5, bound, "exact", prune=True).fma == 56
+    assert jc.brute_force(SECTION_5, bound).fma == 56
+    assert jc.preaccumulation(SECTION_5, bound).fma == jc.preaccumulation(SECTION_5).fma
+    assert "Optimal Cost=56" in jc.reference_report(SECTION_5, bound)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: SECTION_5.factor("a"), "factor index must be an integer, got 'a'"),
+    (lambda: SECTION_5.factor(1.0), "factor index must be an integer, got 1.0"),
+    (lambda: SECTION_5.edge_sum(None, 2), "edge_sum: first must be an integer, got None"),
+    (lambda: SECTION_5.edge_sum(3, 1), r"edge_sum(3, 1) needs 1 <= first <= last + 1 <= 4"),
+    (lambda: jc.schedule_count(10 ** 40), "schedule_count: q must be a positive integer up to 1000, got 1000"),
+    (lambda: jc.schedule_count(2.0), "schedule_count: q must be a positive integer up to 1000, got 2.0"),
+    (lambda: jc.optimize(SECTION_5).cell(1.5, 1), "cell row j must be an integer, got 1.5"),
+    (lambda: jc.optimize(SECTION_5).candidates(3, None), "cell column i must be an integer, got None"),
+    (lambda: jc.optimize(SECTION_5, 10, rule=["exact"]), "unknown rule ['exact']"),
+    (lambda: jc.optimize(SECTION_5, 10, prune=None), "prune must be True or False, got None"),
+    (lambda: jc.optimize(SECTION_5, "50"), "memory bound must be a non-negative integer or None, got '50'"),
+    (lambda: jc.optimize(SECTION_5, 50.0), "memory bound must be a non-negative integer or None, got 50.0"),
+    (lambda: jc.optimize(None), "Chain takes a sequence of (m, n, |E|) triples"),
+    (lambda: jc.paper_rule_pieces(None), "Chain takes a sequence of (m, n, |E|) triples"),
+    (lambda: jc.schedules([(3, 3)]), "factor F_1: expected (m, n, |E|), got (3, 3)"),
+    (lambda: jc.Chain.random(3, seed="a"), "seed (an integer, or None for a fresh one) must be an integer, got 'a'"),
+    (lambda: jc.Chain.random(3.0), "q must be a positive integer, got 3.0"),
+    (lambda: jc.Schedule.make(None, jc.TANGENT, 1, 1), "Schedule.make: chain must be a Chain, got None"),
+    (lambda: jc.Schedule.make(SECTION_5, jc.TANGENT, "1", 1), "Schedule.make: j must be an integer, got '1'"),
+    (lambda: jc.Schedule.make(SECTION_5, jc.GXM, 2, 1, 1, right="F1"),
+     "GxM(1) on F'_{2,1}: an operand must be a Schedule, got 'F1'"),
+])
+def test_public_arguments_are_checked(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
+
+
+def test_numpy_integers_are_integers():
+    assert jc.Chain.random(3, seed=np.int64(2)) == jc.Chain.random(3, seed=2)
+    assert jc.optimize(SECTION_5, np.int64(50)).fma == jc.optimize(SECTION_5, 50).fma
+    assert jc.optimize(SECTION_5).cell(np.int64(3), np.int64(1)).fma == 56
+    assert SECTION_5.factor(np.int32(1)) == SECTION_5.factor(1) and SECTION_5.edge_sum(2, 1) == 0
 
 
 def test_bad_calls():
