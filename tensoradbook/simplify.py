@@ -191,8 +191,15 @@ def _factors(node: Expr) -> tuple[bool, list[Expr]]:
 
 
 def _product(factors: list[Expr]) -> Expr:
+    """The product of ``factors``, the numbers first and folded into one.
+
+    So the same factors give the same tree however they were grouped
+    (``(2 * a) * b`` and ``a * (b * 2)`` both give ``2 * a * b``), which makes
+    :func:`hoist_invariants` idempotent: a second pass finds the factors of
+    the first and rebuilds the same product.
+    """
     out = ONE
-    for factor in factors:
+    for factor in sorted(factors, key=lambda f: not isinstance(f, Number)):  # stable: the others keep their order
         out = mul(out, factor)
     return out
 
@@ -236,5 +243,5 @@ def hoist_invariants(node: Expr) -> Expr:
     else:  # equal terms, but how many depends on other indices
         summed = Sum(node.index, node.lower, node.upper, _product(outside), node.span)
         outside = []
-    out = mul(_product(outside), summed)
+    out = _product([*outside, summed])
     return neg(out) if negated else out

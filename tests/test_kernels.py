@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
@@ -109,6 +109,8 @@ def test_conditions_and_made_up_names_numba_targets(fn, target):
 
 @settings(max_examples=150, deadline=None)
 @given(random_functions())
+# found by this test: hoisting regrouped the product of 2 * (df * ...) * x[0] on a second pass
+@example(tab.parse("f[i; j] = sum{k0}_0^i (sqrt (1 + x[0] ** 2))", {"f": (3, 2), "x": (1,)}))
 def test_simplified_gradients_equal_the_reports(fn):
     """Reading f and the outer sums' adjoints, hoisting and reordering loops change nothing but the cost."""
     grads = tab.derive(fn)
@@ -116,8 +118,20 @@ def test_simplified_gradients_equal_the_reports(fn):
     expected, got = grads.evaluate(args, df), grads.simplified.evaluate(args, df)
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-11, atol=1e-13)
-    for g in grads.simplified.functions.values():
-        assert hoist_invariants(g.body) == g.body  # already hoisted: the pass is idempotent
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(random_functions(), conditional_functions()))
+@example(tab.parse("f[i; j] = sum{k0}_0^i (sqrt (1 + x[0] ** 2))", {"f": (3, 2), "x": (1,)}))
+def test_hoisting_is_idempotent(fn):
+    """On bodies, on the report's gradients (nested sums whose bounds are other sums' indices) and on
+    the simplified gradients, which derive hoisted already (issue 10: a second pass regrouped them)."""
+    grads = tab.derive(fn)
+    for body in [fn.body, *(g.body for g in grads.values())]:
+        once = hoist_invariants(body)
+        assert hoist_invariants(once) == once, expr_text(once)
+    for g in grads.simplified.values():
+        assert hoist_invariants(g.body) == g.body, expr_text(g.body)
 
 
 def test_simplified_section_6_reads_the_forward_result_once():
