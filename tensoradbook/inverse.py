@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _inverse_kernels as _kernels
+from ._matrix import as_int, shown
 from ._inverse_kernels import (ADD, ARITY, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT,
                                SUB, TANH)
 
@@ -64,6 +65,7 @@ _BINARY = {ADD: "+", SUB: "-", MUL: "*", DIV: "/", POW: "**"}
 ENGINES = ("auto", "python", "numba")
 # "auto" compiles only programs long enough for the first call's JIT time to pay off; so does trace().
 _AUTO_NODES = 5000
+MAX_REGISTERS = 10**7  # the trace keeps a few arrays of n entries; the benchmarks go to 10**4
 
 
 # ----------------------------------------------------------------------------------------------
@@ -411,6 +413,8 @@ class Program:
             if order == "greedy":
                 return self._kernel(_kernels.greedy_order)(self._pred_start, self._preds, self._is_output, self.n)
             raise ValueError(f"unknown order {order!r}: give 'program', 'greedy' or a list of vertex names")
+        if not isinstance(order, (list, tuple)) or not all(isinstance(name, str) for name in order):
+            raise ValueError(f"order must be 'program', 'greedy' or a list of vertex names (str), got {shown(order)}")
         by_name = {name: v for v, name in enumerate(self.vertices)}
         sequence, placed = [], set()
         for name in order:
@@ -470,6 +474,7 @@ class Program:
 
     def lump(self, j: int) -> Lump:
         """Lump ``j`` (``lumps[j]``, without describing all of them)."""
+        j = as_int(j, "lump index j", minimum=0, maximum=len(self) - 1)
         code = self.code
         begin, end = int(self.cuts[j]), int(self.cuts[j + 1])
         steps = np.flatnonzero(self._step_lumps == j) + 1
@@ -601,9 +606,10 @@ def trace(step, n: int, order="program") -> Program:
     that overwrites a register it does not read, an input the result does not
     depend on, two registers ending with the same value.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n (the number of registers) must be a positive integer, got {n!r}")
-    graph = _Graph(int(n))
+    if not callable(step):
+        raise ValueError(f"step must be a function that updates its registers in place (x[i] = ...), "
+                         f"got {shown(step)}")
+    graph = _Graph(as_int(n, "n (the number of registers)", minimum=1, maximum=MAX_REGISTERS))
     result = step(Registers(graph))
     if result is not None:
         raise ValueError("the step function must update its registers in place (x[i] = ...) and return None, "
@@ -777,16 +783,34 @@ class Sweep:
 def _vector(value, n: int, what: str) -> np.ndarray:
     try:
         vector = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a vector of {n} numbers, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} must be a vector of {n} numbers, got {shown(value)}") from None
     if vector.shape != (n,):
         raise ValueError(f"{what} must be a vector of {n} numbers (one per register), got shape {vector.shape}")
     return vector
 
 
+def _program(program) -> Program:
+    if not isinstance(program, Program):
+        raise ValueError(f"program must be a Program (from ia.trace), got {shown(program)}")
+    return program
+
+
+def _real(value, what: str, low: float, high: float) -> float:
+    """A real number (not bool) with ``low < value < high``; ValueError naming ``what`` otherwise."""
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+            or not low < float(value) < high):
+        raise ValueError(f"{what} must be a number between {low:g} and {high:g} (exclusive), got {shown(value)}")
+    return float(value)
+
+
+def _newton_settings(tol, max_iter) -> tuple[float, int]:
+    return _real(tol, "tol", 0, math.inf), as_int(max_iter, "max_iter", minimum=0)
+
+
 def _engine(program: Program, engine: str) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}: choose one of {', '.join(map(repr, ENGINES))}")
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValueError(f"unknown engine {shown(engine)}: choose one of {', '.join(map(repr, ENGINES))}")
     if engine == "auto":
         return "numba" if len(program.code.ops) >= _AUTO_NODES else "python"
     return engine
@@ -841,8 +865,9 @@ def sweep(program: Program, x, seed, mode: str) -> Sweep:
 
     ``seed`` is ``xdot``, ``ybar``, ``xbar`` or ``ydot`` as for the function of that name.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
+    program = _program(program)
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"unknown mode {shown(mode)}: choose one of {', '.join(MODES)}")
     n, code = program.n, program.code
     x = _vector(x, n, "x")
     seed = _vector(seed, n, "the seed")
@@ -865,7 +890,7 @@ def sweep(program: Program, x, seed, mode: str) -> Sweep:
 
 def partials(program: Program, x) -> Tape:
     """The register values before each lump and the blocks ``A``, ``B`` of every lump at ``x`` (in Python)."""
-    x = _vector(x, program.n, "x")
+    x = _vector(x, _program(program).n, "x")
     registers = x.copy()
     values, As, Bs = [registers.copy()], [], []
     code = program.code
@@ -881,7 +906,7 @@ def partials(program: Program, x) -> Tape:
 
 def run(program: Program, x, engine: str = "auto") -> np.ndarray:
     """The program's result ``f(x)``, in register order."""
-    x = _vector(x, program.n, "x")
+    x = _vector(x, _program(program).n, "x")
     code = program.code
     if _engine(program, engine) == "numba":
         return _kernels.run(_kernels.pack(code), x)[code.output_slots]
@@ -916,7 +941,7 @@ def _compiled(program: Program, x: np.ndarray, seed: np.ndarray, mode: str) -> n
 
 
 def _derivative(program: Program, x, seed, mode: str, engine: str) -> np.ndarray:
-    x = _vector(x, program.n, "x")
+    x = _vector(x, _program(program).n, "x")
     seed = _vector(seed, program.n, {"jvp": "xdot", "vjp": "ybar", "forward_inverse": "xbar",
                                      "reverse_inverse": "ydot"}[mode])
     if _engine(program, engine) == "numba":
@@ -946,7 +971,7 @@ def reverse_inverse(program: Program, x, ydot, engine: str = "auto") -> np.ndarr
 
 def logdet(program: Program, x, engine: str = "auto") -> float:
     """``log |det J| = sum_t log |a_t|`` (``log |det A_t|`` for lumps): no Jacobian needed."""
-    x = _vector(x, program.n, "x")
+    x = _vector(x, _program(program).n, "x")
     if _engine(program, engine) == "numba":
         code = program.code
         offsets = code.tape_offsets()
@@ -958,7 +983,7 @@ def logdet(program: Program, x, engine: str = "auto") -> float:
 
 def jacobian(program: Program, x, engine: str = "auto") -> np.ndarray:
     """The dense Jacobian from ``n`` forward sweeps (for checks and small programs)."""
-    eye = np.eye(program.n)
+    eye = np.eye(_program(program).n)
     return np.column_stack([jvp(program, x, eye[i], engine) for i in range(program.n)])
 
 
@@ -1004,9 +1029,10 @@ def newton(program: Program, x0, tol: float = 1e-10, max_iter: int = 50, engine:
     or a lump's block is singular, when a step explodes (the Jacobian nearly
     singular), or after ``max_iter`` iterations.
     """
-    x = _vector(x0, program.n, "x0").copy()
-    if not (tol > 0 and isinstance(max_iter, int) and max_iter >= 0):
-        raise ValueError(f"tol must be > 0 and max_iter a non-negative integer, got tol={tol!r}, max_iter={max_iter!r}")
+    x = _vector(x0, _program(program).n, "x0").copy()
+    tol, max_iter = _newton_settings(tol, max_iter)
+    if not isinstance(raise_on_failure, (bool, np.bool_)):
+        raise ValueError(f"raise_on_failure must be True or False, got {shown(raise_on_failure)}")
     iterates, residuals, logdets = [], [], []
     message = None
     for k in range(max_iter + 1):
@@ -1054,7 +1080,9 @@ def finite_difference_newton(program, x0, h: float, tol: float = 1e-10,
     """The baseline for :func:`newton`: the Jacobian from forward differences of :func:`run` (step ``h``)
     and ``numpy.linalg.solve``: ``n + 1`` runs and an ``O(n^3)`` solve per iteration, and only linear
     convergence (an ``O(h)`` error in J) or a stall at round-off (tiny ``h``)."""
-    x = _vector(x0, program.n, "x0").copy()
+    x = _vector(x0, _program(program).n, "x0").copy()
+    h = _real(h, "h (the difference step)", 0, math.inf)
+    tol, max_iter = _newton_settings(tol, max_iter)
     iterates, residuals, logdets = [], [], []
     message = None
     for k in range(max_iter + 1):

@@ -7,10 +7,11 @@ itself, an eigendecomposition for expm, and the worked numbers of the notes.
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from tensoradbook import inverse as ia
@@ -100,6 +101,10 @@ def test_fig2_tape_steps_and_sweep_states():
 
 # ---------------------------------------------------------------------------------------------
 # Random constant-width programs: every step x[R] = h(x[R], x[S]) with dh/dx[R] bounded away from 0.
+# That bound needs S != R: with S = R (a one-register program) the "root", "cubic", "log" and "divide"
+# steps can have dh/dx[R] = 0, values explode, and partials like cos(1e12) make any comparison
+# meaningless. Where no other register exists, a step reads the constant OTHER instead.
+OTHER = 0.7
 
 KINDS = {
     "affine": lambda r, s, c: c * r + ia.sin(s),                       # a = c
@@ -111,6 +116,15 @@ KINDS = {
 }
 
 
+def register_program(specs):
+    """The step function running ``x[r] = KINDS[kind](x[r], x[s], c)`` for each ``(r, s, kind, c)``
+    (``OTHER`` for ``x[s]`` where ``s`` is None)."""
+    def step(x):
+        for r, s, kind, c in specs:
+            x[r] = KINDS[kind](x[r], OTHER if s is None else x[s], c)
+    return step
+
+
 @st.composite
 def programs(draw, max_n=4, max_steps=8):
     """``(step function, n, x)``: a random constant-width program and a point."""
@@ -118,34 +132,63 @@ def programs(draw, max_n=4, max_steps=8):
     specs = []
     for _ in range(draw(st.integers(1, max_steps))):
         r = draw(st.integers(0, n - 1))
-        s = draw(st.integers(0, n - 1).filter(lambda s: s != r)) if n > 1 else r
+        s = draw(st.integers(0, n - 1).filter(lambda s: s != r)) if n > 1 else None
         kind = draw(st.sampled_from(sorted(KINDS)))
         c = draw(st.floats(1.2, 2.0)) * draw(st.sampled_from([-1, 1] if kind != "cubic" else [1]))
         specs.append((r, s, kind, c))
-
-    def step(x):
-        for r, s, kind, c in specs:
-            x[r] = KINDS[kind](x[r], x[s], c)
     x = draw(st.lists(st.floats(-1, 1), min_size=n, max_size=n))
-    return step, n, np.array(x)
+    return register_program(specs), n, np.array(x)
 
 
 def vectors(n):
     return st.lists(st.floats(-2, 2), min_size=n, max_size=n).map(np.array)
 
 
-@given(programs(), st.data())
-def test_random_programs_against_solve(program, data):
-    step, n, x = program
+@st.composite
+def programs_and_vectors(draw):
+    program = draw(programs())
+    return program, draw(vectors(program[1]))
+
+
+def size(a) -> float:
+    """The largest ``|entry|``: a scale for tolerances that, unlike a 2-norm (1e-188 squared is 0),
+    never underflows."""
+    return float(np.max(np.abs(a), initial=0.0))
+
+
+def moderate(prog, x) -> bool:
+    """Whether every register value the program computes stays within 1e6. Beyond, one rounding of an
+    argument moves a partial like cos(r) by more than the tolerances, and no two correct ways of
+    computing J (the sweeps, the complex-step oracle) agree."""
+    return size(ia.partials(prog, x).values) <= 1e6
+
+
+# Below ~1e-308 floats are subnormal and round to multiples of 5e-324: there errors are absolute.
+SUBNORMAL = 1e-300
+
+
+# Found by hypothesis: v = (0, 1e-188) made np.linalg.norm(solve(J, v)) underflow to an absolute tolerance
+# of 0, against which the oracle's O(h^2) noise (8e-250 where J^-1 v is exactly 0) failed.
+@example(((register_program([(0, 1, "log", 1.5)]), 2, np.zeros(2)), np.array([0.0, 1e-188])))
+# Found by hypothesis when one-register steps read x[0] as their other operand: dh/dx[0] came near 0, values
+# reached 1e6 and log|det J| differed from the oracle's by 9e-5. These steps now read OTHER.
+@example(((register_program([(0, None, kind, c) for kind, c in (("root", -2.0), ("affine", -2.0), ("affine", -2.0),
+                                                                  ("log", -2.0), ("log", -2.0), ("cubic", 2.0),
+                                                                  ("affine", -2.0))]), 1, np.zeros(1)), np.zeros(1)))
+@given(programs_and_vectors())
+def test_random_programs_against_solve(case):
+    (step, n, x), v = case
     prog = ia.trace(step, n)
+    assume(moderate(prog, x))
     J = oracle_jacobian(step, x)
-    v = data.draw(vectors(n))
     np.testing.assert_allclose(ia.run(prog, x), native(step, x), rtol=1e-13, atol=1e-13)
-    scale = np.linalg.norm(J) * np.linalg.norm(v) + 1e-300
+    # Tolerances relative to the problem's scale: rounding in J v is ~ n eps |J|max |v|max, in J^-1 v
+    # ~ n eps cond(J) |J^-1 v|max.
+    scale = size(J) * size(v)
     # rtol 1e-6: a chain of many steps with |J| ~ 1e9 agrees with the complex-step oracle to ~1e-7 only
-    np.testing.assert_allclose(ia.jvp(prog, x, v), J @ v, rtol=1e-6, atol=1e-12 * scale)
-    np.testing.assert_allclose(ia.vjp(prog, x, v), J.T @ v, rtol=1e-6, atol=1e-12 * scale)
-    tol = 1e-10 * np.linalg.cond(J) * np.linalg.norm(np.linalg.solve(J, v))
+    np.testing.assert_allclose(ia.jvp(prog, x, v), J @ v, rtol=1e-6, atol=1e-12 * scale + SUBNORMAL)
+    np.testing.assert_allclose(ia.vjp(prog, x, v), J.T @ v, rtol=1e-6, atol=1e-12 * scale + SUBNORMAL)
+    tol = 1e-10 * np.linalg.cond(J) * size(np.linalg.solve(J, v)) + SUBNORMAL
     np.testing.assert_allclose(ia.reverse_inverse(prog, x, v), np.linalg.solve(J, v), atol=tol)
     np.testing.assert_allclose(ia.forward_inverse(prog, x, v), np.linalg.solve(J.T, v), atol=tol)
     assert ia.logdet(prog, x) == pytest.approx(np.linalg.slogdet(J)[1], abs=1e-7)
@@ -259,6 +302,47 @@ def test_bad_input_is_reported_clearly():
         ia.trace(PRODUCT, 0)
 
 
+SQUARE_ROOT_OF_2 = ia.trace(lambda x: x.__setitem__(0, x[0] * x[0] - 2), 1)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ia.trace(PRODUCT, 3, order=None), "order must be 'program', 'greedy' or a list of vertex names (str), "
+                                              "got None"),
+    (lambda: ia.trace(PRODUCT, 3, order=[1, 2]), "order must be 'program', 'greedy' or a list of vertex names"),
+    (lambda: ia.trace(None, 3), "step must be a function that updates its registers in place"),
+    (lambda: ia.trace(PRODUCT, 10 ** 40), "n (the number of registers) must be a positive integer up to 10000000"),
+    (lambda: ia.trace(PRODUCT, 3.0), "n (the number of registers) must be a positive integer up to 10000000, got 3.0"),
+    (lambda: ia.newton(SQUARE_ROOT_OF_2, [1.0], tol="a"),
+     "tol must be a number between 0 and inf (exclusive), got 'a'"),
+    (lambda: ia.newton(SQUARE_ROOT_OF_2, [1.0], tol=math.nan), "tol must be a number between 0 and inf"),
+    (lambda: ia.newton(SQUARE_ROOT_OF_2, [1.0], tol=0), "tol must be a number between 0 and inf"),
+    (lambda: ia.newton(SQUARE_ROOT_OF_2, [1.0], max_iter=True), "max_iter must be a non-negative integer, got True"),
+    (lambda: ia.newton(SQUARE_ROOT_OF_2, [1.0], max_iter=5.0), "max_iter must be a non-negative integer, got 5.0"),
+    (lambda: ia.newton(SQUARE_ROOT_OF_2, [1.0], raise_on_failure="no"), "raise_on_failure must be True or False"),
+    (lambda: ia.newton(None, [1.0]), "program must be a Program (from ia.trace), got None"),
+    (lambda: ia.newton(SQUARE_ROOT_OF_2, [10 ** 400]), "x0 must be a vector of 1 numbers"),
+    (lambda: ia.finite_difference_newton(SQUARE_ROOT_OF_2, [1.0], None), "h (the difference step) must be a number"),
+    (lambda: ia.finite_difference_newton(SQUARE_ROOT_OF_2, [1.0], -1e-3), "h (the difference step) must be a number"),
+    (lambda: ia.finite_difference_newton(SQUARE_ROOT_OF_2, [1.0], 1e-3, max_iter=-1),
+     "max_iter must be a non-negative"),
+    (lambda: ia.jacobian("program", [1.0]), "program must be a Program (from ia.trace), got 'program'"),
+    (lambda: ia.sweep(SQUARE_ROOT_OF_2, [1.0], [1.0], ["jvp"]), "unknown mode ['jvp']"),
+    (lambda: ia.run(SQUARE_ROOT_OF_2, [1.0], engine=None), "unknown engine None"),
+    (lambda: SQUARE_ROOT_OF_2.lump(1), "lump index j must be a non-negative integer up to 0, got 1"),
+    (lambda: SQUARE_ROOT_OF_2.lump("0"), "lump index j must be a non-negative integer up to 0, got '0'"),
+])
+def test_public_arguments_are_checked(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
+
+
+def test_newton_takes_any_integer_for_max_iter():
+    result = ia.newton(SQUARE_ROOT_OF_2, [1.0], max_iter=np.int64(5), raise_on_failure=np.bool_(False))
+    assert result.converged and result.x[0] == pytest.approx(math.sqrt(2))
+    assert ia.newton(SQUARE_ROOT_OF_2, [1.0], tol=np.float32(1e-6)).converged
+    assert ia.finite_difference_newton(SQUARE_ROOT_OF_2, [1.0], np.float64(1e-6), max_iter=np.int32(20)).converged
+
+
 # ---------------------------------------------------------------------------------------------
 # Lumps (sec. 3, eqs. 2.6g/h).
 
@@ -328,10 +412,21 @@ def test_lump_blocks_are_the_lump_jacobian():
         tape.a
 
 
-@given(st.integers(2, 6), st.data())
-def test_dense_matvec_needs_one_lump_of_size_n(n, data):
+@st.composite
+def dense_systems(draw):
+    """``(M, v)``: ``M = 3 I + N`` with entries of N in [-1, 1] (singular for N = -ones(3)), ``v`` a vector."""
+    n = draw(st.integers(2, 6))
+    M = np.array(draw(st.lists(st.floats(-1, 1), min_size=n * n, max_size=n * n))).reshape(n, n) + 3 * np.eye(n)
+    return M, draw(vectors(n))
+
+
+# Entries at hypothesis' favourite boundary, -1, make M = 3 I - ones(3) singular: the sweeps must refuse it.
+@example((3 * np.eye(3) - 1, np.ones(3)))
+@given(dense_systems())
+def test_dense_matvec_needs_one_lump_of_size_n(system):
     """The counter-example: x -> M x written in scalar steps keeps all n inputs live until the end."""
-    M = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=n * n, max_size=n * n))).reshape(n, n) + 3 * np.eye(n)
+    M, v = system
+    n = len(v)
 
     def matvec(x):
         old = list(x)
@@ -342,12 +437,19 @@ def test_dense_matvec_needs_one_lump_of_size_n(n, data):
             x[i] = total
     prog = ia.trace(matvec, n)
     assert prog.lump_sizes == (n,) and max(prog.live) == 2 * n - 1
-    v = data.draw(vectors(n))
     x = np.zeros(n)
-    for engine in ENGINES:
-        np.testing.assert_allclose(ia.reverse_inverse(prog, x, v, engine=engine), np.linalg.solve(M, v), atol=1e-12)
-        np.testing.assert_allclose(ia.forward_inverse(prog, x, v, engine=engine), np.linalg.solve(M.T, v), atol=1e-12)
     np.testing.assert_allclose(ia.partials(prog, x).A[0], M)
+    cond = np.linalg.cond(M)
+    for engine in ENGINES:
+        for sweep, matrix in ((ia.reverse_inverse, M), (ia.forward_inverse, M.T)):
+            try:
+                result = sweep(prog, x, v, engine=engine)
+            except ValueError as error:  # an exactly singular M: the sweep names the lump
+                assert "singular" in str(error) and cond > 1e12
+                continue
+            expected = np.linalg.solve(matrix, v)
+            # rounding in both solves is ~ n eps cond(M) |M^-1 v|: a tolerance relative to that scale
+            np.testing.assert_allclose(result, expected, atol=1e-13 * cond * size(expected) + SUBNORMAL)
 
 
 def test_moves_between_registers():
@@ -390,7 +492,7 @@ def programs_with_temporaries(draw, max_n=4, max_steps=8):
                 saved.append(x[spec[1]])
                 continue
             r, s, kind, c = spec
-            other = saved[s] if s < 0 and len(saved) >= -s else x[s % n]
+            other = saved[s] if s < 0 and len(saved) >= -s else OTHER if s % n == r else x[s % n]
             x[r] = KINDS[kind](x[r], other, c)
     x = draw(st.lists(st.floats(-1, 1), min_size=n, max_size=n))
     return step, n, np.array(x)
@@ -430,6 +532,7 @@ def test_programs_with_temporaries_against_solve(program, data):
         prog = ia.trace(step, n)
     except ValueError:
         return
+    assume(moderate(prog, x))
     J = oracle_jacobian(step, x)
     assume(np.linalg.cond(J) < 1e8)
     v = data.draw(vectors(n))
