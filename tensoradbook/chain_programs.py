@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ._matrix import as_int, shown
 from .chaining import ADJOINT, GXM, MXG, MXM, TANGENT, Chain, Plan, Schedule
 
 __all__ = ["ChainProgram", "Elemental", "Execution"]
@@ -101,6 +102,10 @@ class Elemental:
 
         Needs ``edges >= m`` (each output depends on something).
         """
+        m, n, edges = (as_int(value, f"{where}: {name}", minimum=1)
+                       for value, name in ((m, "m"), (n, "n"), (edges, "|E|")))
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"{where}: rng must be a numpy.random.Generator, got {shown(rng)}")
         if edges < m:
             raise ValueError(f"{where}: a DAG with m = {m} outputs needs at least {m} edges, got |E| = {edges}")
         # Intermediates h: at least enough slots (each vertex may read any earlier non-output
@@ -157,11 +162,17 @@ class Execution:
     steps: tuple[tuple[str, int], ...]
 
 
+def _checked(chain) -> Chain:
+    if not isinstance(chain, Chain):
+        raise ValueError(f"chain must be a Chain (tensoradbook.chaining), got {shown(chain)}")
+    return chain
+
+
 class ChainProgram:
     """One random :class:`Elemental` per factor of a :class:`~tensoradbook.chaining.Chain`."""
 
     def __init__(self, chain: Chain, elementals):
-        self.chain = chain
+        self.chain = _checked(chain)
         self.elementals = tuple(elementals)
         for index, (factor, elemental) in enumerate(zip(chain, self.elementals), start=1):
             if (elemental.m, elemental.n, elemental.edges) != (factor.m, factor.n, factor.edges):
@@ -172,7 +183,8 @@ class ChainProgram:
 
     @classmethod
     def random(cls, chain: Chain, seed: int = 0) -> ChainProgram:
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(None if seed is None else as_int(seed, "seed", minimum=0))
+        chain = _checked(chain)
         return cls(chain, [Elemental.random(f.m, f.n, f.edges, rng, f"F_{index}")
                            for index, f in enumerate(chain, start=1)])
 
@@ -187,6 +199,8 @@ class ChainProgram:
         """Run every step of ``schedule`` (operands first), counting fma."""
         if isinstance(schedule, Plan):
             schedule = schedule.schedule
+        if not isinstance(schedule, Schedule):
+            raise ValueError(f"execute runs a Schedule or a Plan, got {shown(schedule)}")
         if (schedule.j, schedule.i) != (self.chain.q, 1):
             raise ValueError(f"the schedule computes F'_{{{schedule.j},{schedule.i}}}, "
                              f"not the whole chain F'_{{{self.chain.q},1}}")

@@ -30,7 +30,7 @@ from functools import cached_property, lru_cache, reduce
 import numpy as np
 import sympy
 
-from ._matrix import as_exact_vector, as_lists, as_rational_matrix, normalize, zeros
+from ._matrix import as_exact_vector, as_lists, as_rational_matrix, normalize, shown, zeros
 
 
 def _array(rows: list[list], n_cols: int) -> np.ndarray:
@@ -89,6 +89,13 @@ class FourierMotzkin:
     def _rhs(self, b) -> list:
         return as_exact_vector(b, self.A.shape[0], "b")
 
+    def _later(self, later) -> list:
+        if isinstance(later, (str, bytes)) or not hasattr(later, "__iter__"):
+            raise ValueError(f"later must be a sequence of numbers, the values of the variables after the next "
+                             f"one (x_(k+1), ..., x_{self.n_vars - 1}), got {shown(later)}")
+        values = list(later)
+        return as_exact_vector(values, len(values), "later")
+
     def feasible(self, b) -> bool:
         """Whether ``A x >= b`` has a real solution (eq. 34: ``F b <= 0``).
 
@@ -106,7 +113,7 @@ class FourierMotzkin:
         so the next variable is ``k = M - 1 - len(later)``. None marks an
         unbounded side.
         """
-        return self._real_bounds(self._rhs(b), list(later))
+        return self._real_bounds(self._rhs(b), self._later(later))
 
     def _real_bounds(self, b: list, later: list):
         k = self.n_vars - 1 - len(later)
@@ -169,6 +176,9 @@ class FourierMotzkin:
         ``lower`` is ``Max(ceiling(...), ...)``, ``upper`` likewise with ``Min``
         and ``floor``, and an unbounded side is ``-oo`` / ``oo``.
         """
+        if isinstance(b, (str, bytes)) or not hasattr(b, "__len__"):
+            raise ValueError(f"b must be a sequence of {self.A.shape[0]} numbers or sympy expressions, "
+                             f"got {shown(b)}")
         if len(b) != self.A.shape[0]:
             raise ValueError(f"b must have {self.A.shape[0]} entries, got {len(b)}")
         b = [sympy.sympify(v) for v in b]
@@ -208,7 +218,13 @@ def fourier_motzkin(A, names=None, prune: bool = True) -> FourierMotzkin:
     """
     A = as_rational_matrix(A, "fourier_motzkin: A")
     n_rows, n_vars = A.shape
-    names = tuple(names) if names is not None else tuple(f"x_{k}" for k in range(n_vars))
+    if names is None:
+        names = tuple(f"x_{k}" for k in range(n_vars))
+    elif isinstance(names, str) or not hasattr(names, "__iter__") or not all(isinstance(v, str) for v in names):
+        raise ValueError(f"fourier_motzkin: names must be a sequence of {n_vars} strings, got {shown(names)}")
+    names = tuple(names)
+    if not isinstance(prune, (bool, np.bool_)):
+        raise ValueError(f"fourier_motzkin: prune must be True or False, got {shown(prune)}")
     if len(names) != n_vars:
         raise ValueError(f"fourier_motzkin: {len(names)} names for {n_vars} variables")
     rows = [[Fraction(v) for v in row] for row in as_lists(A)]

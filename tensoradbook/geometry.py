@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
 
-from ._matrix import as_exact_vector, as_int_matrix, as_rational_matrix
+from ._matrix import as_exact_vector, as_int_matrix, as_rational_matrix, shown
 from .fourier_motzkin import FourierMotzkin, fourier_motzkin
 
 
@@ -59,8 +59,9 @@ def polygon_vertices(A, b, system: FourierMotzkin | None = None) -> list[tuple[F
     b = [Fraction(v) for v in as_exact_vector(b, A.shape[0], "polygon_vertices: b")]
     if system is None:
         system = fourier_motzkin(A)
-    elif system.A.shape != A.shape or not (system.A == A).all():
-        raise ValueError("polygon_vertices: system was not made from A")
+    elif not isinstance(system, FourierMotzkin) or system.A.shape != A.shape or not (system.A == A).all():
+        raise ValueError(f"polygon_vertices: system was not made from A: pass fourier_motzkin(A) or None, "
+                         f"got {shown(system)}")
     if not system.feasible(b):
         return []
     if system.unbounded_variable() is not None:
@@ -141,6 +142,8 @@ def loop_bounds(system: FourierMotzkin, b) -> list[tuple[list[AffineBound], list
     ``max(t.value(later) for t in lower) <= x_k <= min(t.value(later) for t in upper)``
     is exactly :meth:`FourierMotzkin.bounds`; an empty side means unbounded.
     """
+    if not isinstance(system, FourierMotzkin):
+        raise ValueError(f"loop_bounds: system must be a FourierMotzkin (from fourier_motzkin(A)), got {shown(system)}")
     b = [Fraction(v) for v in as_exact_vector(b, system.A.shape[0], "loop_bounds: b")]
     return [(_terms(system.L[k], system.Lhat[k], b, lower=True),
              _terms(system.H[k], system.Hhat[k], b, lower=False))

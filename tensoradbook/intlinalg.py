@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 import sympy
 
-from ._matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, zeros
+from ._matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, shown, zeros
 
 
 def euclid_table(a: int, b: int) -> list[tuple[int | None, int, int, int]]:
@@ -317,6 +317,9 @@ class IntegerSolutions:
 
     def point(self, z) -> tuple[int, ...]:
         z = as_exact_vector(z, self.kernel.shape[1], "z")
+        fractional = [k for k, v in enumerate(z) if not _is_integral(v)]
+        if fractional:
+            raise ValueError(f"z: entry {fractional[0]} is {z[fractional[0]]}, not an integer")
         offset = matvec(self.kernel, z)
         return tuple(int(p + o) for p, o in zip(self.particular, offset))
 
@@ -324,6 +327,9 @@ class IntegerSolutions:
         """The solutions inside the index box ``0 <= alpha < shape`` (eq. 42), see :class:`BoxedSolutions`."""
         from .fourier_motzkin import BoxedSolutions
 
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise ValueError(f"shape must be a sequence of positive integers, one per entry of alpha, "
+                             f"got {shown(shape)}")
         return BoxedSolutions(self, tuple(shape))
 
 
@@ -362,7 +368,11 @@ class IntegerInverse:
         ``I beta`` integral); the bounds are those of
         :meth:`tensoradbook.FourierMotzkin.symbolic_bounds`.
         """
-        names = beta_names or [f"beta_{k}" for k in range(self.A.shape[0])]
+        n_rows = self.A.shape[0]
+        names = beta_names or [f"beta_{k}" for k in range(n_rows)]
+        if (isinstance(names, str) or not hasattr(names, "__len__") or len(names) != n_rows
+                or not all(isinstance(name, str) for name in names)):
+            raise ValueError(f"beta_names must be {n_rows} strings, one per entry of beta, got {shown(beta_names)}")
         beta = [sympy.Symbol(name, integer=True) for name in names]
         particular = [sum((sympy.Rational(v) * s for v, s in zip(row, beta)), sympy.Integer(0))
                       for row in as_lists(self.pinv)]

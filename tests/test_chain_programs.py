@@ -6,6 +6,7 @@ over all paths of the DAG) with exactly the fma the model predicts.
 """
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -139,6 +140,20 @@ def test_bad_programs():
     part = jc.Schedule.make(SECTION_5, jc.TANGENT, 2, 2)
     with pytest.raises(ValueError, match=r"the schedule computes F'_\{2,2\}, not the whole chain F'_\{3,1\}"):
         program.execute(part)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ChainProgram.random(None), "chain must be a Chain (tensoradbook.chaining), got None"),
+    (lambda: ChainProgram.random([(2, 2, 4)]), "chain must be a Chain"),
+    (lambda: ChainProgram.random(SECTION_5, seed="a"), "seed must be a non-negative integer, got 'a'"),
+    (lambda: ChainProgram.random(SECTION_5, seed=1.5), "seed must be a non-negative integer, got 1.5"),
+    (lambda: ChainProgram.random(SECTION_5).execute(None), "execute runs a Schedule or a Plan, got None"),
+    (lambda: Elemental.random("2", 3, 6, np.random.default_rng(0)), "F: m must be a positive integer, got '2'"),
+    (lambda: Elemental.random(2, 3, 6, 0), "F: rng must be a numpy.random.Generator, got 0"),
+])
+def test_public_arguments_are_checked(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
 
 
 def test_random_programs_are_reproducible():

@@ -6,8 +6,10 @@ exact certificates (a rational point, or a Farkas row of F) for feasibility.
 
 import itertools
 import math
+import re
 from fractions import Fraction
 
+import numpy as np
 import pytest
 import sympy
 from hypothesis import given
@@ -134,6 +136,33 @@ def test_input_errors():
         tab.fourier_motzkin([[1, 1]], names=["i"])
     with pytest.raises(ValueError, match="already fixed"):
         tab.fourier_motzkin([[1], [-1]]).bounds([0, 0], [1])
+
+
+SQUARE = tab.fourier_motzkin([[1, 0], [0, 1], [-1, 0], [0, -1]])  # 0 <= x_0, x_1 <= 3 for b = (0, 0, -3, -3)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: SQUARE.bounds([0, 0, -3, -3], later=["a"]), "later: entry (0, 0) is 'a' (str), not a rational number"),
+    (lambda: SQUARE.bounds([0, 0, -3, -3], later="a"), "later must be a sequence of numbers, the values of the "
+                                                       "variables after the next one (x_(k+1), ..., x_1), got 'a'"),
+    (lambda: SQUARE.bounds([0, 0, -3, -3], later=None), "later must be a sequence of numbers"),
+    (lambda: SQUARE.real_bounds([0, 0, -3, -3], later=[None]), "later: entry (0, 0) is None"),
+    (lambda: SQUARE.bounds(None), "b must be a vector of 4 numbers, got None"),
+    (lambda: SQUARE.symbolic_bounds(None), "b must be a sequence of 4 numbers or sympy expressions, got None"),
+    (lambda: tab.fourier_motzkin([[1, 0]], names=5), "fourier_motzkin: names must be a sequence of 2 strings, got 5"),
+    (lambda: tab.fourier_motzkin([[1, 0]], names=["i", 2]), "names must be a sequence of 2 strings, got ['i', 2]"),
+    (lambda: tab.fourier_motzkin([[1, 0]], names="ij"), "names must be a sequence of 2 strings, got 'ij'"),
+    (lambda: tab.fourier_motzkin([[1, 0]], prune="no"), "fourier_motzkin: prune must be True or False, got 'no'"),
+])
+def test_public_arguments_are_checked(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
+
+
+def test_bounds_take_numbers_of_any_exact_kind():
+    assert SQUARE.bounds([0, 0, -3, -3], later=(np.int64(2),)) == (0, 3)
+    assert SQUARE.bounds([0, 0, -3, -3], later=[Fraction(1, 2)]) == (0, 3)
+    assert SQUARE.bounds([0, 0, -3, -3], later=np.array([1])) == (0, 3)
 
 
 def test_rational_coefficients():

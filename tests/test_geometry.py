@@ -45,6 +45,10 @@ def test_polygon_of_fig4_kernel_is_a_triangle():
     other = tab.fourier_motzkin([[1, 0], [0, 1]])
     with pytest.raises(ValueError, match="not made from A"):
         polygon_vertices(boxed.constraint_matrix, boxed.rhs, other)
+    with pytest.raises(ValueError, match="not made from A: pass fourier_motzkin.A. or None, got 'system'"):
+        polygon_vertices(boxed.constraint_matrix, boxed.rhs, "system")
+    with pytest.raises(ValueError, match="loop_bounds: system must be a FourierMotzkin"):
+        loop_bounds(None, boxed.rhs)
     assert all(isinstance(c, Fraction) for v in vertices for c in v)
 
 

@@ -274,6 +274,25 @@ def test_boxed_solutions_reject_bad_shapes():
         solutions.within((3, 4))
     with pytest.raises(ValueError, match="shape entry 1 is 0"):
         solutions.within((3, 0, 5))
+    with pytest.raises(ValueError, match="shape must be a sequence of positive integers, one per entry of alpha, "
+                                         "got None"):
+        solutions.within(None)
+    with pytest.raises(ValueError, match="shape must be a sequence"):
+        solutions.within(3)
+
+
+def test_solutions_and_regions_check_their_arguments():
+    inverse = tab.integer_inverse([[2, 4]])
+    solutions = inverse.solve([2])
+    assert solutions.point([np.int64(1)]) == solutions.point([1])
+    with pytest.raises(ValueError, match="z: entry 0 is 1/2, not an integer"):  # int() would truncate it to 0
+        solutions.point([Fraction(1, 2)])
+    with pytest.raises(ValueError, match=r"beta_names must be 1 strings, one per entry of beta, got \['b', 'c'\]"):
+        inverse.symbolic_region((3, 3), ["b", "c"])
+    with pytest.raises(ValueError, match="beta_names must be 1 strings, one per entry of beta, got 5"):
+        inverse.symbolic_region((3, 3), 5)
+    with pytest.raises(ValueError, match="shape must be a sequence"):
+        inverse.symbolic_region(None)
 
 
 @st.composite
