@@ -268,8 +268,7 @@ class Gradients(Mapping):
 
     def evaluate(self, args: dict, df) -> dict[str, np.ndarray]:
         """``{"a": dA, ...}``: the gradients of ``sum(df * f)`` at ``args``, by the reference evaluator."""
-        values = dict(args)
-        values[self.adjoint_name] = df
+        values = self.function.argument_arrays(args, (self.adjoint_name, df))
         if self.reads_forward:
             values[self.function.name] = self.function.evaluate(args)
         for name, intermediate in self.intermediates.items():

@@ -328,16 +328,46 @@ class Function:
 
         return to_latex(self)
 
-    def argument_arrays(self, args: dict) -> dict[str, np.ndarray]:
-        """``args`` as float64 arrays, each checked to be there and to have its declared shape."""
+    def argument_arrays(self, args, adjoint: tuple[str, object] | None = None) -> dict[str, np.ndarray]:
+        """``args`` (a dict from argument names to arrays) as float64 arrays, each checked to be
+        there, to hold real numbers and to have its declared shape.
+
+        ``adjoint`` is ``(name, value)`` of the gradients' incoming adjoint
+        (``df``), checked the same way against the output's shape and
+        returned with the arguments. Complex values are refused: float64
+        would silently drop their imaginary parts.
+        """
+        from collections.abc import Mapping
+        from numbers import Complex, Real
+
+        if not isinstance(args, Mapping):
+            raise ExpressionError(f"{self.name}: expected a dict from argument names to arrays "
+                                  f"({', '.join(self.arguments) or 'no arguments'}), got {type(args).__name__}")
+        wanted = [(name, f"argument {name!r}", args, tuple(self.shapes[name])) for name in self.arguments]
+        if adjoint is not None:
+            wanted.append((adjoint[0], f"the adjoint {adjoint[0]!r}", {adjoint[0]: adjoint[1]},
+                           tuple(self.shapes[self.name])))
         arrays = {}
-        for name in self.arguments:
-            if name not in args:
-                raise ExpressionError(f"{self.name}: no value given for argument {name!r}")
-            array = np.asarray(args[name], dtype=np.float64)
-            if array.shape != tuple(self.shapes[name]):
-                raise ExpressionError(f"{self.name}: argument {name!r} has shape {array.shape}, "
-                                      f"expected {tuple(self.shapes[name])}")
+        for name, what, values, shape in wanted:
+            if name not in values:
+                raise ExpressionError(f"{self.name}: no value given for {what}")
+            try:
+                array = np.asarray(values[name])
+            except ValueError:  # numpy: "inhomogeneous shape"
+                raise ExpressionError(f"{self.name}: {what} is not a rectangular array (rows of different "
+                                      f"lengths?); expected shape {shape}") from None
+            items = array.ravel().tolist() if array.dtype.kind == "O" else []
+            if array.dtype.kind == "c" or any(isinstance(v, Complex) and not isinstance(v, Real) for v in items):
+                raise ExpressionError(f"{self.name}: {what} is complex; the functions compute with real numbers "
+                                      "(float64 would drop the imaginary part)")
+            if array.dtype.kind not in "biufO" or not all(isinstance(v, Real) for v in items):
+                raise ExpressionError(f"{self.name}: {what} is not an array of real numbers (dtype {array.dtype})")
+            try:
+                array = array.astype(np.float64, copy=False)
+            except OverflowError:
+                raise ExpressionError(f"{self.name}: {what} holds a number too large for float64") from None
+            if array.shape != shape:
+                raise ExpressionError(f"{self.name}: {what} has shape {array.shape}, expected {shape}")
             arrays[name] = array
         return arrays
 

@@ -30,10 +30,10 @@ def numeric_gradient(fn: Function, args: dict, name: str, df, step: float = 1e-6
     forward kernel (``fn.compile("numba")``) makes it fast.
     """
     forward = forward if forward is not None else fn.evaluate
-    x = np.asarray(args[name], dtype=np.float64)
-    gradient = np.zeros_like(x)
-    for beta in np.ndindex(*x.shape):
-        values = {key: np.array(value, dtype=np.float64) for key, value in args.items()}
+    args = fn.argument_arrays(args)
+    gradient = np.zeros_like(args[name])
+    for beta in np.ndindex(*gradient.shape):
+        values = {key: value.copy() for key, value in args.items()}
         values[name][beta] += step
         plus = np.sum(df * forward(values))
         values[name][beta] -= 2 * step
@@ -51,7 +51,7 @@ def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 
     from .derive import derive
 
     rng = np.random.default_rng(seed)
-    args = dict(args) if args is not None else random_arguments(fn, rng)
+    args = fn.argument_arrays(args) if args is not None else random_arguments(fn, rng)
     grads = grads if grads is not None else derive(fn)
     df = rng.standard_normal(fn.shapes[fn.name])
     gradients = grads.evaluate(args, df)
@@ -66,7 +66,7 @@ def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 
             shifted = {}
             for sign in (1, -1):
                 values = dict(args)
-                values[name] = np.asarray(args[name], dtype=np.float64) + sign * h * direction
+                values[name] = args[name] + sign * h * direction
                 shifted[sign] = np.sum(df * fn.evaluate(values))
             return (shifted[1] - shifted[-1]) / (2 * h)
 

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .derive import _all_names, _fresh, apart
-from .expr import (Affine, Atom, Binary, Element, Expr, ExpressionError, Function, If, Number, Sum, Unary,
+from .expr import (Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary,
                    free_indices, memory_step, substitute, walk)
 from .printer import expr_text, to_text
 from .simplify import hoist_invariants
@@ -598,11 +598,11 @@ def _require_cuda() -> None:
         raise RuntimeError(problem)
 
 
-def _arrays(fn: Function, args: dict, vector: bool) -> list[np.ndarray]:
-    """The arguments of ``fn`` as C-contiguous float64 arrays in its order, shapes checked."""
-    arrays = fn.argument_arrays(args)
-    return [np.ascontiguousarray(arrays[name]).reshape(_storage_shape(arrays[name].shape, vector))
-            for name in fn.arguments]
+def _arrays(fn: Function, args, vector: bool, adjoint: tuple[str, object] | None = None) -> list[np.ndarray]:
+    """The arguments of ``fn`` in its order, then the adjoint ``(name, value)`` if given, as C-contiguous
+    float64 arrays, checked by :meth:`Function.argument_arrays` (real numbers, declared shapes)."""
+    arrays = fn.argument_arrays(args, adjoint)
+    return [np.ascontiguousarray(a).reshape(_storage_shape(a.shape, vector)) for a in arrays.values()]
 
 
 class CompiledFunction:
@@ -639,16 +639,8 @@ class CompiledGradients:
         self.module = load_module(self.source)
         self.path = self.module.__file__
 
-    def _inputs(self, args: dict, df=None) -> list:
-        fn = self.gradients.function
-        arrays = _arrays(fn, args, self.target == "numpy")
-        if df is not None:
-            shape = tuple(fn.shapes[fn.name])
-            df = np.asarray(df, dtype=np.float64)
-            if df.shape != shape:
-                raise ExpressionError(f"{fn.name}: the adjoint {self.gradients.adjoint_name!r} has shape "
-                                      f"{df.shape}, expected {shape}")
-            arrays.append(np.ascontiguousarray(df).reshape(_storage_shape(shape, self.target == "numpy")))
+    def _inputs(self, args, adjoint: tuple[str, object] | None = None) -> list:
+        arrays = _arrays(self.gradients.function, args, self.target == "numpy", adjoint)
         if self.target.startswith("cuda"):
             from numba import cuda
 
@@ -665,7 +657,7 @@ class CompiledGradients:
 
     def __call__(self, args: dict, df) -> dict[str, np.ndarray]:
         fn = self.gradients.function
-        out = self.module.gradients(*self._inputs(args, df))
+        out = self.module.gradients(*self._inputs(args, (self.gradients.adjoint_name, df)))
         return {name: self._host(out[name], tuple(fn.shapes[name])) for name in out}
 
     # as Gradients.evaluate, so tensoradbook.check_gradients(fn, grads=compiled) checks the kernels

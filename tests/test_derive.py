@@ -241,6 +241,8 @@ def test_derive_rejects_bad_input():
         tab.derive("f[i] = expp(x[i])", {"f": (3,), "x": (3,)})
     with pytest.raises(ExpressionError, match="shapes only with the function's text"):
         tab.derive(tab.parse("f[i] = x[i]", {"f": (2,), "x": (2,)}), {"f": (2,)})
+    with pytest.raises(ExpressionError, match="expected a dict from argument names to arrays \\(x\\), got list"):
+        tab.check_gradients(tab.parse("f[i] = x[i]", {"f": (2,), "x": (2,)}), [np.ones(2)])
 
 
 def test_command_line(capsys):

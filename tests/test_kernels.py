@@ -224,6 +224,38 @@ def test_bad_arguments_are_reported():
         grad(args, df.T)
 
 
+BAD_INPUTS = [  # (arguments, adjoint, what the message must say); issue 10
+    ({"x": np.ones(2) + 1j, "y": 2.0}, None, "argument 'x' is complex"),  # the imaginary part was dropped
+    ({"x": [1.0, 2.0], "y": 1j}, None, "argument 'y' is complex"),
+    ({"x": np.array([1.0, 1j], dtype=object), "y": 2.0}, None, "argument 'x' is complex"),
+    ({"x": [[1.0], [2.0, 3.0]], "y": 2.0}, None, "argument 'x' is not a rectangular array"),
+    ({"x": ["a", "b"], "y": 2.0}, None, "argument 'x' is not an array of real numbers"),
+    ({"x": [1.0, None], "y": 2.0}, None, "argument 'x' is not an array of real numbers"),  # was nan
+    ({"x": [1.0, 10**400], "y": 2.0}, None, "argument 'x' holds a number too large for float64"),
+    ([np.ones(2), 2.0], None, "expected a dict from argument names to arrays \\(x, y\\), got list"),
+    ({"x": np.ones(2), "y": 2.0}, np.ones(2) * 1j, "the adjoint 'df' is complex"),
+    ({"x": np.ones(2), "y": 2.0}, [[1.0], [2.0, 3.0]], "the adjoint 'df' is not a rectangular array"),
+    ({"x": np.ones(2), "y": 2.0}, "ab", "the adjoint 'df' is not an array of real numbers"),
+]
+
+
+@pytest.mark.parametrize("target", ["reference", *kernels.TARGETS])
+def test_inputs_that_are_not_real_arrays_are_refused_by_name(target):
+    fn = tab.parse("f[i] = x[i] * y[]", {"f": (2,), "x": (2,), "y": ()})
+    grads = tab.derive(fn)
+    if target == "reference":
+        forward, gradients = fn.evaluate, grads.evaluate
+    else:
+        gradients = grads.compile(target)
+        forward = fn.compile(target) if target in kernels.GATHER_TARGETS else gradients.forward
+    for args, df, message in BAD_INPUTS:
+        if df is None:
+            with pytest.raises(ExpressionError, match=message):
+                forward(args)
+        with pytest.raises(ExpressionError, match=message):
+            gradients(args, np.ones(2) if df is None else df)
+
+
 def test_cuda_without_a_gpu_or_simulator_says_what_to_do():
     probe = ("import tensoradbook as tab\n"
              "fn = tab.parse('f[i] = x[i]', {'f': (2,), 'x': (2,)})\n"
