@@ -461,6 +461,9 @@ class PolytopeView(BetaExplorer):
             "hidden": (Line2D([], [], **_HIDDEN), "box limits of " + ", ".join(f"α{subscript(h)}" for h in hidden)
                        + f" (fixed by α{subscript(a)}, α{subscript(b)})"),
         }
+        # One legend per widget, whatever this beta draws: laying out a new legend costs a full redraw.
+        kinds = {"box", "region", "points", "outside", "particular", "kernel"}
+        kinds |= {"line"} if self._kappa == 1 else ({"hidden"} if hidden else set())
         handles, labels = zip(*(legend[kind] for kind in legend if kind in kinds))
         self._alpha_image.value = self._alpha_plot.frame(artists, handles, labels)
 
