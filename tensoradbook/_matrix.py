@@ -110,10 +110,12 @@ def as_exact_vector(vector, length: int, what: str) -> list:
         vector = vector.tolist()
     if isinstance(vector, numbers.Number) or getattr(vector, "is_Number", False):
         vector = [vector]
+    if isinstance(vector, (str, bytes)):  # list() would make characters (or byte values) of them
+        raise ValueError(f"{what} must be a vector of {length} numbers, got {shown(vector)}")
     try:
         values = list(vector)
     except TypeError:
-        raise ValueError(f"{what} must be a vector of {length} numbers, got {vector!r}") from None
+        raise ValueError(f"{what} must be a vector of {length} numbers, got {shown(vector)}") from None
     values = [v[0] if isinstance(v, list) and len(v) == 1 else v for v in values]
     if len(values) != length:
         raise ValueError(f"{what} must have {length} entries, got {len(values)}")

@@ -272,7 +272,10 @@ def _integer_field(text: str, line: int, name: str) -> int:
     # int() also reads other scripts' digits ('١٢') and underscores ('1_000'); the file format is ASCII.
     if not re.fullmatch(r"[+-]?[0-9]+", text):
         raise ValueError(f"line {line}: {name} must be an integer, got {text!r} (write it in ASCII digits 0-9)")
-    return int(text)
+    try:
+        return int(text)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits())
+        raise ValueError(f"line {line}: {name} has {len(text)} digits, too many to read") from None
 
 
 # --------------------------------------------------------------------------- schedules
