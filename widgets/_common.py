@@ -1,24 +1,34 @@
-"""Pieces the widgets share: the inline message box, plots rendered to PNG, beta sliders.
+"""Pieces the widgets share: the inline message box, the guard that keeps bad input inline, plots
+rendered to PNG, beta sliders.
 
 Figures are drawn with matplotlib's Agg canvas directly (no pyplot), so the
 widgets leave no global figure state behind and work without a display.
+
+Every public setter and every callback of a control goes through
+:func:`shows_errors`: whatever the input, nothing is raised; the widget shows
+why the input cannot be used in its error box, keeps its last good state and
+the call returns False.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import html
 import io
+import math
 import re
+from collections.abc import Iterable, Mapping
 
 import ipywidgets as W
+from traitlets import TraitError
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
 
 from tensoradbook import IntegerSolutions, integer_inverse
-from tensoradbook._matrix import as_exact_vector, as_int_matrix, matvec
+from tensoradbook._matrix import as_exact_vector, as_int, as_int_matrix, matvec, shown
 from tensoradbook.geometry import image_range
 
 # 6 x 4.5 inches at 80 dpi (480 x 360 pixels) keeps a redraw plus PNG encoding
@@ -30,6 +40,51 @@ DPI = 80
 # and stays put when equal aspect makes the axes narrower.
 AXES_RECT = {None: (0.11, 0.12, 0.52, 0.78), "3d": (0.0, 0.02, 0.66, 0.94)}
 LEGEND = dict(loc="upper left", fontsize=9, framealpha=0.9)
+
+
+# What bad input can raise in a setter: ValueError (the widgets' and the core's checks, the parser's
+# ExpressionError), TypeError and ArithmeticError (a value of the wrong kind or size that reached numpy
+# or matplotlib), RecursionError (a deeply nested expression), TraitError (a value a control cannot hold).
+INPUT_ERRORS = (ValueError, TypeError, ArithmeticError, RecursionError, TraitError)
+# JavaScript numbers hold integers exactly up to 2**53: larger values would be shown wrong by a slider.
+MAX_SLIDER_INT = 2**53 - 1
+
+
+def error_text(exc: BaseException) -> str:
+    """The message shown for ``exc``: a ValueError of the checks is a sentence already; anything else
+    says that the input could not be used and what went wrong."""
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc)
+    return f"this input cannot be used: {type(exc).__name__}: {exc}"
+
+
+def shows_errors(method):
+    """Make a widget's setter or callback safe for any input.
+
+    An error of :data:`INPUT_ERRORS` is shown in the widget's ``_errors`` box
+    and the call returns False; a call that returns anything else clears the
+    box. The wrapped methods check their input before they change the
+    widget's state, so a refused input leaves the last good one shown.
+    """
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            result = method(self, *args, **kwargs)
+        except INPUT_ERRORS as exc:
+            self._errors.show(error_text(exc))
+            return False
+        if result is not False:
+            self._errors.show("")
+        return result
+    return guarded
+
+
+def choose(name, options, refusal: str) -> str:
+    """``name`` checked to be one of ``options`` (names, or a dict keyed by them); the error starts
+    with ``refusal`` ("no preset", "unknown target", ...)."""
+    if not isinstance(name, str) or name not in options:
+        raise ValueError(f"{refusal} {shown(name)}; choose one of: {', '.join(options)}")
+    return name
 
 
 def subscript(k: int) -> str:
@@ -64,7 +119,7 @@ def parse_matrix(text: str, what: str = "A"):
             raise ValueError(f"{what}: row {i} is empty")
         tokens = re.split(r"[,\s]+", line.strip(","))
         for j, token in enumerate(tokens):
-            if not re.fullmatch(r"[+-]?\d+", token):
+            if not re.fullmatch(r"[+-]?[0-9]+", token):  # ASCII: int() would also read '١٢'
                 raise ValueError(f"{what}: row {i}, entry {j} is {token!r}, not an integer")
         rows.append([int(token) for token in tokens])
     return rows
@@ -77,15 +132,17 @@ def matrix_text(A) -> str:
 
 class SliderSteps:
     """``step`` (clamped to ``0 .. n_steps - 1``), ``forward()`` and ``back()`` for a widget whose
-    ``_slider`` shows the step and whose ``n_steps`` says how many there are."""
+    ``_slider`` shows the step, whose ``n_steps`` says how many there are and whose ``_errors`` box
+    says why a step is refused."""
 
     @property
     def step(self) -> int:
         return self._slider.value
 
     @step.setter
+    @shows_errors
     def step(self, value: int) -> None:
-        self._slider.value = max(0, min(self.n_steps - 1, int(value)))
+        self._slider.value = max(0, min(self.n_steps - 1, as_int(value, "step")))
 
     def forward(self) -> None:
         self.step = self.step + 1
@@ -165,8 +222,11 @@ class BetaExplorer(W.VBox):
     types another, see :meth:`set_kernel`), one IntSlider per entry of ``beta``
     spanning the image of the box, the error and status lines and the picture.
     Subclasses build their view, then call :meth:`_start`, and redraw in
-    :meth:`_update` whenever ``beta`` or the kernel basis changes.
+    :meth:`_update` whenever ``beta`` or the kernel basis changes. A view whose
+    work grows with the box sets ``MAX_BOX_POINTS``: larger boxes are refused.
     """
+
+    MAX_BOX_POINTS: int | None = None
 
     def __init__(self, A, shape, what: str, kernel=None):
         super().__init__()
@@ -175,6 +235,11 @@ class BetaExplorer(W.VBox):
         if self._A.shape[0] == 0 or self._A.shape[1] == 0:
             raise ValueError(f"{what}: A is {self._A.shape[0]} x {self._A.shape[1]}; it needs rows and columns")
         self._shape = check_shape(shape, self._A.shape[1], what)
+        points = math.prod(self._shape)
+        if self.MAX_BOX_POINTS is not None and points > self.MAX_BOX_POINTS:
+            raise ValueError(f"{what} draws every point of the box: {' x '.join(shown(n) for n in self._shape)} "
+                             f"has {shown(points)} points, at most {self.MAX_BOX_POINTS:,} can be drawn (e.g. "
+                             "100 x 100 or 21 x 21 x 21)")
         self._inverse = integer_inverse(self._A)
         self._kernel = self._inverse.kernel if kernel is None else self._inverse.lattice_basis(kernel)
         self._beta: tuple[int, ...] = ()
@@ -230,17 +295,16 @@ class BetaExplorer(W.VBox):
         """What the current beta gives, in plain words."""
         return self._status.text
 
+    @shows_errors
     def set_beta(self, beta) -> bool:
         """Show ``beta``; on bad input show the error inline, keep the old beta and return False."""
-        try:
-            values = as_exact_vector(beta, self._A.shape[0], f"{self._what}: beta")
-            bad = [k for k, v in enumerate(values) if not isinstance(v, int)]
-            if bad:
-                raise ValueError(f"{self._what}: beta entry {bad[0]} is {values[bad[0]]}, not an integer")
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+        values = as_exact_vector(beta, self._A.shape[0], f"{self._what}: beta")
+        for k, (v, (lo, hi)) in enumerate(zip(values, self._ranges)):
+            if not isinstance(v, int):
+                raise ValueError(f"{self._what}: beta entry {k} is {v}, not an integer")
+            if abs(v) > MAX_SLIDER_INT:
+                raise ValueError(f"{self._what}: beta entry {k} is {shown(v)}; the sliders hold integers up to "
+                                 f"2**53 - 1 in size (A alpha takes {lo} .. {hi} over the box)")
         self._quiet = True
         try:
             for slider, value in zip(self._sliders, values):
@@ -258,6 +322,7 @@ class BetaExplorer(W.VBox):
         """The kernel basis K in use (columns), an object array of ints."""
         return self._kernel
 
+    @shows_errors
     def set_kernel(self, K) -> bool:
         """Use another lattice basis of the kernel, typed (``2 2; 1 0; 0 1``) or as a matrix.
 
@@ -267,9 +332,7 @@ class BetaExplorer(W.VBox):
         try:
             basis = self._inverse.lattice_basis(parse_matrix(K, "K") if isinstance(K, str) else K)
         except ValueError as exc:
-            self._errors.show(f"{self._what}: {exc}")
-            return False
-        self._errors.show("")
+            raise ValueError(f"{self._what}: {exc}") from None
         self._kernel = basis
         self._filling_kernel = True
         self._kernel_entry.value = matrix_text(basis)
@@ -311,7 +374,7 @@ def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
     for item in (part.strip() for part in re.split(r"[,;\n]", text)):
         if not item:
             continue
-        match = re.fullmatch(r"([A-Za-z_]\w*)\s*=\s*(\(\s*\)|\d+(?:\s*[x×*]\s*\d+)*)", item)
+        match = re.fullmatch(r"([A-Za-z_]\w*)\s*=\s*(\(\s*\)|\d+(?:\s*[x×*]\s*\d+)*)", item, re.ASCII)
         if match is None:
             raise ValueError(f"shapes: cannot read {item!r}; write NAME=3x4 (or NAME=() for a scalar), "
                              "separated by commas")
@@ -320,6 +383,32 @@ def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
             raise ValueError(f"shapes: {name} is given twice")
         shapes[name] = () if sizes.startswith("(") else tuple(int(n) for n in re.split(r"\s*[x×*]\s*", sizes))
     return shapes
+
+
+# Elements of one tensor that the function widgets evaluate (the check's random inputs, the kernels'
+# arrays): 80 MB of float64. Larger shapes are refused, as their arrays may not fit in memory.
+MAX_ELEMENTS = 10**7
+
+
+def read_shapes(shapes) -> dict[str, tuple[int, ...]]:
+    """Shapes typed (see :func:`parse_shapes`) or given as a dict ``name -> sizes``, checked: sizes are
+    positive integers and no tensor has more than :data:`MAX_ELEMENTS` elements."""
+    if isinstance(shapes, str):
+        shapes = parse_shapes(shapes)
+    elif not isinstance(shapes, Mapping):
+        raise ValueError(f"shapes must be a dict like {{'f': (3, 4)}} or text like f=3x4, got {shown(shapes)}")
+    checked: dict[str, tuple[int, ...]] = {}
+    for name, shape in shapes.items():
+        if not isinstance(name, str):
+            raise ValueError(f"shapes: the name {shown(name)} is not text")
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, Iterable):
+            raise ValueError(f"shapes: {name} is {shown(shape)}; give its sizes like (3, 4), or () for a scalar")
+        sizes = tuple(as_int(n, f"shapes: a size of {name}", minimum=1) for n in shape)
+        if math.prod(sizes) > MAX_ELEMENTS:
+            raise ValueError(f"shapes: {name} has {shown(math.prod(sizes))} elements; these views evaluate the "
+                             f"function, so a tensor may have at most {MAX_ELEMENTS:,}")
+        checked[name] = sizes
+    return checked
 
 
 def function_entries(on_edit, on_apply, apply_tooltip: str, widths=("48em", "36em")):

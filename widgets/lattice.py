@@ -33,6 +33,10 @@ class KernelLattice(BetaExplorer):
     the core's loop order) and ``error`` ("" if none).
     """
 
+    # Every point of the box is drawn and the solutions in it listed: 100 x 100 or 21 x 21 x 21 build in
+    # well under a second; a 10000 x 10000 box would not be done in minutes.
+    MAX_BOX_POINTS = 10_000
+
     def __init__(self, A, shape, beta=None, kernel=None):
         super().__init__(A, shape, "KernelLattice", kernel)
         self._dim = self._A.shape[1]

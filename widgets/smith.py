@@ -14,7 +14,7 @@ import ipywidgets as W
 from tensoradbook import smith_normal_form
 from tensoradbook._matrix import as_int_matrix, matmul, to_latex
 
-from ._common import MessageBox, SliderSteps, matrix_text, parse_matrix
+from ._common import MessageBox, SliderSteps, matrix_text, parse_matrix, shows_errors
 
 MAX_SIZE = 8  # rows and columns; larger matrices do not fit on screen
 
@@ -78,24 +78,20 @@ class SmithStepper(SliderSteps, W.VBox):
     def error(self) -> str:
         return self._errors.text
 
+    @shows_errors
     def set_matrix(self, A) -> bool:
         """Run Algorithm 1 on ``A`` (a matrix or its typed text) and show its first step.
 
         On bad input the message is shown inline, the previous matrix stays and
         the call returns False.
         """
-        try:
-            matrix = as_int_matrix(parse_matrix(A) if isinstance(A, str) else A, "A")
-            n_rows, n_cols = matrix.shape
-            if not n_rows or not n_cols:
-                raise ValueError(f"A is {n_rows} x {n_cols}; it needs at least one row and one column")
-            if n_rows > MAX_SIZE or n_cols > MAX_SIZE:
-                raise ValueError(f"A is {n_rows} x {n_cols}; at most {MAX_SIZE} x {MAX_SIZE} fits on screen")
-            result = smith_normal_form(matrix)
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+        matrix = as_int_matrix(parse_matrix(A) if isinstance(A, str) else A, "A")
+        n_rows, n_cols = matrix.shape
+        if not n_rows or not n_cols:
+            raise ValueError(f"A is {n_rows} x {n_cols}; it needs at least one row and one column")
+        if n_rows > MAX_SIZE or n_cols > MAX_SIZE:
+            raise ValueError(f"A is {n_rows} x {n_cols}; at most {MAX_SIZE} x {MAX_SIZE} fits on screen")
+        result = smith_normal_form(matrix)
         self._result = result
         self._filling_entry = True
         self._entry.value = matrix_text(result.A)
