@@ -235,8 +235,10 @@ def test_argument_switch_and_bad_argument(explorer):
     explorer.set_preset("matrix product")
     explorer.argument = "b"
     assert "db" in explorer._check_line.value and "mathrm{db}" in explorer._derivative.value
-    with pytest.raises(ValueError, match="not an argument"):
-        explorer.argument = "q"
+    explorer.argument = "q"  # refused inline, like every setter's bad input
+    assert "'q' is not an argument of c; choose one of a, b" in explorer.error and explorer.argument == "b"
+    explorer.argument = "a"
+    assert explorer.error == "" and "da" in explorer._check_line.value
     explorer.set_preset("strided x[2 * i; j]")  # "b" is gone: the first argument is shown
     assert explorer.argument == "x"
 

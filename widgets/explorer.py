@@ -21,11 +21,11 @@ import ipywidgets as W
 import numpy as np
 
 import tensoradbook as tab
-from tensoradbook._matrix import to_latex
+from tensoradbook._matrix import shown, to_latex
 from tensoradbook.expr import If, Sum
 from tensoradbook.printer import atom_text, bound_text, expr_text
 
-from ._common import CodeMessageBox, function_entries, parse_shapes, shapes_text
+from ._common import CodeMessageBox, choose, function_entries, read_shapes, shapes_text, shows_errors
 
 SECTION_6 = "sec. 6 example"
 PRESETS = {
@@ -80,14 +80,19 @@ def conditions_and_loops(contribution) -> tuple[list[str], list[str]]:
     return conditions, loops
 
 
+def function_text(text) -> str:
+    """The function's text, checked to be a str (the parser says what is wrong with it)."""
+    if not isinstance(text, str):
+        raise ValueError(f"the function must be text like 'f[i] = x[i] ** 2', got {shown(text)}")
+    return text
+
+
 class PresetChoice:
     """``set_preset(name)`` for a widget with ``set_function(text, shapes)`` and an ``_errors`` box."""
 
+    @shows_errors
     def set_preset(self, name: str) -> bool:
-        if name not in PRESETS:
-            self._errors.show(f"no preset {name!r}; choose one of: {', '.join(PRESETS)}")
-            return False
-        return self.set_function(*PRESETS[name])
+        return self.set_function(*PRESETS[choose(name, PRESETS, "no preset")])
 
 
 class DerivationExplorer(PresetChoice, W.VBox):
@@ -149,27 +154,25 @@ class DerivationExplorer(PresetChoice, W.VBox):
         return self._argument.value
 
     @argument.setter
+    @shows_errors
     def argument(self, name: str) -> None:
-        if name not in self._fn.arguments:
-            raise ValueError(f"{name!r} is not an argument of {self._fn.name}; "
+        if not isinstance(name, str) or name not in self._fn.arguments:
+            raise ValueError(f"{shown(name)} is not an argument of {self._fn.name}; "
                              f"choose one of {', '.join(self._fn.arguments)}")
         self._argument.value = name
 
+    @shows_errors
     def set_function(self, text: str, shapes) -> bool:
         """Derive ``text`` with ``shapes`` (a dict or its typed form) and show it.
 
         On bad input the message (with its caret line) is shown inline, the
         last good function stays and the call returns False.
         """
-        try:
-            shapes = parse_shapes(shapes) if isinstance(shapes, str) else dict(shapes)
-            key = (text, tuple((name, tuple(shape)) for name, shape in shapes.items()))
-            self._fn, self._grads = _derivation(*key)
-        except (tab.ExpressionError, ValueError, TypeError) as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
-        self._key = key
+        shapes = read_shapes(shapes)
+        key = (function_text(text), tuple(shapes.items()))
+        fn, grads = _derivation(*key)
+        _check(*key)  # run (and keep) the check now, so that a function it cannot evaluate is refused here
+        self._fn, self._grads, self._key = fn, grads, key
         preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
         self._quiet = True
         try:

@@ -43,10 +43,12 @@ from matplotlib.ticker import MaxNLocator, NullFormatter
 
 import tensoradbook as tab
 from tensoradbook import kernels
+from tensoradbook._matrix import shown
 from tensoradbook.gradcheck import numeric_gradient, random_arguments
 
-from ._common import CodeMessageBox, MessageBox, canvas_png, function_entries, parse_shapes, shapes_text
-from .explorer import PRESETS, SECTION_6, TOLERANCE, PresetChoice
+from ._common import (CodeMessageBox, MessageBox, canvas_png, choose, function_entries, read_shapes, shapes_text,
+                      shows_errors)
+from .explorer import PRESETS, SECTION_6, TOLERANCE, PresetChoice, function_text
 
 SCALES = (1, 2, 4, 8, 16)
 # Gradient elements up to which the per-element central differences (and the heatmap) are done, and the
@@ -602,21 +604,17 @@ class GradientLab(PresetChoice, W.VBox):
         fn = self.function
         return sum(math.prod(fn.shapes[name]) for name in fn.arguments)
 
+    @shows_errors
     def set_function(self, text: str, shapes) -> bool:
         """Use ``text`` with ``shapes`` (a dict or its typed form) at the current scale if it fits there
         (else at ×1). On bad input the message (with its caret line) is shown inline, the last good
         function stays and the call returns False."""
-        try:
-            shapes = parse_shapes(shapes) if isinstance(shapes, str) else dict(shapes)
-            base = (text, _shape_key(shapes))
-            fits, misfit = fitting_scales(*base)
-            scale = self._scale if self._scale in fits else 1
-            key = self._scaled_key(base, scale)
-            _derivation(*key)
-        except (tab.ExpressionError, ValueError, TypeError, ArithmeticError, NotImplementedError) as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+        shapes = read_shapes(shapes)
+        base = (function_text(text), _shape_key(shapes))
+        fits, misfit = fitting_scales(*base)
+        scale = self._scale if self._scale in fits else 1
+        key = self._scaled_key(base, scale)
+        _derivation(*key)
         self._base, self._scale, self._key = base, scale, key
         preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
         self._quiet = True
@@ -632,26 +630,21 @@ class GradientLab(PresetChoice, W.VBox):
         self._changed()
         return True
 
+    @shows_errors
     def set_scale(self, factor: int) -> bool:
         """Run the function at ``factor`` times its typed sizes (see :func:`scaled`)."""
         fits, _ = fitting_scales(*self._base)
         if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor not in fits:
+            self._quiet = True
+            self._scale_menu.value = self._scale  # the menu shows the scale still in use
+            self._quiet = False
             if factor in SCALES:
                 problem = _misfit(*self._base, factor) or "it does not change the sizes (scalars only)"
-                self._errors.show(f"scale ×{factor} does not fit this function: {problem}")
-            else:
-                self._errors.show(f"scale ×{factor}: choose one of {', '.join(f'×{f}' for f in fits)}")
-            self._quiet = True
-            self._scale_menu.value = self._scale
-            self._quiet = False
-            return False
-        try:
-            key = self._scaled_key(self._base, factor)
-            _derivation(*key)
-        except (tab.ExpressionError, ValueError, TypeError, ArithmeticError, NotImplementedError) as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+                raise ValueError(f"scale ×{factor} does not fit this function: {problem}")
+            raise ValueError(f"scale ×{shown(factor)}: choose one of {', '.join(f'×{f}' for f in fits)}")
+        key = self._scaled_key(self._base, factor)
+        read_shapes(dict(key[1]))  # the scaled sizes, too, must stay within the limit
+        _derivation(*key)
         self._scale, self._key = factor, key
         self._quiet = True
         self._scale_menu.value = factor
@@ -659,12 +652,11 @@ class GradientLab(PresetChoice, W.VBox):
         self._changed()
         return True
 
+    @shows_errors
     def set_target(self, name: str) -> bool:
         """Choose the target; a CUDA one without a GPU (or the simulator) is explained inline (the
         source view still shows its code) and its Run reports the core's error."""
-        if name not in kernels.TARGETS:
-            self._errors.show(f"unknown target {name!r}: choose one of {', '.join(kernels.TARGETS)}")
-            return False
+        choose(name, kernels.TARGETS, "unknown target")
         self._quiet = True
         self._target.value = name
         self._quiet = False
