@@ -23,7 +23,6 @@ the adjoint of ``F_2``, ``I4`` an identity, juxtaposed brackets a dense product.
 from __future__ import annotations
 
 import html
-import operator
 import re
 
 import ipywidgets as W
@@ -39,8 +38,10 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tensoradbook import chaining as jc
+from tensoradbook._matrix import as_int
 
-from ._common import AXES_RECT, DPI, FIGSIZE, MessageBox, Plot, SliderSteps, canvas_png, subscript
+from ._common import (AXES_RECT, DPI, FIGSIZE, MessageBox, Plot, SliderSteps, canvas_png, choose, shows_errors,
+                      subscript)
 
 GREEN = "#1a7f37"
 BLUE, BLUE_FILL = "#1f5fa8", "#dbe9f6"
@@ -61,6 +62,9 @@ TWO_FACTOR_PRESETS = {
 SIZE_NAMES = ("n1", "m1", "m2", "e1", "e2")
 SIZE_LABELS = {"n1": "n₁", "m1": "m₁ = n₂", "m2": "m₂", "e1": "|E₁|", "e2": "|E₂|"}
 SLIDER_MAX = {"n1": 64, "m1": 64, "m2": 64, "e1": 1000, "e2": 1000}
+# Sizes and edge counts the views take: sliders (JavaScript numbers) then hold every size and every tape
+# bound (sum |E| <= 10 * 10**9) exactly. The core takes any size; costs above 2**53 are drawn as floats.
+MAX_NUMBER = 10**9
 
 SECTION_4, SECTION_5, SECTION_6, NOT_MONOTONE = ("sec. 4: R⁸ → R", "sec. 5 example", "sec. 6 OpenFOAM",
                                                  "paper's rule not monotone")
@@ -89,6 +93,12 @@ def _compact(value: float, _=None) -> str:
     return f"{value:g}"
 
 
+def check_size(value: int, what: str) -> int:
+    if value > MAX_NUMBER:
+        raise ValueError(f"{what} is {value:,}; these views take sizes and edge counts up to {MAX_NUMBER:,}")
+    return value
+
+
 def read_chain(value, max_q: int) -> jc.Chain:
     """A :class:`~tensoradbook.chaining.Chain` from a chain, its file text or ``(m, n, |E|)`` triples."""
     if isinstance(value, jc.Chain):
@@ -99,6 +109,9 @@ def read_chain(value, max_q: int) -> jc.Chain:
         chain = jc.Chain(value)
     if chain.q > max_q:
         raise ValueError(f"the chain has q = {chain.q} factors; this view shows at most {max_q}")
+    for index, f in enumerate(chain, start=1):
+        for value, name in ((f.m, "m"), (f.n, "n"), (f.edges, "|E|")):
+            check_size(value, f"{name} of F_{index}")
     return chain
 
 
@@ -110,11 +123,10 @@ def read_memory(value) -> int | None:
         text = value.strip().replace(",", "").replace("_", "")
         if text.lower() in ("", UNLIMITED):
             return None
-        try:
-            value = int(text)
-        except ValueError:
-            raise ValueError(f"tape bound Mbar: {value.strip()!r} is not an integer "
-                             f"(leave it empty for unlimited tape)") from None
+        if not re.fullmatch(r"[0-9]+", text):  # ASCII: int() would also read '١٢'
+            raise ValueError(f"tape bound Mbar: {value.strip()!r} is not an integer in digits 0-9 "
+                             f"(leave it empty for unlimited tape)")
+        value = int(text)
     return jc.memory_bound(value)
 
 
@@ -223,32 +235,23 @@ class TwoFactorExplorer(W.VBox):
     def error(self) -> str:
         return self._errors.text
 
+    @shows_errors
     def set_preset(self, name: str) -> bool:
-        if name not in TWO_FACTOR_PRESETS:
-            self._errors.show(f"no preset {name!r}; choose one of: {', '.join(TWO_FACTOR_PRESETS)}")
-            return False
-        return self.set_sizes(**dict(zip(SIZE_NAMES, TWO_FACTOR_PRESETS[name])))
+        sizes = TWO_FACTOR_PRESETS[choose(name, TWO_FACTOR_PRESETS, "no preset")]
+        return self.set_sizes(**dict(zip(SIZE_NAMES, sizes)))
 
+    @shows_errors
     def set_sizes(self, **sizes) -> bool:
         """Change any of n1, m1, m2, e1, e2; bad input is shown inline, the old sizes stay, False returned."""
         unknown = sorted(set(sizes) - set(SIZE_NAMES))
         if unknown:
-            self._errors.show(f"unknown size {unknown[0]!r}; the sizes are {', '.join(SIZE_NAMES)}")
-            return False
+            raise ValueError(f"unknown size {unknown[0]!r}; the sizes are {', '.join(SIZE_NAMES)}")
         wanted = {**self._sizes, **sizes}
-        try:
-            for name in SIZE_NAMES:
-                value = wanted[name]
-                if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                    raise ValueError(f"{SIZE_LABELS[name]} must be a positive integer, got {value!r}")
-                wanted[name] = int(value)
-            chain = jc.Chain([(wanted["m1"], wanted["n1"], wanted["e1"]), (wanted["m2"], wanted["m1"], wanted["e2"])])
-            schedules = jc.two_factor_schedules(*(wanted[name] for name in SIZE_NAMES))
-            plan = jc.optimize(chain)
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+        for name in SIZE_NAMES:
+            wanted[name] = check_size(as_int(wanted[name], SIZE_LABELS[name], minimum=1), SIZE_LABELS[name])
+        chain = jc.Chain([(wanted["m1"], wanted["n1"], wanted["e1"]), (wanted["m2"], wanted["m1"], wanted["e2"])])
+        schedules = jc.two_factor_schedules(*(wanted[name] for name in SIZE_NAMES))
+        plan = jc.optimize(chain)
         self._sizes, self._chain, self._schedules, self._plan = wanted, chain, schedules, plan
         preset = next((name for name, values in TWO_FACTOR_PRESETS.items()
                        if values == tuple(wanted[n] for n in SIZE_NAMES)), None)
@@ -295,9 +298,9 @@ class TwoFactorExplorer(W.VBox):
         self._canvas.restore_region(self._background)
         for y, (letter, schedule) in enumerate(self._schedules.items()):
             bar, value = self._bars[y], self._values[y]
-            bar.set_width(schedule.fma)
+            bar.set_width(float(schedule.fma))  # beyond int64, an int is not a coordinate matplotlib takes
             bar.set_color(GREEN if letter in best else BLUE)
-            value.set_position((schedule.fma + 0.01 * top, y))
+            value.set_position((float(schedule.fma) + 0.01 * top, y))
             value.set_text(_number(schedule.fma) + ("  ← optimum" if letter in best else ""))
             value.set_color(GREEN if letter in best else "black")
             value.set_fontweight("bold" if letter in best else "normal")
@@ -399,30 +402,22 @@ class _ChainWidget(W.VBox):
         """"exact", "paper" or "local" (see :mod:`tensoradbook.chaining`)."""
         return self._configure(rule=rule)
 
+    @shows_errors
     def set_preset(self, name: str) -> bool:
-        if name not in CHAIN_PRESETS:
-            self._errors.show(f"no preset {name!r}; choose one of: {', '.join(CHAIN_PRESETS)}")
-            return False
-        text, memory = CHAIN_PRESETS[name]
+        text, memory = CHAIN_PRESETS[choose(name, CHAIN_PRESETS, "no preset")]
         return self._configure(chain=text, memory=memory)
 
     # -- state ----------------------------------------------------------------
+    @shows_errors
     def _configure(self, **changes) -> bool:
-        try:
-            state = dict(self._state)
-            if "chain" in changes:
-                state["chain"] = read_chain(changes["chain"], self.MAX_Q)
-            if "memory" in changes:
-                state["memory"] = read_memory(changes["memory"])
-            if "rule" in changes:
-                if changes["rule"] not in jc.RULES:
-                    raise ValueError(f"unknown rule {changes['rule']!r}; choose one of {', '.join(jc.RULES)}")
-                state["rule"] = changes["rule"]
-            computed = self._compute(state)
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+        state = dict(self._state)
+        if "chain" in changes:
+            state["chain"] = read_chain(changes["chain"], self.MAX_Q)
+        if "memory" in changes:
+            state["memory"] = read_memory(changes["memory"])
+        if "rule" in changes:
+            state["rule"] = choose(changes["rule"], jc.RULES, "unknown rule")
+        computed = self._compute(state)
         self._state = state
         preset = next((name for name, (text, memory) in CHAIN_PRESETS.items()
                        if jc.Chain.parse(text) == state["chain"]
@@ -527,23 +522,17 @@ class ChainTable(SliderSteps, _ChainWidget):
     def candidates(self) -> tuple:
         return self._plan.candidates(*self._selected)
 
+    @shows_errors
     def select(self, j: int, i: int) -> bool:
         """Show the candidates of cell ``(j, i)`` (1 <= i <= j <= q, already filled); False with an inline
         error otherwise."""
         q = self.chain.q
-        try:
-            j, i = operator.index(j), operator.index(i)
-        except TypeError:
-            self._errors.show(f"a cell is two integers (j, i), got ({j!r}, {i!r})")
-            return False
+        j, i = as_int(j, "a cell's row j"), as_int(i, "a cell's column i")
         if not 1 <= i <= j <= q:
-            self._errors.show(f"cell ({j}, {i}) is not in the table: it needs 1 <= i <= j <= {q}")
-            return False
+            raise ValueError(f"cell ({j}, {i}) is not in the table: it needs 1 <= i <= j <= {q}")
         if j - i > self.step:
-            self._errors.show(f"F'_{{{j},{i}}} lies on diagonal {j - i}, which is not filled yet "
-                              f"(filled up to {self.step}): press Forward")
-            return False
-        self._errors.show("")
+            raise ValueError(f"F'_{{{j},{i}}} lies on diagonal {j - i}, which is not filled yet "
+                             f"(filled up to {self.step}): press Forward")
         self._selected = (j, i)
         self._show()
         return True
@@ -984,8 +973,8 @@ class MemoryBudget(_ChainWidget):
         canvas = self._plot.canvas
         canvas.restore_region(self._background)
         self._marker.set_xdata([bound, bound])
-        self._exact_dot.set_data([bound], [exact.fma])
-        self._paper_dot.set_data([bound], [paper.fma])
+        self._exact_dot.set_data([bound], [float(exact.fma)])
+        self._paper_dot.set_data([bound], [float(paper.fma)])
         for artist in (self._marker, self._paper_dot, self._exact_dot):
             artist.set_visible(True)
             self._plot.ax.draw_artist(artist)
@@ -1010,10 +999,13 @@ class MemoryBudget(_ChainWidget):
         corners = sorted(set(exact_x) | set(paper_x))
         exact_at = [min(s.fma for s in front if s.memory <= x) for x in corners]
         paper_at = [next(plan.fma for low, high, plan in pieces if low <= x <= high) for x in corners]
+        # Costs can exceed int64 (an int array would then hold Python objects matplotlib cannot draw): floats.
+        exact_y, paper_y, exact_at, paper_at = ([float(v) for v in values] for values in
+                                                (exact_y, paper_y, exact_at, paper_at))
         ax.fill_between(corners, exact_at, paper_at, step="post", color=RED, alpha=0.15, linewidth=0)
         ax.step(paper_x, paper_y, where="post", color=RED, linewidth=1.8, linestyle="--")
         ax.step(exact_x, exact_y, where="post", color=GREEN, linewidth=2.2)
-        tangent, adjoint = baselines["tangent"].fma, baselines["adjoint"].fma
+        tangent, adjoint = float(baselines["tangent"].fma), float(baselines["adjoint"].fma)
         ax.axhline(tangent, color=BLUE, linewidth=1.2, linestyle=":")
         ax.plot([total], [adjoint], marker="s", color=BLUE, markersize=7, linestyle="none")
         self._marker = ax.axvline(0, color="black", linewidth=1, visible=False)
