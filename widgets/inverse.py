@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import html
 import math
+import numbers as _numbers
 import re
 
 import ipywidgets as W
@@ -36,8 +37,9 @@ from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.ticker import MaxNLocator, NullLocator
 
 from tensoradbook import inverse as ia
+from tensoradbook._matrix import as_int, shown
 
-from ._common import DPI, FIGSIZE, MessageBox, SliderSteps, canvas_png
+from ._common import DPI, FIGSIZE, MessageBox, SliderSteps, canvas_png, choose, shows_errors
 
 BLUE, BLUE_FILL = "#1f5fa8", "#dbe9f6"
 ORANGE = "#e07b00"
@@ -59,21 +61,24 @@ def numbers(values) -> str:
     return "(" + ", ".join(number(float(v)) for v in values) + ")"
 
 
+# A number as typed: ASCII digits (float() would also read '١٢', '1_0' and 'nan').
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def parse_vector(text, n: int, what: str) -> np.ndarray:
     """``n`` numbers typed as ``2, 3, 5`` (or spaces), or given as a sequence; ValueError says what is wrong."""
     if isinstance(text, str):
         tokens = [t for t in re.split(r"[,;\s()\[\]]+", text) if t]
         values = []
         for k, token in enumerate(tokens):
-            try:
-                values.append(float(token))
-            except ValueError:
-                raise ValueError(f"{what}: entry {k} is {token!r}, not a number") from None
+            if not _NUMBER.fullmatch(token):
+                raise ValueError(f"{what}: entry {k} is {token!r}, not a number")
+            values.append(float(token))
     else:
         try:
             values = [float(v) for v in text]
-        except (TypeError, ValueError):
-            raise ValueError(f"{what}: expected {n} numbers, got {text!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{what}: expected {n} finite numbers, got {shown(text)}") from None
     if len(values) != n:
         raise ValueError(f"{what}: expected {n} numbers (one per register), got {len(values)}")
     bad = [k for k, v in enumerate(values) if not math.isfinite(v)]
@@ -117,6 +122,25 @@ _FIG1_X, _FIG1_Y = (-0.9, 1.45), (-0.35, 1.35)  # data limits of a panel; nodes 
 _LIMIT_CURVES = (("|J⁻¹₁₁| = 1/|a|", "#1f77b4", "-"), ("|J⁻¹₁₂| = |b/a|", "#2ca02c", "--"),
                  ("cond₂ J", "#d62728", "-"))
 _LIMIT_RANGE, _LIMIT_FLOOR, _LIMIT_CEILING = 2.0, 1e-2, 1e4
+# Partials up to 1e100 in size, and a = 0 or |a| >= 1e-100: then 1/a, b/a and cond J stay finite.
+PARTIAL_LIMIT = 1e100
+
+
+def _partial(value, name: str) -> float:
+    """A partial checked to be a number within :data:`PARTIAL_LIMIT` (``a`` also 0 or beyond its inverse)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, _numbers.Real):
+        raise ValueError(f"{name} must be a number, got {shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {shown(value)}")
+    if abs(number) > PARTIAL_LIMIT or (name == "a" and 0 < abs(number) < 1 / PARTIAL_LIMIT):
+        smallest = " (a may also be 0)" if name == "a" else ""
+        raise ValueError(f"{name} is {shown(value)}; this view takes partials between 1e-100 and 1e100 in size"
+                         f"{smallest}, so that 1/a and b/a stay finite")
+    return number
 
 
 def _linear_step(a: float, b: float):
@@ -212,20 +236,10 @@ class StepInverse(W.VBox):
     def status(self) -> str:
         return self._status.text
 
+    @shows_errors
     def set_partials(self, a, b) -> bool:
         """Show the step with partials ``a`` and ``b``; on bad input show why, keep the old step, return False."""
-        try:
-            values = []
-            for name, value in (("a", a), ("b", b)):
-                if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                    raise ValueError(f"{name} must be a number, got {value!r}")
-                if not math.isfinite(value):
-                    raise ValueError(f"{name} must be a finite number, got {value}")
-                values.append(float(value))
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+        values = [_partial(a, "a"), _partial(b, "b")]
         self._a, self._b = values
         self._quiet = True
         try:
@@ -574,44 +588,34 @@ class RegisterMachine(SliderSteps, W.VBox):
         scale = 1 + float(np.abs(expected).max())
         return expected, bool(np.abs(self.result - expected).max() <= 1e-9 * scale)
 
+    @shows_errors
     def set_preset(self, name: str, x=None) -> bool:
         """Trace the Fig. 2 program with this choice of p and q, at its point (or ``x``)."""
-        if name not in FIG2_PRESETS:
-            self._errors.show(f"unknown program {name!r}: choose one of {', '.join(FIG2_PRESETS)}")
-            return False
-        function, point = FIG2_PRESETS[name]
+        function, point = FIG2_PRESETS[choose(name, FIG2_PRESETS, "unknown program")]
         program = ia.trace(function, n=len(point))
-        previous = self._program, self._preset, self._x
-        self._program, self._preset = program, name
-        if not self.set_point(point if x is None else x):
-            self._program, self._preset, self._x = previous
-            return False
+        seed = self._seed if self._seed is not None and len(self._seed) == program.n else np.ones(program.n)
+        self._recompute(parse_vector(point if x is None else x, program.n, "x"), seed, program=program)
+        self._preset = name
         self._fill(self._preset_menu, name)
         return True
 
+    @shows_errors
     def set_point(self, x) -> bool:
         """Run the sweep at the point ``x`` (text like ``"2, 3, 5"`` or numbers)."""
-        try:
-            point = parse_vector(x, self._program.n, "x")
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        return self._recompute(point, self._seed if self._seed is not None else np.ones(self._program.n))
+        return self._recompute(parse_vector(x, self._program.n, "x"), self._seed)
 
+    @shows_errors
     def set_seed(self, seed) -> bool:
         """Run the sweep from this seed (``ẋ``, ``ȳ``, ``x̄*`` or ``ẏ*`` for the mode)."""
-        try:
-            vector = parse_vector(seed, self._program.n, "seed")
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        return self._recompute(self._x, vector)
+        return self._recompute(self._x, parse_vector(seed, self._program.n, "seed"))
 
     # -- callbacks ------------------------------------------------------------------------------
     def _fill(self, widget, value) -> None:
         self._filling = True
-        widget.value = value
-        self._filling = False
+        try:
+            widget.value = value
+        finally:
+            self._filling = False
 
     def _typed(self, name: str, text: str) -> None:
         (self.set_point if name == "x" else self.set_seed)(text)
@@ -619,22 +623,33 @@ class RegisterMachine(SliderSteps, W.VBox):
     def _jump(self, label: str) -> None:
         self.step = {"First": 0, "Back": self.step - 1, "Forward": self.step + 1, "Last": self.n_steps - 1}[label]
 
+    @shows_errors
     def _set_mode(self, mode: str) -> bool:
-        if mode not in MODE_NAMES:
-            self._errors.show(f"unknown mode {mode!r}: choose one of {', '.join(MODE_NAMES)}")
-            return False
-        self._mode = mode
-        self._fill(self._mode_buttons, mode)
-        return self._x is None or self._recompute(self._x, self._seed)  # None: the constructor sets x next
-
-    def _recompute(self, x: np.ndarray, seed: np.ndarray) -> bool:
         try:
-            sweep = ia.sweep(self._program, x, seed, self._mode)
-        except ValueError as exc:  # a singular step at this point: the core names it
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
-        self._x, self._seed, self._sweep = x, seed, sweep
+            choose(mode, MODE_NAMES, "unknown mode")
+            if self._program is None:  # the constructor: the preset comes next
+                self._mode = mode
+            else:
+                self._recompute(self._x, self._seed, mode=mode)
+        finally:
+            if self._mode is not None:  # the buttons show the mode in use, also after a refused one
+                self._fill(self._mode_buttons, self._mode)
+        return True
+
+    def _recompute(self, x: np.ndarray, seed: np.ndarray, program=None, mode=None) -> bool:
+        """Sweep ``program`` in ``mode`` (default: the current ones) from ``x`` and ``seed`` and show it.
+
+        Raises ValueError, changing nothing, at a singular step (the core names it) or where the values
+        overflow.
+        """
+        program = self._program if program is None else program
+        mode = self._mode if mode is None else mode
+        sweep = ia.sweep(program, x, seed, mode)
+        tape = sweep.tape
+        if not all(np.all(np.isfinite(values)) for values in (sweep.states, tape.values, *tape.A, *tape.B)):
+            raise ValueError(f"at x = {numbers(x)} with seed {numbers(seed)} the values overflow (inf or nan): "
+                             "choose a smaller point or seed")
+        self._program, self._mode, self._x, self._seed, self._sweep = program, mode, x, seed, sweep
         self._fill(self._entries["x"], ", ".join(number(v) for v in x))
         self._fill(self._entries["seed"], ", ".join(number(v) for v in seed))
         T = len(self._program)
@@ -774,6 +789,13 @@ LUMP_PRESETS = {
 _LUMP_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#c7e9c0")
 
 
+def _order(order):
+    """An order as the core takes it: "program", "greedy" or vertex names (text is split at spaces and commas)."""
+    if isinstance(order, str) and order not in ("program", "greedy"):
+        return [name for name in re.split(r"[,\s]+", order) if name]
+    return order
+
+
 class LumpExplorer(W.VBox):
     """Cut a program with temporaries into lumps along a topological order of its vertices (sec. 3, Fig. 4).
 
@@ -876,54 +898,49 @@ class LumpExplorer(W.VBox):
         expected = np.linalg.solve(ia.jacobian(self._program, self.x), v)
         return bool(np.abs(mine - expected).max() <= 1e-9 * (1 + np.abs(expected).max()))
 
+    @shows_errors
     def set_preset(self, name: str, order="program") -> bool:
         """Trace this program and cut it along ``order``."""
-        if name not in LUMP_PRESETS:
-            self._errors.show(f"unknown program {name!r}: choose one of {', '.join(LUMP_PRESETS)}")
-            return False
-        function, point = LUMP_PRESETS[name]
-        previous = self._program, self._preset
-        self._program, self._preset = ia.trace(function, n=len(point)), name
-        if not self.set_order(order):
-            self._program, self._preset = previous
-            return False
+        function, point = LUMP_PRESETS[choose(name, LUMP_PRESETS, "unknown program")]
+        program = ia.trace(function, n=len(point), order=_order(order))
+        self._preset = name
         self._fill(self._preset_menu, name)
-        self._fill(self._vertex_menu, None, options=self._program.vertices)
+        self._fill(self._vertex_menu, None, options=program.vertices)
+        self._cut(program)
         return True
 
+    @shows_errors
     def set_order(self, order) -> bool:
         """Cut along ``order``: ``"program"``, ``"greedy"``, vertex names, or their text (spaces or commas)."""
-        if isinstance(order, str) and order not in ("program", "greedy"):
-            order = [name for name in re.split(r"[,\s]+", order) if name]
-        try:
-            program = self._program.reorder(order)
-        except ValueError as exc:  # the core names the vertex that comes too early, or the unknown one
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
-        self._program = program
-        self._fill(self._entry, " ".join(program.order))
-        self._show()
+        # The core refuses an order naming a vertex that comes too early, an unknown one or none at all.
+        self._cut(self._program.reorder(_order(order)))
         return True
 
+    @shows_errors
     def move(self, vertex: str, offset: int) -> bool:
         """Move ``vertex`` ``offset`` places later (earlier if negative) in the order, if that stays topological."""
         order = list(self.order)
-        if vertex not in order:
-            self._errors.show(f"{vertex!r} is not a vertex of this program (its vertices: {', '.join(order)})")
-            return False
+        if not isinstance(vertex, str) or vertex not in order:
+            raise ValueError(f"{shown(vertex)} is not a vertex of this program (its vertices: {', '.join(order)})")
         i = order.index(vertex)
-        j = max(0, min(len(order) - 1, i + offset))
+        j = max(0, min(len(order) - 1, i + as_int(offset, "offset")))
         order.insert(j, order.pop(i))
         return self.set_order(order)
 
     # -- drawing --------------------------------------------------------------------------------
+    def _cut(self, program) -> None:
+        self._program = program
+        self._fill(self._entry, " ".join(program.order))
+        self._show()
+
     def _fill(self, widget, value, options=None) -> None:
         self._filling = True
-        if options is not None:
-            widget.options = options
-        widget.value = value if value is not None or options is None else options[0]
-        self._filling = False
+        try:
+            if options is not None:
+                widget.options = options
+            widget.value = value if value is not None or options is None else options[0]
+        finally:
+            self._filling = False
 
     def _show(self) -> None:
         program = self._program
@@ -1029,6 +1046,12 @@ NEWTON_PRESETS = {
     "x² + 1 = 0 (no real root)": (_no_real_root, (0.5,)),
 }
 NEWTON_TOL, NEWTON_MAX_ITER = 1e-12, 30
+
+
+def _difference_step(value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, _numbers.Real) or not 0 < value < 1:
+        raise ValueError(f"h must be a number between 0 and 1 (exclusive), got {shown(value)}")
+    return float(value)
 _NEWTON_FLOOR, _NEWTON_CEILING = 1e-17, 1e6
 
 
@@ -1050,6 +1073,7 @@ class NewtonDemo(W.VBox):
 
     def __init__(self, preset: str = next(iter(NEWTON_PRESETS)), x0=None, h: float = 1e-3):
         super().__init__()
+        h = _difference_step(h)
         self._program = self._preset = self._x0 = None
         self._inverse = self._differences = None
         self._errors = MessageBox()
@@ -1061,7 +1085,7 @@ class NewtonDemo(W.VBox):
                                           readout_format=".0e", style={"description_width": "5em"},
                                           layout=W.Layout(width="28em"))
         self._h_slider.observe(lambda change: self._filling or self._set_h(change["new"]), names="value")
-        self._h = float(h)
+        self._h = h
         self._slider_box = W.HBox()
         self._sliders: list[W.FloatSlider] = []
         self._filling = False  # set while controls show values set from Python
@@ -1115,56 +1139,54 @@ class NewtonDemo(W.VBox):
                          (("reverse inverse", self._inverse), (f"finite differences (h = {self._h:.0e})",
                                                                self._differences)))
 
+    @shows_errors
     def set_preset(self, name: str, x0=None) -> bool:
         """Solve this system, from its starting point (or ``x0``)."""
-        if name not in NEWTON_PRESETS:
-            self._errors.show(f"unknown system {name!r}: choose one of {', '.join(NEWTON_PRESETS)}")
-            return False
-        function, start = NEWTON_PRESETS[name]
-        previous = self._program, self._preset, self._x0
-        self._program, self._preset = ia.trace(function, n=len(start)), name
-        if not self.set_start(start if x0 is None else x0):
-            self._program, self._preset, self._x0 = previous
-            return False
+        function, start = NEWTON_PRESETS[choose(name, NEWTON_PRESETS, "unknown system")]
+        program = ia.trace(function, n=len(start))
+        x0 = parse_vector(start if x0 is None else x0, program.n, "x0")
+        self._program, self._preset = program, name
         self._filling = True
-        self._preset_menu.value = name
-        self._sliders = [W.FloatSlider(min=min(-4.0, v), max=max(4.0, v), step=0.05, value=v,
-                                       description=f"x₀[{k}]", continuous_update=False, readout_format=".2f",
-                                       style={"description_width": "3.5em"}) for k, v in enumerate(self._x0)]
-        for slider in self._sliders:
-            slider.observe(lambda _: self._filling or self.set_start([s.value for s in self._sliders]),
-                           names="value")
-        self._slider_box.children = self._sliders
-        self._filling = False
+        try:
+            self._preset_menu.value = name
+            self._sliders = [W.FloatSlider(min=min(-4.0, v), max=max(4.0, v), step=0.05, value=v,
+                                           description=f"x₀[{k}]", continuous_update=False, readout_format=".2f",
+                                           style={"description_width": "3.5em"}) for k, v in enumerate(x0)]
+            for slider in self._sliders:
+                slider.observe(lambda _: self._filling or self.set_start([s.value for s in self._sliders]),
+                               names="value")
+            self._slider_box.children = self._sliders
+        finally:
+            self._filling = False
+        self._start_at(x0)
         return True
 
+    @shows_errors
     def set_start(self, x0) -> bool:
         """Run both methods from ``x0`` (text like ``"1, 0.5"`` or numbers)."""
-        try:
-            start = parse_vector(x0, self._program.n, "x0")
-        except ValueError as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
-        self._x0 = start
-        self._filling = True
-        for slider, value in zip(self._sliders, start):
-            slider.min, slider.max = min(slider.min, value), max(slider.max, value)
-            slider.value = value
-        self._filling = False
-        self._solve()
+        self._start_at(parse_vector(x0, self._program.n, "x0"))
         return True
 
     # -- computing (the core) and drawing -------------------------------------------------------
-    def _set_h(self, value) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-            self._errors.show(f"h must be a number between 0 and 1, got {value!r}")
-            return False
-        self._errors.show("")
-        self._h = float(value)
+    def _start_at(self, start: np.ndarray) -> None:
+        self._x0 = start
         self._filling = True
-        self._h_slider.value = self._h
-        self._filling = False
+        try:
+            for slider, value in zip(self._sliders, start):
+                slider.min, slider.max = min(slider.min, value), max(slider.max, value)
+                slider.value = value
+        finally:
+            self._filling = False
+        self._solve()
+
+    @shows_errors
+    def _set_h(self, value) -> bool:
+        self._h = _difference_step(value)
+        self._filling = True
+        try:
+            self._h_slider.value = self._h
+        finally:
+            self._filling = False
         self._solve()
         return True
 
