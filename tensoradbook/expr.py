@@ -174,7 +174,7 @@ class Element(Expr):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-UNARY_FUNCTIONS = ("neg", "exp", "log", "sin", "cos", "tanh", "sqrt")
+UNARY_FUNCTIONS = ("neg", "exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt")
 BINARY_OPERATORS = ("+", "-", "*", "/", "**")
 
 
@@ -250,7 +250,7 @@ def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
 
 
 _NUMPY_UNARY = {"neg": np.negative, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
-                "tanh": np.tanh, "sqrt": np.sqrt}
+                "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "sqrt": np.sqrt}
 _NUMPY_BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power}
 
 

@@ -50,7 +50,7 @@ from .expr import (
 from .fourier_motzkin import fourier_motzkin
 from .printer import affine_text
 
-FUNCTIONS = ("exp", "log", "sin", "cos", "tanh", "sqrt")
+FUNCTIONS = ("exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt")
 KEYWORDS = frozenset(("sum", "if", "then", "else", "and", "max", "min", "ceil", "floor") + FUNCTIONS)
 
 _TOKEN = re.compile(

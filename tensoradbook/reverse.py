@@ -31,6 +31,8 @@ def local_partials(node: Expr) -> list[tuple[Expr, Expr]]:
             "log": lambda: div(ONE, u),
             "sin": lambda: unary("cos", u),
             "cos": lambda: neg(unary("sin", u)),
+            "sinh": lambda: unary("cosh", u),
+            "cosh": lambda: unary("sinh", u),                     # no minus sign, unlike cos
             "tanh": lambda: sub(ONE, power(node, number(2))),      # 1 - tanh^2
             "sqrt": lambda: div(ONE, mul(number(2), node)),        # 1 / (2 sqrt u)
         }[node.op]())]
