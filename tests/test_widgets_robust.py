@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -96,6 +97,8 @@ WIDGETS = {
         "scale": Setter(assign("scale"), lambda w: setattr(w, "scale", 1)),
         "set_target": Setter(lambda w, v: w.set_target(v), lambda w: w.set_target("numpy"), extra=("fortran",)),
         "target": Setter(assign("target"), lambda w: setattr(w, "target", "numpy")),
+        "show_source": Setter(assign("show_source"), lambda w: setattr(w, "show_source", False), legal={"True"},
+                              extra=(np.array([True, False]),)),
     }),
     "StepInverse": (StepInverse, lambda w: (w.a, w.b), {
         "set_partials(a)": Setter(lambda w, v: w.set_partials(v, 1.0), lambda w: w.set_partials(1.5, 1.0),
@@ -338,3 +341,13 @@ def test_step_none_on_the_steppers(widgets, widget_name):
     assert "step must be an integer, got None" in widget.error
     widget.step = 1
     assert widget.step == 1 and widget.error == ""
+
+
+def test_function_widgets_refuse_tensors_beyond_the_element_limit():
+    lab = GradientLab("f[i; j] = x[i; j] * 2", {"f": (1000, 1000), "x": (1000, 1000)}, target="numpy")
+    assert lab.scales == (1, 2)  # x4 would make 16,000,000 elements per tensor
+    assert "f has 16000000 elements" in lab._sizes.value
+    assert not lab.set_scale(16) and "may have at most 10,000,000" in lab.error and lab.scale == 1
+    explorer = DerivationExplorer(FUNCTION, SHAPES)
+    assert not explorer.set_function(FUNCTION, {"f": (4000, 4000), "x": (4000, 4000)})
+    assert "f has 16000000 elements" in explorer.error and explorer.function.shapes["f"] == (3,)

@@ -105,10 +105,12 @@ def _shape_key(shapes: dict) -> tuple:
 
 @lru_cache(maxsize=64)
 def _misfit(text: str, shapes: tuple, factor: int) -> str:
-    """"" if ``text`` at ``factor`` times the size parses, else the parser's message (a few ms)."""
+    """"" if ``text`` at ``factor`` times the size parses and its tensors stay within MAX_ELEMENTS, else
+    why not (a few ms)."""
+    text, shapes = scaled(text, dict(shapes), factor)
     try:
-        tab.parse(*scaled(text, dict(shapes), factor))
-    except tab.ExpressionError as exc:
+        tab.parse(text, read_shapes(shapes))
+    except ValueError as exc:  # the parser's ExpressionError, or a tensor too large
         return str(exc)
     return ""
 
@@ -595,7 +597,10 @@ class GradientLab(PresetChoice, W.VBox):
         return self._source_box.selected_index == 0
 
     @show_source.setter
+    @shows_errors
     def show_source(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"show_source must be True or False, got {shown(value)}")
         self._source_box.selected_index = 0 if value else None
 
     @property
@@ -643,7 +648,6 @@ class GradientLab(PresetChoice, W.VBox):
                 raise ValueError(f"scale ×{factor} does not fit this function: {problem}")
             raise ValueError(f"scale ×{shown(factor)}: choose one of {', '.join(f'×{f}' for f in fits)}")
         key = self._scaled_key(self._base, factor)
-        read_shapes(dict(key[1]))  # the scaled sizes, too, must stay within the limit
         _derivation(*key)
         self._scale, self._key = factor, key
         self._quiet = True
@@ -770,7 +774,7 @@ class GradientLab(PresetChoice, W.VBox):
     @staticmethod
     def _scaled_key(base: tuple, factor: int) -> tuple:
         text, shapes = scaled(base[0], dict(base[1]), factor)
-        return text, _shape_key(shapes)
+        return text, _shape_key(read_shapes(shapes))  # scaled sizes, too, stay within the limit
 
     def _apply(self) -> None:
         self.set_function(self._function_entry.value, self._shapes_entry.value)
