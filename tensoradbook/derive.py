@@ -34,7 +34,7 @@ from .expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, N
 from .fourier_motzkin import fourier_motzkin
 from .intlinalg import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
-from .simplify import ZERO, add, atom_truth, hoist_invariants, if_
+from .simplify import ZERO, add, atom_truth, hoist_invariants, if_, rebuild
 
 
 def _fresh(base: str, used: set[str]) -> str:
@@ -47,24 +47,32 @@ def _fresh(base: str, used: set[str]) -> str:
 
 
 def _unique_sums(node: Expr, used: set[str]) -> Expr:
-    """Rename sum indices so that each sum of the function has its own (sec. 5.2 liberates them)."""
-    if isinstance(node, Sum):
-        name = _fresh(node.index, used)
-        body = _unique_sums(node.body, used)
-        if name != node.index:
-            body = substitute(body, {node.index: Affine.index(name)})
-        return Sum(name, node.lower, node.upper, body, node.span)
-    children = node.children()
-    if not children:
-        return node
-    rebuilt = [_unique_sums(child, used) for child in children]
-    fields = dict(node.__dict__)
-    for attr, child in zip(_CHILD_FIELDS[type(node).__name__], rebuilt):
-        fields[attr] = child
-    return type(node)(**fields)
+    """Rename sum indices so that each sum of the function has its own (sec. 5.2 liberates them),
+    fresh in ``used``, outer sums first; unchanged subtrees are kept as they are."""
+    results: list[Expr] = []
+    pending = [(node, None, False)]
+    while pending:  # a stack instead of recursion: derivative trees are deep
+        current, name, expanded = pending.pop()
+        children = current.children()
+        if not expanded:
+            name = _fresh(current.index, used) if isinstance(current, Sum) else None
+            pending.append((current, name, True))
+            pending.extend((child, None, False) for child in reversed(children))
+            continue
+        rebuilt = results[len(results) - len(children):]
+        del results[len(results) - len(children):]
+        if isinstance(current, Sum) and name != current.index:
+            body = substitute(rebuilt[0], {current.index: Affine.index(name)})
+            current = Sum(name, current.lower, current.upper, body, current.span)
+        elif any(new is not old for new, old in zip(rebuilt, children)):
+            fields = dict(current.__dict__)
+            fields.update(zip(_CHILD_FIELDS[type(current).__name__], rebuilt))
+            current = type(current)(**fields)
+        results.append(current)
+    return results[0]
 
 
-_CHILD_FIELDS = {"Unary": ("arg",), "Binary": ("left", "right"), "If": ("then", "otherwise")}
+_CHILD_FIELDS = {"Unary": ("arg",), "Binary": ("left", "right"), "If": ("then", "otherwise"), "Sum": ("body",)}
 
 
 def _all_names(fn: Function) -> set[str]:
@@ -89,7 +97,7 @@ def apart(fn: Function) -> Function:
     indices = tuple(renamed.get(i, i) for i in fn.indices)
     body = substitute(fn.body, {old: Affine.index(new) for old, new in renamed.items()})
     body = _unique_sums(body, set(indices) | set(fn.shapes))
-    if indices == fn.indices and body == fn.body:
+    if indices == fn.indices and body is fn.body:
         return fn
     return Function(fn.name, indices, body, fn.shapes, fn.source)
 
@@ -405,13 +413,18 @@ def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
     e.g. ``dw[] = if {0 - 1 >= 0} then (0) else (df[0])``): the decision must
     not take the ``else`` to be 0.
     """
-    if not isinstance(expression, If):
-        return expression
-    then = _box_decide(expression.then, beta, shape)
-    otherwise = _box_decide(expression.otherwise, beta, shape)
     box = dict(zip(beta, [(0, n - 1) for n in shape]))
+    return rebuild(expression, lambda node, branches: _decided(node, branches, box),
+                   below=lambda node: node.children() if isinstance(node, If) else ())
+
+
+def _decided(node: Expr, branches: list[Expr], box: dict) -> Expr:
+    """``node``, if an ``if``, with its condition decided on ``box`` and its branches decided already."""
+    if not isinstance(node, If):
+        return node
+    then, otherwise = branches
     ranges, narrowing = dict(box), set()
-    for atom in expression.condition:  # a divisibility atom on one index narrows that index's range
+    for atom in node.condition:  # a divisibility atom on one index narrows that index's range
         affine = atom.affine
         if atom.modulus and affine.denominator == 1 and len(affine.terms) == 1 and affine.names[0] in box:
             narrowing.add(atom)
@@ -428,7 +441,7 @@ def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
                 return otherwise
             ranges[name] = (first, last)
     kept = []
-    for atom in expression.condition:  # the narrowing atoms on the whole box: they hold on their ranges
+    for atom in node.condition:  # the narrowing atoms on the whole box: they hold on their ranges
         truth = atom_truth(atom, box if atom in narrowing else ranges)
         if truth is False:
             return otherwise

@@ -97,9 +97,11 @@ class _Writer:
         self.names = set(names)  # every tensor and index name the code may meet: fresh ones avoid them
         self.lines: list[str] = []
         self.depth = depth
-        self.known: list[dict] = [{}]   # per block: node -> text valid in that block and below
+        self.known: list[dict] = [{}]   # per block: key of a node -> text valid in that block and below
         self.counter = 0
-        self.repeated: set = set()
+        self.repeated: set[int] = set()  # keys of the nodes that occur more than once
+        self.keys: dict[int, tuple[Expr, int]] = {}  # id -> (node, key); the node is kept alive
+        self.signatures: dict[tuple, int] = {}
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
         # Lanes (numba only): the last output index runs innermost over a whole row, see _element_kernel.
         self.lane, self.width = lane if lane else (None, 0)
@@ -121,12 +123,42 @@ class _Writer:
             self.line(f"{name}[{lane}] {op} {text}")
         return f"{name}[{lane}]"
 
+    def key(self, node: Expr) -> int:
+        """A number per distinct subexpression (equal subtrees, equal numbers), found once per node object.
+
+        The nodes' own hashes walk their whole subtree every time: on the
+        deep, widely shared trees of derivatives that costs the cube of the
+        depth, and recursion as deep as the tree.
+        """
+        pending = [node]
+        while pending:
+            current = pending[-1]
+            if id(current) in self.keys:
+                pending.pop()
+                continue
+            children = current.children()
+            missing = [child for child in children if id(child) not in self.keys]
+            if missing:
+                pending += missing
+                continue
+            pending.pop()
+            signature = (type(current), *_fields(current), *(self.keys[id(child)][1] for child in children))
+            self.keys[id(current)] = (current, self.signatures.setdefault(signature, len(self.signatures)))
+        return self.keys[id(node)][1]
+
     def share(self, root: Expr) -> None:
-        """Compute subexpressions that occur more than once in ``root`` into temporaries."""
-        seen: set = set()
-        for node in walk(root):
+        """Compute operations that occur more than once in ``root`` (read as a tree) into temporaries."""
+        order = _parents_first(root)
+        count = {id(root): 1}  # occurrences in the tree, counted on the shared nodes, up to 2
+        for node in order:
+            for child in node.children():
+                count[id(child)] = min(2, count.get(id(child), 0) + count[id(node)])
+        total: dict[int, int] = {}
+        for node in order:
             if isinstance(node, (Unary, Binary)):
-                (self.repeated if node in seen else seen).add(node)
+                key = self.key(node)
+                total[key] = min(2, total.get(key, 0) + count[id(node)])
+        self.repeated |= {key for key, n in total.items() if n > 1}
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
@@ -197,19 +229,41 @@ class _Writer:
 
     # -- values --------------------------------------------------------------------------
     def lookup(self, node: Expr) -> str | None:
+        key = self.key(node)
         for known in reversed(self.known):
-            if node in known:
-                return known[node]
+            if key in known:
+                return known[key]
         return None
 
     def value(self, node: Expr) -> str:
+        """The text of ``node``'s value; the statements it needs are written before it.
+
+        Chains of operations are written bottom-up from an explicit stack: a
+        sum of hundreds of terms must not recurse hundreds of levels. Sums and
+        conditions open blocks of their own and recurse once per level.
+        """
+        pending = [(node, False)]
+        while pending:
+            current, expanded = pending.pop()
+            if self.text(current) is not None:
+                continue
+            if isinstance(current, (Unary, Binary)) and not expanded:  # children first, left to right
+                pending.append((current, True))
+                pending.extend((child, False) for child in reversed(current.children()))
+            else:
+                self.write(current)
+        return self.text(node)
+
+    def text(self, node: Expr) -> str | None:
+        """How to read ``node`` here: a constant, an element, or what was written for it; None if not yet."""
         if isinstance(node, Number):
             return f"({float(node.value)!r})" if node.value < 0 else repr(float(node.value))
         if isinstance(node, Element):
             return self.element(node.name, [self.affine(a) for a in node.indices])
-        found = self.lookup(node)
-        if found is not None:
-            return found
+        return self.lookup(node)
+
+    def write(self, node: Expr) -> None:
+        """Write ``node``, whose operands (for an operation) are written already, and remember its text."""
         if isinstance(node, Sum):
             text = self.sum(node)
         elif isinstance(node, If):
@@ -221,10 +275,11 @@ class _Writer:
             text = self.binary(node)
         else:
             raise TypeError(f"not an expression node: {node!r}")
-        if node in self.repeated and not text.startswith("_"):
+        # A temporary for what is used twice, and where brackets nest deeply: Python's parser stops at
+        # 200 levels (a chain of 200 additions is one expression).
+        if (self.key(node) in self.repeated or _nesting(text) > _MAX_NESTING) and not text.startswith("_"):
             text = self.store(self.temp("t"), text, self.varies(node))
-        self.known[-1][node] = text
-        return text
+        self.known[-1][self.key(node)] = text
 
     def binary(self, node: Binary) -> str:
         left = self.value(node.left)
@@ -287,6 +342,50 @@ class _Writer:
         with self.block("else:"):
             self.store(result, self.value(node.otherwise), lanes)
         return read
+
+
+_MAX_NESTING = 50  # brackets in one generated expression, well below Python's limit of 200
+
+
+def _fields(node: Expr) -> tuple:
+    """What tells ``node`` from another node of its class with equal children."""
+    if isinstance(node, Number):
+        return (node.value,)
+    if isinstance(node, Element):
+        return (node.name, node.indices)
+    if isinstance(node, (Unary, Binary)):
+        return (node.op,)
+    if isinstance(node, Sum):
+        return (node.index, node.lower, node.upper)
+    if isinstance(node, If):
+        return (node.condition,)
+    raise TypeError(f"not an expression node: {node!r}")
+
+
+def _parents_first(root: Expr) -> list[Expr]:
+    """Every node object below ``root`` once, each after all the nodes that have it as a child."""
+    done, order, pending = set(), [], [(root, False)]
+    while pending:  # depth first; finished nodes in reverse are a topological order
+        node, expanded = pending.pop()
+        if expanded:
+            order.append(node)
+        elif id(node) not in done:
+            done.add(id(node))
+            pending.append((node, True))
+            pending.extend((child, False) for child in node.children() if id(child) not in done)
+    return order[::-1]
+
+
+def _nesting(text: str) -> int:
+    """How deeply brackets nest in ``text``."""
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest
 
 
 def _unflatten(writer: _Writer, names: tuple[str, ...], shape: tuple, flat: str) -> None:

@@ -180,14 +180,17 @@ def if_(condition, then: Expr, otherwise: Expr) -> Expr:
 
 def _factors(node: Expr) -> tuple[bool, list[Expr]]:
     """``node`` as ``(negated, factors)`` of a product, looking through ``*`` and unary minus."""
-    if isinstance(node, Unary) and node.op == "neg":
-        negated, factors = _factors(node.arg)
-        return not negated, factors
-    if isinstance(node, Binary) and node.op == "*":
-        left_negated, left = _factors(node.left)
-        right_negated, right = _factors(node.right)
-        return left_negated != right_negated, left + right
-    return False, [node]
+    negated, factors, pending = False, [], [node]
+    while pending:  # a stack, left factor on top: products of hundreds of factors are deep trees
+        current = pending.pop()
+        if isinstance(current, Unary) and current.op == "neg":
+            negated = not negated
+            pending.append(current.arg)
+        elif isinstance(current, Binary) and current.op == "*":
+            pending += [current.right, current.left]
+        else:
+            factors.append(current)
+    return negated, factors
 
 
 def _product(factors: list[Expr]) -> Expr:
@@ -204,6 +207,32 @@ def _product(factors: list[Expr]) -> Expr:
     return out
 
 
+def rebuild(root: Expr, step, below=lambda node: node.children()) -> Expr:
+    """``step(node, rebuilt)`` over ``root`` from the leaves up, ``rebuilt`` being the results for
+    ``below(node)`` (its children, by default).
+
+    An explicit stack instead of recursion: derivatives of long chains
+    (``sin (sin (... x[i]))``) are trees hundreds of levels deep. A subtree
+    that several parents share is rebuilt once.
+    """
+    done: dict[int, Expr] = {}  # by id: the nodes stay alive in root, and hashing a deep node recurses
+    pending = [(root, False)]
+    while pending:
+        node, expanded = pending.pop()
+        if id(node) in done:
+            continue
+        children = below(node)
+        if children and not expanded:
+            pending.append((node, True))
+            pending.extend((child, False) for child in reversed(children))
+            continue
+        done[id(node)] = step(node, [done[id(child)] for child in children])
+    return done[id(root)]
+
+
+_OPERATORS = {"+": add, "-": sub, "*": mul, "/": div, "**": power}
+
+
 def hoist_invariants(node: Expr) -> Expr:
     """Move factors and conditions that do not depend on a sum's index out of that sum.
 
@@ -211,17 +240,22 @@ def hoist_invariants(node: Expr) -> Expr:
     (x[k]) else (0)`` becomes ``if {b = 0} then (sum_k x[k]) else (0)``:
     exact in real arithmetic, and the loop then does only the work that varies
     (the derivatives of sec. 6 multiply every summand by the same ``c[i; i]``).
+    Idempotent: hoisting the result again changes nothing.
     """
+    return rebuild(node, _hoisted)
+
+
+def _hoisted(node: Expr, children: list[Expr]) -> Expr:
+    """``node`` with its invariants hoisted, given its children hoisted already."""
     if isinstance(node, Unary):
-        return unary(node.op, hoist_invariants(node.arg))
+        return unary(node.op, children[0])
     if isinstance(node, Binary):
-        left, right = hoist_invariants(node.left), hoist_invariants(node.right)
-        return {"+": add, "-": sub, "*": mul, "/": div, "**": power}[node.op](left, right)
+        return _OPERATORS[node.op](*children)
     if isinstance(node, If):
-        return if_(node.condition, hoist_invariants(node.then), hoist_invariants(node.otherwise))
+        return if_(node.condition, *children)
     if not isinstance(node, Sum):
         return node
-    negated, factors = _factors(hoist_invariants(node.body))
+    negated, factors = _factors(children[0])
     # A factor "if {c} then (x) else (0)" with c free of the sum's index gates the whole sum.
     gates = []
     for k, factor in enumerate(factors):
@@ -232,8 +266,9 @@ def hoist_invariants(node: Expr) -> Expr:
     if gates:
         inner = hoist_invariants(Sum(node.index, node.lower, node.upper, _product(factors), node.span))
         return if_(tuple(gates), neg(inner) if negated else inner, ZERO)
-    outside = [f for f in factors if node.index not in free_indices(f)]
-    inside = [f for f in factors if node.index in free_indices(f)]
+    varies = [node.index in free_indices(f) for f in factors]
+    outside = [f for f, v in zip(factors, varies) if not v]
+    inside = [f for f, v in zip(factors, varies) if v]
     if inside:
         summed = Sum(node.index, node.lower, node.upper, _product(inside), node.span)
     elif all(a.is_constant for a in node.lower + node.upper):  # n equal terms: n times one
