@@ -50,6 +50,11 @@ from .expr import (
 from .fourier_motzkin import fourier_motzkin
 from .printer import affine_text
 
+# Limits on what is accepted, so that everything accepted also derives, prints, reads back and compiles
+# without running into Python's recursion limit or taking minutes (issue 10).
+MAX_DEPTH = 100  # depth of the expression tree (a chain a + b + ... of n terms has depth n) and of nesting
+MAX_NESTED_SUMS = 8  # sums inside sums: derivatives of 8 whose bounds depend on each other take ~1 s, of 12 ~20 s
+
 FUNCTIONS = ("exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt")
 KEYWORDS = frozenset(("sum", "if", "then", "else", "and", "max", "min", "ceil", "floor") + FUNCTIONS)
 
@@ -165,6 +170,33 @@ class _Parser:
         self.uses: list[_Use] = []
         self.polytopes: dict[_Scope, _Polytope] = {}
         self.name = ""
+        # parentheses open around the current token; other recursion (minus signs, exponents) makes a node
+        # each, so the depth limit bounds it
+        self.nesting = 0
+        self.depths: dict[int, int] = {}  # id(node) -> depth of the tree below it; leaves are 1
+
+    # --- limits on nesting ---------------------------------------------------
+
+    def enter(self, token: _Token):
+        """One more parenthesis open at ``token``: refused past MAX_DEPTH, long before the recursion of
+        this parser (a few Python frames per level) nears Python's limit. The printer opens at most
+        one per node, so any tree within MAX_DEPTH reads back."""
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            self.fail_at(f"nested more than {MAX_DEPTH} levels deep (MAX_DEPTH); split the function into "
+                         "smaller ones", token)
+
+    def leave(self):
+        self.nesting -= 1
+
+    def made(self, node: Expr, token: _Token) -> Expr:
+        """``node``, checked to be at most MAX_DEPTH deep; ``token`` is the operator that made it."""
+        depth = 1 + max(self.depths.get(id(child), 1) for child in node.children())
+        if depth > MAX_DEPTH:
+            self.fail_at(f"the expression is more than {MAX_DEPTH} levels deep here (MAX_DEPTH): split the function "
+                         "into smaller ones, or group a long chain of terms as (a + b) + (c + d)", token)
+        self.depths[id(node)] = depth
+        return node
 
     # --- tokens and errors -------------------------------------------------
 
@@ -256,17 +288,17 @@ class _Parser:
     def expression(self, scope: _Scope) -> Expr:
         left = self.term(scope)
         while self.peek().kind in ("+", "-"):
-            op = self.advance().text
+            op = self.advance()
             right = self.term(scope)
-            left = Binary(op, left, right, span=Span(left.span.start, right.span.end))
+            left = self.made(Binary(op.text, left, right, span=Span(left.span.start, right.span.end)), op)
         return left
 
     def term(self, scope: _Scope) -> Expr:
         left = self.unary(scope)
         while self.peek().kind in ("*", "/"):
-            op = self.advance().text
+            op = self.advance()
             right = self.unary(scope)
-            left = Binary(op, left, right, span=Span(left.span.start, right.span.end))
+            left = self.made(Binary(op.text, left, right, span=Span(left.span.start, right.span.end)), op)
         return left
 
     def unary(self, scope: _Scope) -> Expr:
@@ -280,15 +312,15 @@ class _Parser:
             return Number(-self.number_value(literal), span=Span(token.start, literal.end))
         self.advance()
         arg = self.unary(scope)
-        return Unary("neg", arg, span=Span(token.start, arg.span.end))
+        return self.made(Unary("neg", arg, span=Span(token.start, arg.span.end)), token)
 
     def power(self, scope: _Scope) -> Expr:
         base = self.primary(scope)
         if self.peek().kind != "**":
             return base
-        self.advance()
+        operator = self.advance()
         exponent = self.unary(scope)  # right-associative: x ** y ** z is x ** (y ** z)
-        return Binary("**", base, exponent, span=Span(base.span.start, exponent.span.end))
+        return self.made(Binary("**", base, exponent, span=Span(base.span.start, exponent.span.end)), operator)
 
     @staticmethod
     def number_value(token: _Token) -> int | float:
@@ -301,7 +333,9 @@ class _Parser:
             return Number(self.number_value(token), span=Span(token.start, token.end))
         if token.kind == "(":
             self.advance()
+            self.enter(token)
             inner = self.expression(scope)
+            self.leave()
             self.expect(")", "')'")
             return inner
         if token.kind != "name":
@@ -312,10 +346,11 @@ class _Parser:
             return self.condition(scope)
         if token.text in FUNCTIONS:
             self.advance()
-            self.expect("(", f"'(' after {token.text}")
+            self.enter(self.expect("(", f"'(' after {token.text}"))
             arg = self.expression(scope)
+            self.leave()
             close = self.expect(")", "')'")
-            return Unary(token.text, arg, span=Span(token.start, close.end))
+            return self.made(Unary(token.text, arg, span=Span(token.start, close.end)), token)
         if token.text in KEYWORDS:
             self.fail_at(f"unexpected {token.text!r}", token)
         following = self.peek(1).kind
@@ -361,6 +396,9 @@ class _Parser:
 
     def sum(self, scope: _Scope) -> Sum:
         keyword = self.advance()
+        if len(scope.sums) == MAX_NESTED_SUMS:
+            self.fail_at(f"more than {MAX_NESTED_SUMS} nested sums (MAX_NESTED_SUMS): their derivatives take too "
+                         "long to find; split the function into smaller ones", keyword)
         self.expect("{", "'{' after sum")
         index = self.expect_name("a sum index")
         if index.text in scope.indices:
@@ -374,7 +412,7 @@ class _Parser:
         if self.peek().kind in ("+", "-", "*", "/"):
             self.fail_at(f"expected the sum's body{self.paren_hint()}", self.peek())
         body = self.primary(scope.with_sum(_Sum(index.text, lower, upper)))
-        return Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end))
+        return self.made(Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end)), keyword)
 
     def paren_hint(self) -> str:
         if self.peek().kind in ("+", "-", "*", "/"):
@@ -444,7 +482,7 @@ class _Parser:
         then = self.primary(scope.with_conditions(tuple(atoms)))
         self.expect_keyword("else")
         otherwise = self.primary(scope)
-        return If(tuple(atoms), then, otherwise, span=Span(keyword.start, otherwise.span.end))
+        return self.made(If(tuple(atoms), then, otherwise, span=Span(keyword.start, otherwise.span.end)), keyword)
 
     def expect_keyword(self, word: str):
         token = self.peek()
@@ -510,15 +548,21 @@ class _Parser:
     def index_factor(self, scope: _Scope) -> _Index:
         token = self.peek()
         if token.kind == "-":
-            self.advance()
+            # minus signs in a row are read without recursion
+            signs = 0
+            while self.peek().kind == "-":
+                self.advance()
+                signs += 1
             inner = self.index_factor(scope)
-            return _Index(-inner.affine, token.start, inner.end)
-        if token.kind == "(":
-            self.advance()
-            inner = self.index(scope)
-            close = self.expect(")", "')'")
-            return _Index(inner.affine, token.start, close.end)
-        return self.index_atom(scope)
+            return _Index(-inner.affine if signs % 2 else inner.affine, token.start, inner.end)
+        if token.kind != "(":
+            return self.index_atom(scope)
+        self.advance()
+        self.enter(token)
+        inner = self.index(scope)
+        self.leave()
+        close = self.expect(")", "')'")
+        return _Index(inner.affine, token.start, close.end)
 
     def index_atom(self, scope: _Scope) -> _Index:
         token = self.advance()
@@ -575,20 +619,31 @@ def _affine_interval(affine: Affine, intervals: dict) -> tuple[Fraction, Fractio
     return Fraction(low, affine.denominator), Fraction(high, affine.denominator)
 
 
+# _above substitutes every combination of bounds; nested sums with several bounds each (derivatives'
+# max/min lists) multiply them, so past this many candidates a candidate keeps its sum index.
+_ABOVE_CANDIDATES = 64
+
+
 def _above(affine: Affine, sums: tuple[_Sum, ...], intervals: dict) -> Fraction:
     """An upper bound of ``affine`` over the polytope, often its maximum.
 
-    The innermost sum index is replaced by its upper bound (its lower bound
-    where its coefficient is negative); with several bounds, each gives an
-    upper bound and the least is kept. What is left ranges over the box.
+    From the innermost sum out, each sum index is replaced by its upper bound
+    (its lower bound where its coefficient is negative); with several bounds,
+    each gives an upper bound and the least is kept. What is left, sum indices
+    kept past :data:`_ABOVE_CANDIDATES` included, ranges over the box.
     """
-    for depth in reversed(range(len(sums))):
-        frame = sums[depth]
-        c = dict(affine.terms).get(frame.index, 0)
-        if c:
-            return min(_above(affine.substitute({frame.index: bound}), sums[:depth], intervals)
-                       for bound in (frame.upper if c > 0 else frame.lower))
-    return _affine_interval(affine, intervals)[1]
+    candidates = [affine]
+    for frame in reversed(sums):
+        widened = []
+        for candidate in candidates:
+            c = candidate.coefficient(frame.index)
+            bounds = frame.upper if c > 0 else frame.lower
+            if c and len(candidates) * len(bounds) <= _ABOVE_CANDIDATES:
+                widened += [candidate.substitute({frame.index: bound}) for bound in bounds]
+            else:
+                widened.append(candidate)
+        candidates = widened
+    return min(_affine_interval(candidate, intervals)[1] for candidate in candidates)
 
 
 def _intervals(scope: _Scope, out_shape: tuple) -> dict | None:
