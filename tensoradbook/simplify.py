@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Atom, Binary, Expr, If, Number, Sum, Unary, free_indices
+from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, walk
 
 
 def number(value) -> Number:
@@ -230,6 +230,23 @@ def rebuild(root: Expr, step, below=lambda node: node.children()) -> Expr:
     return done[id(root)]
 
 
+def _mentions(node: Expr, index: str) -> bool:
+    """Whether ``index`` appears in ``node``: its free use, or a sum binding it again (then kept inside,
+    which is only less hoisting). A walk, not a recursion: factors can be deep trees."""
+    for part in walk(node):
+        if isinstance(part, Element):
+            affines = part.indices
+        elif isinstance(part, Sum):
+            affines = part.lower + part.upper + (Affine.index(part.index),)
+        elif isinstance(part, If):
+            affines = tuple(atom.affine for atom in part.condition)
+        else:
+            continue
+        if any(index in a.names for a in affines):
+            return True
+    return False
+
+
 _OPERATORS = {"+": add, "-": sub, "*": mul, "/": div, "**": power}
 
 
@@ -266,7 +283,7 @@ def _hoisted(node: Expr, children: list[Expr]) -> Expr:
     if gates:
         inner = hoist_invariants(Sum(node.index, node.lower, node.upper, _product(factors), node.span))
         return if_(tuple(gates), neg(inner) if negated else inner, ZERO)
-    varies = [node.index in free_indices(f) for f in factors]
+    varies = [_mentions(f, node.index) for f in factors]
     outside = [f for f, v in zip(factors, varies) if not v]
     inside = [f for f, v in zip(factors, varies) if v]
     if inside:

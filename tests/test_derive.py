@@ -6,6 +6,7 @@ also checked for the report's structure.
 """
 
 import dataclasses
+import sys
 
 import numpy as np
 import pytest
@@ -232,6 +233,37 @@ def test_second_order_gradients_are_named_apart_from_the_first():
     assert second.adjoint_name == "dda"
     assert {name: g.name for name, g in second.items()} == {
         "df": "ddf", "a": "da_2", "b": "db", "c": "dc", "d": "dd"}
+
+
+# --- deep trees ----------------------------------------------------------------------------
+
+def test_the_box_decision_walks_deep_if_chains_without_recursion():
+    """The parser limits the depth of a function; its derivatives are deeper (issue 10: RecursionError)."""
+    from tensoradbook.derive import _box_decide
+    from tensoradbook.expr import Atom, Element
+
+    never = (Atom(Affine.of({"dx_0": 1}, -5), inequality=True),)  # dx_0 >= 5 on a box of 3
+    expression = Element("df", (Affine.index("dx_0"),))
+    for _ in range(3 * sys.getrecursionlimit()):
+        expression = If(never, Number(1), expression)
+    assert _box_decide(expression, ["dx_0"], (3,)) == Element("df", (Affine.index("dx_0"),))
+
+
+def test_sums_are_made_unique_deep_in_a_tree_without_recursion():
+    from tensoradbook.derive import apart
+    from tensoradbook.expr import Element
+
+    def sum_k():
+        return Sum("k", (Affine.constant_value(0),), (Affine.constant_value(1),), Element("x", (Affine.index("k"),)))
+
+    body = Binary("+", sum_k(), sum_k())
+    for _ in range(3 * sys.getrecursionlimit()):
+        body = Binary("+", Element("x", (Affine.constant_value(0),)), body)
+    fn = apart(Function("f", (), body, {"f": (), "x": (2,)}))
+    bottom = fn.body
+    while isinstance(bottom.right, Binary):
+        bottom = bottom.right
+    assert (bottom.left.index, bottom.right.index) == ("k", "k_1")
 
 
 # --- errors and the command line ---------------------------------------------------------

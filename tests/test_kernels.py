@@ -8,6 +8,7 @@ test compiles every CUDA kernel for a real GPU in a process without it.
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import kernels
-from tensoradbook.expr import ExpressionError
+from tensoradbook.expr import Affine, Binary, Element, ExpressionError, Number, Sum, Unary
 from tensoradbook.gradcheck import random_arguments
 from tensoradbook.printer import expr_text
 from tensoradbook.simplify import hoist_invariants
@@ -132,6 +133,38 @@ def test_hoisting_is_idempotent(fn):
         assert hoist_invariants(once) == once, expr_text(once)
     for g in grads.simplified.values():
         assert hoist_invariants(g.body) == g.body, expr_text(g.body)
+
+
+def test_hoisting_walks_deep_trees_without_recursion():
+    """Issue 10: derivatives of functions at the parser's depth limit are deeper than the limit."""
+    x = Element("x", (Affine.index("k"),))
+    chain = x
+    for _ in range(3 * sys.getrecursionlimit()):
+        chain = Binary("+", Unary("neg", chain), x)
+    hoisted = hoist_invariants(Sum("k", (Affine.constant_value(0),), (Affine.constant_value(2),),
+                                   Binary("*", Element("y", ()), chain)))
+    assert isinstance(hoisted, Binary) and hoisted.left == Element("y", ()) and isinstance(hoisted.right, Sum)
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["scalar", "numpy"])
+def test_generated_code_stays_flat_for_long_chains(vector):
+    """A chain of 200 additions was one expression with 200 nested brackets: Python refuses it (issue 10).
+    The writer walks the chain from a stack and moves deep parts into temporaries."""
+    n = 3 * sys.getrecursionlimit()
+    chain = Element("x", ())
+    for k in range(n):
+        chain = Binary("+", Unary("sin", chain), Number(k))
+    writer = kernels._Writer({"x": ()}, {"x"}, vector=vector, depth=0)
+    writer.share(chain)
+    result = writer.value(chain)
+    source = "\n".join(writer.lines + [f"_result = {result}"])
+    assert max(map(kernels._nesting, source.splitlines())) <= kernels._MAX_NESTING + 5
+    namespace = {"math": math, "np": np, "x": np.array(0.5) if vector else np.array([0.5])}
+    exec(compile(source, "<generated>", "exec"), namespace)
+    expected = 0.5
+    for k in range(n):
+        expected = math.sin(expected) + k
+    assert namespace["_result"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_simplified_section_6_reads_the_forward_result_once():
