@@ -21,11 +21,11 @@ import re
 from collections.abc import Iterable, Mapping
 
 import ipywidgets as W
-from traitlets import TraitError
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
+from traitlets import TraitError
 
 from tensoradbook import IntegerSolutions, integer_inverse
 from tensoradbook._matrix import as_exact_vector, as_int, as_int_matrix, matvec, shown

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import html
 import math
-import numbers as _numbers
+import numbers as _numbers  # numbers() below formats vectors
 import re
 
 import ipywidgets as W
@@ -127,7 +127,8 @@ PARTIAL_LIMIT = 1e100
 
 
 def _partial(value, name: str) -> float:
-    """A partial checked to be a number within :data:`PARTIAL_LIMIT` (``a`` also 0 or beyond its inverse)."""
+    """A partial checked to be a number at most :data:`PARTIAL_LIMIT` in size; ``a`` is 0 or at least
+    ``1 / PARTIAL_LIMIT`` in size."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, _numbers.Real):
         raise ValueError(f"{name} must be a number, got {shown(value)}")
     try:
