@@ -701,7 +701,9 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
     equivalent form. It is parsed (a mistake shows the parser's caret message,
     e.g. a sum range that leaves the shape of ``df``) and evaluated on random
     inputs and random ``df`` against the core's derivative (Algorithm 4); the
-    first elements that differ are named.
+    first elements that differ are named. The gradient is called ``d`` and the
+    argument's name (``dx``), or what the core calls it when that name is taken
+    (the gradient of a first derivative ``dx`` with respect to ``x`` is ``dx_1``).
     """
     from .derive import derive
     from .gradcheck import random_arguments
@@ -711,20 +713,25 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
         raise ValueError(f"{argument!r} is not an argument of {fn.name}; it has {fn.arguments}")
     grads = derive(fn)
     truth_fn = grads[argument]
-    gradient, adjoint = truth_fn.name, grads.adjoint_name
+    core_name, adjoint = truth_fn.name, grads.adjoint_name
+    natural = "d" + argument
+    gradient = natural if natural == core_name or natural not in truth_fn.arguments else core_name
+    accepted = dict.fromkeys([gradient, core_name])
+    answer_shapes = dict(truth_fn.shapes)
+    answer_shapes.update({n: truth_fn.shapes[core_name] for n in accepted})
     name = f"{gradient}, the derivative of {fn.name} with respect to {argument}"
     if answer is None:
-        sizes = ", ".join(f"{k}: {v}" for k, v in truth_fn.shapes.items())
+        sizes = ", ".join(f"{k}: {v}" for k, v in truth_fn.shapes.items() if k not in accepted)
         return _pending(name, f"Your answer is text like \"{gradient}[...] = ...\" using {adjoint} "
                               f"and the arguments (shapes {sizes}).")
     try:
-        mine = _parse_answer(answer, truth_fn.shapes, "derivative")
+        mine = _parse_answer(answer, answer_shapes, "derivative")
     except _Wrong as err:
         return CheckResult(name, False, [str(err)])
-    if mine.name != gradient:
+    if mine.name not in accepted:
         return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient is called "
                                          f"{gradient!r} (write {gradient}[...] = ...)"])
-    unknown = [a for a in mine.arguments if a not in truth_fn.shapes or a == gradient]
+    unknown = [a for a in mine.arguments if a not in truth_fn.shapes or a in accepted]
     if unknown:  # pragma: no cover -- the parser rejects names without a shape
         return CheckResult(name, False, [f"your expression uses {unknown[0]!r}, which is not available"])
     rng = np.random.default_rng(seed)
@@ -1685,14 +1692,20 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     import re
 
     left = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", answer) if isinstance(answer, str) else None
-    if left and left.group(1) != result:
+    # The core derives the gradient under a fresh name when d<second> is taken (dx_1 for the gradient of dx
+    # with respect to x): that name is the same gradient.
+    fresh = left is not None and re.fullmatch(rf"{re.escape(result)}_\d+", left.group(1)) is not None \
+        and left.group(1) not in answer_shapes
+    if left and left.group(1) != result and not fresh:
         return CheckResult(name, False, [f"your left side defines {left.group(1)!r}; the gradient with respect to "
                                          f"{second} is called {result!r} (write {result}[...] = ...)"])
+    accepted = {result} | ({left.group(1)} if fresh else set())
+    answer_shapes.update({n: tuple(fn.shapes[second]) for n in accepted})
     try:
         mine = _parse_answer(answer, answer_shapes, "second derivative")
     except _Wrong as err:
         return CheckResult(name, False, [str(err)])
-    if mine.name != result:  # pragma: no cover -- caught from the text above
+    if mine.name not in accepted:  # pragma: no cover -- caught from the text above
         return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient with respect to "
                                          f"{second} is called {result!r} (write {result}[...] = ...)"])
     from .gradcheck import random_arguments

@@ -88,7 +88,9 @@ def test_step_inverse_names_the_typical_mistakes(a, b):
     wrong_sign = [1 / a] + [v / a for v in b]
     assert "wrong sign" in messages(ex.check_step_inverse(a, b, wrong_sign))
     not_divided = [1 / a] + [-v for v in b]
-    if not np.allclose(not_divided, [1 / a] + [-v / a for v in b]):
+    # (for a = -1 forgetting to divide is the same as the wrong sign, and is named so)
+    if not np.allclose(not_divided, [1 / a] + [-v / a for v in b]) and not np.allclose(not_divided[1:],
+                                                                                    [v / a for v in b]):
         assert "not b_i times 1" in messages(ex.check_step_inverse(a, b, not_divided))
     kept = [a] + [-v / a for v in b]
     if not math.isclose(a, 1 / a, rel_tol=1e-6):
