@@ -63,7 +63,8 @@ SIZE_NAMES = ("n1", "m1", "m2", "e1", "e2")
 SIZE_LABELS = {"n1": "n₁", "m1": "m₁ = n₂", "m2": "m₂", "e1": "|E₁|", "e2": "|E₂|"}
 SLIDER_MAX = {"n1": 64, "m1": 64, "m2": 64, "e1": 1000, "e2": 1000}
 # Sizes and edge counts the views take: sliders (JavaScript numbers) then hold every size and every tape
-# bound (sum |E| <= 10 * 10**9) exactly. The core takes any size; costs above 2**53 are drawn as floats.
+# bound (sum |E| <= 10 * 10**9) exactly. The core takes any size; costs, which can exceed int64, are drawn
+# as floats.
 MAX_NUMBER = 10**9
 
 SECTION_4, SECTION_5, SECTION_6, NOT_MONOTONE = ("sec. 4: R⁸ → R", "sec. 5 example", "sec. 6 OpenFOAM",
