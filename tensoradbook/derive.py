@@ -30,11 +30,11 @@ from fractions import Fraction
 import numpy as np
 
 from .expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, memory_step, replace,
-                   substitute, walk)
+                   substitute)
 from .fourier_motzkin import fourier_motzkin
 from .intlinalg import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
-from .simplify import ZERO, add, atom_truth, hoist_invariants, if_, rebuild
+from .simplify import ZERO, add, atom_truth, distinct_nodes, hoist_invariants, if_, rebuild
 
 
 def _fresh(base: str, used: set[str]) -> str:
@@ -49,11 +49,23 @@ def _fresh(base: str, used: set[str]) -> str:
 def _unique_sums(node: Expr, used: set[str]) -> Expr:
     """Rename sum indices so that each sum of the function has its own (sec. 5.2 liberates them),
     fresh in ``used``, outer sums first; unchanged subtrees are kept as they are."""
+    with_sums: set[int] = set()  # ids of the nodes with a sum below: nothing to rename elsewhere
+
+    def mark(current, below):
+        if isinstance(current, Sum) or any(below):
+            with_sums.add(id(current))
+            return True
+        return False
+
+    rebuild(node, mark)
     results: list[Expr] = []
     pending = [(node, None, False)]
     while pending:  # a stack instead of recursion: derivative trees are deep
         current, name, expanded = pending.pop()
         children = current.children()
+        if id(current) not in with_sums:
+            results.append(current)
+            continue
         if not expanded:
             name = _fresh(current.index, used) if isinstance(current, Sum) else None
             pending.append((current, name, True))
@@ -77,11 +89,8 @@ _CHILD_FIELDS = {"Unary": ("arg",), "Binary": ("left", "right"), "If": ("then", 
 
 def _all_names(fn: Function) -> set[str]:
     """Every name in ``fn``: its tensors (output and arguments), output indices and sum indices."""
-    names = set(fn.indices) | set(fn.shapes)
-    for node in walk(fn.body):
-        if isinstance(node, Sum):
-            names.add(node.index)
-    return names
+    sums = {node.index for node in distinct_nodes(fn.body) if isinstance(node, Sum)}
+    return set(fn.indices) | set(fn.shapes) | sums
 
 
 def apart(fn: Function) -> Function:
@@ -400,7 +409,7 @@ def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set
 
 def _depth(node: Expr) -> int:
     """How many sums there are: an upper bound on the kernel dimension beyond the output's."""
-    return sum(isinstance(n, Sum) for n in walk(node))
+    return sum(isinstance(n, Sum) for n in distinct_nodes(node))
 
 
 def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:

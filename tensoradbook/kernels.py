@@ -42,9 +42,9 @@ import numpy as np
 
 from .derive import _all_names, _fresh, apart
 from .expr import (Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary,
-                   free_indices, memory_step, substitute, walk)
+                   free_indices, memory_step, substitute)
 from .printer import expr_text, to_text
-from .simplify import hoist_invariants
+from .simplify import distinct_nodes, hoist_invariants
 
 GATHER_TARGETS = ("numpy", "numba", "cuda")
 SCATTER_TARGETS = ("numba-scatter", "cuda-scatter")
@@ -461,8 +461,9 @@ def _lane(fn: Function, body: Expr) -> tuple[str, int] | None:
     if len(fn.indices) < 2:
         return None
     lane = fn.indices[-1]
-    sums = [node for node in walk(body) if isinstance(node, Sum)]
-    for node in walk(body):
+    nodes = list(distinct_nodes(body))
+    sums = [node for node in nodes if isinstance(node, Sum)]
+    for node in nodes:
         if isinstance(node, Sum) and any(lane in a.names for a in node.lower + node.upper):
             return None
         if isinstance(node, If) and any(lane in atom.affine.names for atom in node.condition):
@@ -491,7 +492,7 @@ def _scatter_reads(grads) -> dict[str, tuple]:
     reads = {}
     for parts in grads.contributions.values():
         for part in parts:
-            for node in walk(part.adjoint):
+            for node in distinct_nodes(part.adjoint):
                 if isinstance(node, Element):
                     reads.setdefault(node.name, tuple(shapes[node.name]))
     return reads

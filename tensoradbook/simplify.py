@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, walk
+from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary
 
 
 def number(value) -> Number:
@@ -230,10 +230,22 @@ def rebuild(root: Expr, step, below=lambda node: node.children()) -> Expr:
     return done[id(root)]
 
 
+def distinct_nodes(root: Expr):
+    """Every node object below ``root`` once, in the order a walk first meets it. Derivatives share
+    subtrees widely, which :func:`tensoradbook.expr.walk` unfolds into a tree (once per occurrence)."""
+    seen, pending = set(), [root]
+    while pending:
+        node = pending.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            yield node
+            pending.extend(reversed(node.children()))
+
+
 def _mentions(node: Expr, index: str) -> bool:
     """Whether ``index`` appears in ``node``: its free use, or a sum binding it again (then kept inside,
-    which is only less hoisting). A walk, not a recursion: factors can be deep trees."""
-    for part in walk(node):
+    which is only less hoisting). Not a recursion: factors can be deep trees."""
+    for part in distinct_nodes(node):
         if isinstance(part, Element):
             affines = part.indices
         elif isinstance(part, Sum):

@@ -167,6 +167,41 @@ def test_generated_code_stays_flat_for_long_chains(vector):
     assert namespace["_result"] == pytest.approx(expected, rel=1e-12)
 
 
+def _at_the_limits():
+    """The deepest functions the parser accepts (issue 10), at MAX_DEPTH and MAX_NESTED_SUMS, and whether
+    to check their second derivatives here too: not the product of exps, whose report-form second
+    derivative the reference evaluator takes ~15 s for, nor the nested sums, ~20 s in Fourier-Motzkin."""
+    from tensoradbook.parser import MAX_DEPTH, MAX_NESTED_SUMS as S
+
+    n = MAX_DEPTH - 2  # f[] = and the outermost node take levels of their own
+    scalar = {"f": (), "x": ()}
+    return [
+        pytest.param("f[] = " + " + ".join(["x[]"] * n), scalar, True, id="plus"),
+        pytest.param("f[] = " + "-" * n + "x[]", scalar, True, id="minus"),
+        pytest.param("f[] = " + "sin (" * n + "x[]" + ")" * n, scalar, True, id="sin"),  # derivative twice as deep
+        pytest.param("f[i] = " + " * ".join(f"exp (x[i] * y[{k % 3}])" for k in range(n)),
+                     {"f": (3,), "x": (3,), "y": (3,)}, False, id="exp-product"),
+        pytest.param("f[i] = " + "".join(f"sum{{k{j}}}_0^{'i' if j == 0 else f'k{j - 1}'} (" for j in range(S))
+                     + f"x[k{S - 1}] * y[i]" + ")" * S, {"f": (3,), "x": (3,), "y": (3,)}, False, id="sums-nested-bounds"),
+        pytest.param("f[i] = " + "".join(f"sum{{k{j}}}_0^1 (" for j in range(S)) + "x[i + "
+                     + " + ".join(f"k{j}" for j in range(S)) + "] ** 2" + ")" * S, {"f": (3,), "x": (3 + S,)}, False,
+                     id="sums-one-index"),
+    ]
+
+
+@pytest.mark.parametrize("text, shapes, second", _at_the_limits())
+def test_functions_at_the_parser_limits_derive_print_and_compile(text, shapes, second):
+    """No RecursionError, no generated line that Python refuses, the reference's values."""
+    fn = tab.parse(text, shapes)
+    grads = tab.derive(fn)
+    first = grads[fn.arguments[0]]
+    for function, derived in [(fn, grads)] + ([(first, tab.derive(first))] if second else []):
+        assert str(derived)
+        for target in kernels.TARGETS:  # every module is Python that compiles
+            compile(derived.source(target), "<generated>", "exec")
+        assert_matches_reference(function, derived, "numpy")
+
+
 def test_simplified_section_6_reads_the_forward_result_once():
     simplified = tab.derive(*SECTION_6).simplified
     assert simplified.reads_forward and simplified.simplified is simplified
