@@ -262,6 +262,11 @@ def _tidy(terms: list[Affine], lower: bool) -> tuple[Affine, ...]:
 class Gradients(Mapping):
     """The gradients of ``sum(df * f)``: one element-wise function per argument (``grads["a"]`` is ``da``).
 
+    The adjoint is ``df`` and the gradient of ``a`` is ``da`` unless the
+    function uses that name already; then it is the first of ``da_1``,
+    ``da_2``, ... that it does not (the gradient of ``a`` in the second
+    derivative ``derive(da)`` is such a name: ``da`` is the function).
+
     As :func:`derive` returns them they are the report's output (sec. 6):
     every summand recomputes the forward expression. :meth:`simplified` gives
     the form the kernels run, which reads the forward result ``f`` instead.

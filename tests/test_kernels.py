@@ -182,7 +182,8 @@ def _at_the_limits():
         pytest.param("f[i] = " + " * ".join(f"exp (x[i] * y[{k % 3}])" for k in range(n)),
                      {"f": (3,), "x": (3,), "y": (3,)}, False, id="exp-product"),
         pytest.param("f[i] = " + "".join(f"sum{{k{j}}}_0^{'i' if j == 0 else f'k{j - 1}'} (" for j in range(S))
-                     + f"x[k{S - 1}] * y[i]" + ")" * S, {"f": (3,), "x": (3,), "y": (3,)}, False, id="sums-nested-bounds"),
+                     + f"x[k{S - 1}] * y[i]" + ")" * S, {"f": (3,), "x": (3,), "y": (3,)}, False,
+                     id="sums-nested-bounds"),
         pytest.param("f[i] = " + "".join(f"sum{{k{j}}}_0^1 (" for j in range(S)) + "x[i + "
                      + " + ".join(f"k{j}" for j in range(S)) + "] ** 2" + ")" * S, {"f": (3,), "x": (3 + S,)}, False,
                      id="sums-one-index"),
