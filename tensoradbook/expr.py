@@ -19,8 +19,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
+
+
+# Element-terms (output elements times sum ranges) the reference evaluator may visit: numpy over the grid
+# runs 10**7 to 10**8 of them a second for small bodies, so this is seconds, not minutes.
+MAX_WORK = 10**8
+# One evaluation of a sum's body costs at least this many element-terms: the evaluator's overhead per
+# call (7 us for x[i], whose elements cost 9 ns each) dominates on small outputs with long sums.
+_CALL_ELEMENTS = 256
 
 
 class ExpressionError(ValueError):
@@ -122,6 +131,15 @@ class Affine:
             out = out + (mapping[name].scale(c) if name in mapping else Affine.of({name: c}))
         return out
 
+    def interval(self, intervals: dict) -> tuple[Fraction, Fraction]:
+        """The least and greatest value while each index ranges over ``intervals[name] = (least, greatest)``."""
+        low = high = self.constant
+        for name, c in self.terms:
+            a, b = intervals[name]
+            low += min(c * a, c * b)
+            high += max(c * a, c * b)
+        return Fraction(low, self.denominator), Fraction(high, self.denominator)
+
     def evaluate(self, env: dict):
         """The value for index values ``env`` (ints or numpy int arrays); floor division by the denominator.
 
@@ -151,21 +169,65 @@ class Atom:
 
 
 class Expr:
-    """Base of the scalar expression nodes."""
+    """Base of the scalar expression nodes.
+
+    Equality and hashing are by value, as dataclasses' would be, but walk the
+    tree without recursion: a derivative can be several hundred levels deep.
+    The hash is computed once per node and kept in a slot (not in ``__dict__``,
+    which holds exactly the dataclass fields).
+    """
+
+    __slots__ = ("_hash",)
 
     def children(self) -> tuple[Expr, ...]:
         return ()
 
+    def _fields(self) -> tuple:
+        """What tells this node from another of its class with equal children."""
+        raise NotImplementedError
 
-@dataclass(frozen=True)
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            pass
+        for node in postorder(self, below=lambda node: not hasattr(node, "_hash")):
+            if not hasattr(node, "_hash"):
+                key = (type(node).__name__, node._fields(), *(child._hash for child in node.children()))
+                object.__setattr__(node, "_hash", hash(key))
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Expr):
+            return NotImplemented
+        pending, compared = [(self, other)], set()
+        while pending:
+            a, b = pending.pop()
+            if a is b or (id(a), id(b)) in compared:
+                continue
+            if type(a) is not type(b) or hash(a) != hash(b) or a._fields() != b._fields():
+                return False
+            compared.add((id(a), id(b)))  # shared subtrees of a derivative are compared once
+            pending.extend(zip(a.children(), b.children()))
+        return True
+
+    def __getstate__(self):
+        # the cached hash holds string hashes, which differ between processes
+        return self.__dict__
+
+
+@dataclass(frozen=True, eq=False)
 class Number(Expr):
     """A constant: a Python int (kept exact by the simplifier) or a float."""
 
     value: int | float
     span: Span | None = field(default=None, compare=False, repr=False)
 
+    def _fields(self):
+        return (self.value,)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class Element(Expr):
     """``name[indices]``: an element of an argument (or of the output's adjoint)."""
 
@@ -173,12 +235,15 @@ class Element(Expr):
     indices: tuple[Affine, ...]
     span: Span | None = field(default=None, compare=False, repr=False)
 
+    def _fields(self):
+        return (self.name, self.indices)
+
 
 UNARY_FUNCTIONS = ("neg", "exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt")
 BINARY_OPERATORS = ("+", "-", "*", "/", "**")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Unary(Expr):
     """``op(arg)`` for ``op`` in :data:`UNARY_FUNCTIONS` (``neg`` is unary minus)."""
 
@@ -189,8 +254,11 @@ class Unary(Expr):
     def children(self):
         return (self.arg,)
 
+    def _fields(self):
+        return (self.op,)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class Binary(Expr):
     """``left op right`` for ``op`` in :data:`BINARY_OPERATORS`."""
 
@@ -202,8 +270,11 @@ class Binary(Expr):
     def children(self):
         return (self.left, self.right)
 
+    def _fields(self):
+        return (self.op,)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class Sum(Expr):
     """``sum{index}_lower^upper body`` with inclusive bounds ``max(ceil(lower))`` .. ``min(floor(upper))``.
 
@@ -221,8 +292,11 @@ class Sum(Expr):
     def children(self):
         return (self.body,)
 
+    def _fields(self):
+        return (self.index, self.lower, self.upper)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class If(Expr):
     """``if {atom and ...} then (then) else (otherwise)``: Kronecker deltas and integrality conditions."""
 
@@ -233,6 +307,75 @@ class If(Expr):
 
     def children(self):
         return (self.then, self.otherwise)
+
+    def _fields(self):
+        return (self.condition,)
+
+
+def postorder(node: Expr, below=lambda node: True):
+    """Every distinct node object of the tree below ``node`` once, children before their parents and
+    left before right, without recursion. ``below(n)`` False leaves out what lies below ``n``."""
+    done, pending = set(), [(node, False)]
+    while pending:
+        current, expanded = pending.pop()
+        if id(current) in done:
+            continue
+        if expanded or not below(current):
+            done.add(id(current))
+            yield current
+            continue
+        pending.append((current, True))
+        pending.extend((child, False) for child in reversed(current.children()) if id(child) not in done)
+
+
+def _fold(root: Expr, context, enter, leave):
+    """A value for ``root`` computed from its children's values, bottom up and without recursion.
+
+    ``enter(node, context)`` gives ``(value, None)`` to stop at ``node``, or
+    ``(None, the children's context)``; ``leave(node, context, values)`` gives
+    the node's value from its children's. A subtree shared within one context
+    is computed once.
+    """
+    values: dict[tuple[int, int], object] = {}
+    contexts = [context]  # kept alive: their ids are part of the keys
+    pending = [(root, context, None, False)]
+    while pending:
+        node, outer, inner, expanded = pending.pop()
+        key = (id(node), id(outer))
+        if key in values:
+            continue
+        if expanded:
+            values[key] = leave(node, outer, [values[(id(child), id(inner))] for child in node.children()])
+            continue
+        value, inner = enter(node, outer)
+        if value is not None:
+            values[key] = value
+            continue
+        if inner is not outer:
+            contexts.append(inner)
+        pending.append((node, outer, inner, True))
+        pending.extend((child, inner, None, False) for child in reversed(node.children()))
+    return values[(id(root), id(context))]
+
+
+def _with_children(node: Expr, children: list) -> Expr:
+    """``node`` with new children (``node`` itself where they are the same objects)."""
+    if all(new is old for new, old in zip(children, node.children())):
+        return node
+    if isinstance(node, Unary):
+        return Unary(node.op, *children, node.span)
+    if isinstance(node, Binary):
+        return Binary(node.op, *children, node.span)
+    if isinstance(node, Sum):
+        return Sum(node.index, node.lower, node.upper, *children, node.span)
+    return If(node.condition, *children, node.span)
+
+
+def sum_range(lower: tuple[Affine, ...], upper: tuple[Affine, ...], intervals: dict) -> tuple[int, int]:
+    """An interval around the values a sum index with bounds ``lower`` .. ``upper`` takes while the indices
+    in them range over ``intervals``; empty (least > greatest) if the sum is empty everywhere."""
+    return (max(math.ceil(a.interval(intervals)[0]) for a in lower),
+            min(math.floor(a.interval(intervals)[1]) for a in upper))
 
 
 def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
@@ -262,37 +405,59 @@ def _clipped(index, size: int):
     return np.minimum(np.maximum(index, 0), size - 1)  # np.clip costs several times more on small arrays
 
 
-def _evaluate(node: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
-    if isinstance(node, Number):
-        return np.float64(node.value)
-    if isinstance(node, Element):
-        array = args[node.name]
-        index = tuple(_clipped(a.evaluate(env), n) for a, n in zip(node.indices, array.shape))
-        return array[index] if index else array[()]
-    if isinstance(node, Unary):
-        return _NUMPY_UNARY[node.op](_evaluate(node.arg, env, args, grid_shape))
-    if isinstance(node, Binary):
-        return _NUMPY_BINARY[node.op](_evaluate(node.left, env, args, grid_shape),
-                                      _evaluate(node.right, env, args, grid_shape))
-    if isinstance(node, If):
-        mask = np.ones(grid_shape, dtype=bool)
-        for atom in node.condition:
-            mask = mask & atom.holds(env)
-        return np.where(mask, _evaluate(node.then, env, args, grid_shape),
-                        _evaluate(node.otherwise, env, args, grid_shape))
-    if isinstance(node, Sum):
-        low = np.broadcast_to(bound_value(node.lower, env, lower=True), grid_shape)
-        high = np.broadcast_to(bound_value(node.upper, env, lower=False), grid_shape)
-        total = np.zeros(grid_shape)
-        if low.size == 0 or high.size == 0:
-            return total
-        for k in range(int(low.min()), int(high.max()) + 1):
-            inner = dict(env)
-            inner[node.index] = k
-            value = _evaluate(node.body, inner, args, grid_shape)
-            total = total + np.where((low <= k) & (k <= high), value, 0.0)
+def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
+    """The value of ``root`` over the grid, with a stack of operands instead of recursion (only a sum's
+    body is a call of its own, so the recursion is as deep as the sums are nested)."""
+    operands: list = []
+    pending: list = [root]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is tuple:  # (node,): its children's values are on top of the operands
+            node = node[0]
+            if type(node) is Unary:
+                operands[-1] = _NUMPY_UNARY[node.op](operands[-1])
+            else:
+                second = operands.pop()
+                if type(node) is Binary:
+                    operands[-1] = _NUMPY_BINARY[node.op](operands[-1], second)
+                else:
+                    operands[-1] = np.where(_holds(node.condition, env, grid_shape), operands[-1], second)
+        elif kind is Number:
+            operands.append(np.float64(node.value))
+        elif kind is Element:
+            array = args[node.name]
+            index = tuple(_clipped(a.evaluate(env), n) for a, n in zip(node.indices, array.shape))
+            operands.append(array[index] if index else array[()])
+        elif kind is Sum:
+            operands.append(_sum_value(node, env, args, grid_shape))
+        elif kind in (Unary, Binary, If):
+            pending.append((node,))
+            pending.extend(reversed(node.children()))
+        else:
+            raise TypeError(f"not an expression node: {kind.__name__}")
+    return operands[0]
+
+
+def _holds(condition: tuple[Atom, ...], env: dict, grid_shape: tuple) -> np.ndarray:
+    mask = np.ones(grid_shape, dtype=bool)
+    for atom in condition:
+        mask = mask & atom.holds(env)
+    return mask
+
+
+def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
+    low = np.broadcast_to(bound_value(node.lower, env, lower=True), grid_shape)
+    high = np.broadcast_to(bound_value(node.upper, env, lower=False), grid_shape)
+    total = np.zeros(grid_shape)
+    if low.size == 0 or high.size == 0:
         return total
-    raise TypeError(f"not an expression node: {node!r}")
+    for k in range(int(low.min()), int(high.max()) + 1):
+        inner = dict(env)
+        inner[node.index] = k
+        value = _evaluate(node.body, inner, args, grid_shape)
+        total = total + np.where((low <= k) & (k <= high), value, 0.0)
+    return total
 
 
 @dataclass(frozen=True)
@@ -312,7 +477,7 @@ class Function:
     def arguments(self) -> tuple[str, ...]:
         """The argument names in order of first appearance."""
         seen: dict[str, None] = {}
-        for node in walk(self.body):
+        for node in postorder(self.body):  # leaves left to right, as a walk from the root meets them
             if isinstance(node, Element):
                 seen.setdefault(node.name, None)
         return tuple(seen)
@@ -371,8 +536,43 @@ class Function:
             arrays[name] = array
         return arrays
 
+    @cached_property
+    def work(self) -> int:
+        """An upper bound on the element-terms :meth:`evaluate` visits: the output's elements, plus, per
+        sum, the lengths of its range and of the enclosing sums' ranges over the output box times the
+        output's elements (at least 256: the overhead of a call). The evaluator runs a sum's body over
+        the whole output grid for every value its index takes anywhere."""
+
+        def enter(node, intervals):
+            if not node.children():
+                return 0, None
+            if isinstance(node, Sum):
+                low, high = sum_range(node.lower, node.upper, intervals)
+                return (0, None) if low > high else (None, {**intervals, node.index: (low, high)})
+            return None, intervals
+
+        def leave(node, intervals, children):  # how many times the evaluator runs sums' bodies
+            if isinstance(node, Sum):
+                low, high = sum_range(node.lower, node.upper, intervals)
+                return (high - low + 1) * (1 + children[0])
+            return sum(children)
+
+        shape = tuple(self.shapes[self.name])
+        box = {name: (0, n - 1) for name, n in zip(self.indices, shape)}
+        size = math.prod(shape)
+        return size + max(size, _CALL_ELEMENTS) * _fold(self.body, box, enter, leave)
+
     def evaluate(self, args: dict) -> np.ndarray:
-        """The reference value of the whole output as a float64 array of the output's shape."""
+        """The reference value of the whole output as a float64 array of the output's shape.
+
+        Refused where :attr:`work` is above :data:`MAX_WORK`: numpy over the
+        whole grid per sum index value would run for minutes.
+        """
+        if self.work > MAX_WORK:
+            raise ExpressionError(
+                f"{self.name}: the reference evaluator would visit up to {self.work:.3g} element-terms (the "
+                f"output's elements times its sums' ranges), more than MAX_WORK = {MAX_WORK:.0e}; use smaller "
+                "shapes or sum bounds, or a compiled kernel: fn.compile('numba')")
         shape = tuple(self.shapes[self.name])
         arrays = self.argument_arrays(args)
         grid = np.indices(shape, sparse=True) if shape else ()
@@ -399,26 +599,30 @@ def substitute(node: Expr, mapping: dict[str, Affine]) -> Expr:
     """``node`` with index names replaced by affines everywhere (indices, bounds, conditions).
 
     Sum indices are unique in a function (the derivation renames them first),
-    so no bound name is captured.
+    so no bound name is captured; a sum's own index is not replaced below it.
     """
     if not mapping:
         return node
-    if isinstance(node, Number):
-        return node
-    if isinstance(node, Element):
-        return Element(node.name, tuple(a.substitute(mapping) for a in node.indices), node.span)
-    if isinstance(node, Unary):
-        return Unary(node.op, substitute(node.arg, mapping), node.span)
-    if isinstance(node, Binary):
-        return Binary(node.op, substitute(node.left, mapping), substitute(node.right, mapping), node.span)
-    if isinstance(node, Sum):
-        inner = {k: v for k, v in mapping.items() if k != node.index}
-        return Sum(node.index, tuple(a.substitute(mapping) for a in node.lower),
-                   tuple(a.substitute(mapping) for a in node.upper), substitute(node.body, inner), node.span)
-    if isinstance(node, If):
-        condition = tuple(Atom(a.affine.substitute(mapping), a.modulus, a.inequality) for a in node.condition)
-        return If(condition, substitute(node.then, mapping), substitute(node.otherwise, mapping), node.span)
-    raise TypeError(f"not an expression node: {node!r}")
+
+    def enter(current, outer):
+        if isinstance(current, Number):
+            return current, None
+        if isinstance(current, Element):
+            return Element(current.name, tuple(a.substitute(outer) for a in current.indices), current.span), None
+        if isinstance(current, Sum) and current.index in outer:
+            return None, {k: v for k, v in outer.items() if k != current.index}
+        return None, outer
+
+    def leave(current, outer, children):
+        if isinstance(current, Sum):
+            return Sum(current.index, tuple(a.substitute(outer) for a in current.lower),
+                       tuple(a.substitute(outer) for a in current.upper), *children, current.span)
+        if isinstance(current, If):
+            condition = tuple(Atom(a.affine.substitute(outer), a.modulus, a.inequality) for a in current.condition)
+            return If(condition, *children, current.span)
+        return _with_children(current, children)
+
+    return _fold(node, mapping, enter, leave)
 
 
 def walk(node: Expr):
@@ -432,35 +636,26 @@ def walk(node: Expr):
 
 def replace(node: Expr, target: Expr, replacement: Expr) -> Expr:
     """``node`` with every subtree equal to ``target`` replaced by ``replacement``."""
-    if node == target:
-        return replacement
-    if isinstance(node, Unary):
-        return Unary(node.op, replace(node.arg, target, replacement), node.span)
-    if isinstance(node, Binary):
-        return Binary(node.op, replace(node.left, target, replacement),
-                      replace(node.right, target, replacement), node.span)
-    if isinstance(node, Sum):
-        return Sum(node.index, node.lower, node.upper, replace(node.body, target, replacement), node.span)
-    if isinstance(node, If):
-        return If(node.condition, replace(node.then, target, replacement),
-                  replace(node.otherwise, target, replacement), node.span)
-    return node
+    return _fold(node, None, lambda current, _: (replacement if current == target else None, None),
+                 lambda current, _, children: _with_children(current, children))
 
 
 def free_indices(node: Expr) -> frozenset[str]:
     """The index names ``node``'s value depends on: those of its elements, bounds and conditions
     that no sum inside ``node`` binds."""
-    if isinstance(node, Element):
-        return frozenset(name for a in node.indices for name in a.names)
-    if isinstance(node, Sum):
-        bounds = {name for a in node.lower + node.upper for name in a.names}
-        return frozenset(bounds | (free_indices(node.body) - {node.index}))
-    names = set()
-    if isinstance(node, If):
-        names = {name for atom in node.condition for name in atom.affine.names}
-    for child in node.children():
-        names |= free_indices(child)
-    return frozenset(names)
+
+    def leave(current, _, children):
+        names = frozenset().union(*children)
+        if isinstance(current, Element):
+            return frozenset(name for a in current.indices for name in a.names)
+        if isinstance(current, Sum):
+            return frozenset({name for a in current.lower + current.upper for name in a.names}
+                             | (names - {current.index}))
+        if isinstance(current, If):
+            return names | {name for atom in current.condition for name in atom.affine.names}
+        return names
+
+    return _fold(node, None, lambda current, _: (None, None), leave)
 
 
 def memory_step(node: Expr, direction: dict[str, int], shapes: dict) -> int:

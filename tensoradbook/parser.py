@@ -25,7 +25,6 @@ is wrong and shows the source line with a caret under the offending token.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from .expr import (
     Span,
     Sum,
     Unary,
+    sum_range,
 )
 from .fourier_motzkin import fourier_motzkin
 from .printer import affine_text
@@ -610,15 +610,6 @@ class _Parser:
                   f"index {relation}", *span)
 
 
-def _affine_interval(affine: Affine, intervals: dict) -> tuple[Fraction, Fraction]:
-    low = high = affine.constant
-    for name, c in affine.terms:
-        a, b = intervals[name]
-        low += min(c * a, c * b)
-        high += max(c * a, c * b)
-    return Fraction(low, affine.denominator), Fraction(high, affine.denominator)
-
-
 # _above substitutes every combination of bounds; nested sums with several bounds each (derivatives'
 # max/min lists) multiply them, so past this many candidates a candidate keeps its sum index.
 _ABOVE_CANDIDATES = 64
@@ -643,15 +634,14 @@ def _above(affine: Affine, sums: tuple[_Sum, ...], intervals: dict) -> Fraction:
             else:
                 widened.append(candidate)
         candidates = widened
-    return min(_affine_interval(candidate, intervals)[1] for candidate in candidates)
+    return min(candidate.interval(intervals)[1] for candidate in candidates)
 
 
 def _intervals(scope: _Scope, out_shape: tuple) -> dict | None:
     """A box around every index's reachable values, or None if an enclosing sum is empty everywhere."""
     intervals = {name: (0, n - 1) for name, n in zip(scope.outputs, out_shape)}
     for frame in scope.sums:
-        low = max(math.ceil(_affine_interval(a, intervals)[0]) for a in frame.lower)
-        high = min(math.floor(_affine_interval(a, intervals)[1]) for a in frame.upper)
+        low, high = sum_range(frame.lower, frame.upper, intervals)
         if low > high:
             return None
         intervals[frame.index] = (low, high)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from numbers import Integral
 
-from .expr import Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary
+from .expr import Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary, postorder
 
 # Precedence, loosest first. Sums and ifs read to the right like a prefix operator.
 PREFIX, ADD, MUL, UNARY, POWER, ATOM = range(6)
@@ -88,10 +88,22 @@ def _number_text(value) -> str:
 
 
 class _Printer:
-    """Shared precedence handling: :meth:`show` parenthesises a child looser than ``minimum``."""
+    """Shared precedence handling: :meth:`show` parenthesises a child looser than ``minimum``.
+
+    Every node is printed once, children first, without recursion: a node's
+    ``_print_`` method finds its children's text already made (derivatives are
+    hundreds of levels deep, and share subtrees).
+    """
+
+    def __init__(self):
+        self.printed: dict[int, tuple[str, int]] = {}  # id(node) -> (text, precedence)
 
     def show(self, node: Expr, minimum: int = PREFIX) -> str:
-        text, precedence = getattr(self, "_print_" + type(node).__name__)(node)
+        if id(node) not in self.printed:
+            for each in postorder(node, below=lambda n: id(n) not in self.printed):
+                if id(each) not in self.printed:
+                    self.printed[id(each)] = getattr(self, "_print_" + type(each).__name__)(each)
+        text, precedence = self.printed[id(node)]
         return self.parens(text) if precedence < minimum else text
 
     @staticmethod

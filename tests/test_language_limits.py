@@ -2,15 +2,21 @@
 it refuses with a caret under the token and the limit in the message, instead of a RecursionError,
 an OverflowError or minutes of work later."""
 
+import math
 import sys
 import time
 
+import numpy as np
 import pytest
+from hypothesis import given
 
 import tensoradbook as tab
-from tensoradbook.expr import ExpressionError
+from tensoradbook import expr
+from tensoradbook.expr import (MAX_WORK, Affine, Atom, Binary, Element, ExpressionError, Function, If, Number, Sum, Unary,
+                               free_indices, replace, substitute)
 from tensoradbook.parser import MAX_DEPTH, MAX_NESTED_SUMS
 from tensoradbook.printer import to_latex
+from test_printer import functions
 
 SCALARS = {"f": (), "x": (), "y": ()}
 
@@ -120,3 +126,94 @@ def test_more_nested_sums_are_refused_with_a_caret():
     text, shapes = nested_sums(MAX_NESTED_SUMS + 1)
     assert refused(text, shapes, f"more than {MAX_NESTED_SUMS} nested sums (MAX_NESTED_SUMS)") == "sum"
     assert text.rindex("sum") == len(text) - text[::-1].index("mus") - 3
+
+
+# --- trees deeper than Python's recursion limit: derivatives of trees at the limit are deeper still ----------
+
+
+I, ONE = Affine.index("i"), Affine.constant_value(1)
+SHAPES = {"f": (2,), "x": (2,), "w": (2,), "y": ()}
+
+
+def deep(depth, make, leaf="x", i=I):
+    """``make`` applied ``depth - 1`` times to ``leaf[i]``; ``i`` is also the index in ``make``'s bounds and conditions."""
+    node = Element(leaf, (i,))
+    for _ in range(depth - 1):
+        node = make(node, i)
+    return node
+
+
+DEEP = [
+    lambda node, i: Binary("+", node, Element("y", ())),
+    lambda node, i: Binary("**", Element("y", ()), node),
+    lambda node, i: Unary("neg", node),
+    lambda node, i: Unary("sin", node),
+    lambda node, i: If((Atom(i, inequality=True),), node, Number(1.5)),
+]
+
+
+@pytest.mark.parametrize("make", DEEP + [lambda node, i: Sum("k", (i,), (Affine.constant_value(0),), node)])
+def test_trees_deeper_than_the_recursion_limit_compare_hash_print_and_walk(make):
+    depth = 2 * sys.getrecursionlimit()
+    body = deep(depth, make)
+    assert body == deep(depth, make) and hash(body) == hash(deep(depth, make))
+    assert body != deep(depth - 1, make) and body != deep(depth, make, "w")
+    fn = Function("f", ("i",), body, SHAPES)
+    assert str(fn).startswith("f[i] = ") and to_latex(fn).endswith("$")
+    assert free_indices(body) == {"i"}
+    assert replace(body, Element("x", (I,)), Element("w", (I,))) == deep(depth, make, "w")
+    assert substitute(body, {"i": ONE}) == deep(depth, make, i=ONE)
+
+
+@pytest.mark.parametrize("make", DEEP)
+def test_the_reference_evaluator_needs_no_recursion(make):
+    fn = Function("f", ("i",), deep(2 * sys.getrecursionlimit(), make), SHAPES)
+    assert np.all(np.isfinite(fn.evaluate({"x": [0.5, 0.25], "y": 0.5})))
+
+
+def test_derivatives_of_the_deepest_functions_print_and_evaluate():
+    """Gradients of a depth-MAX_DEPTH function are about twice as deep, second derivatives deeper still."""
+    fn = tab.parse("f[] = " + "sinh (" * (MAX_DEPTH - 2) + "x[] * y[]" + ")" * (MAX_DEPTH - 2), SCALARS)
+    for gradient in round_trip(fn).values():
+        for second in tab.derive(gradient).values():
+            str(second), to_latex(second)
+            assert np.isfinite(second.evaluate({name: 0.01 for name in second.arguments}))
+
+
+# --- the reference evaluator's work ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("check", [lambda fn: fn.evaluate({"x": np.ones(3)}), tab.check_gradients])
+def test_the_reference_evaluator_refuses_work_of_minutes_at_once(check):
+    fn = tab.parse("f[i] = sum{k}_0^100000000000 (x[i])", {"f": (3,), "x": (3,)})
+    start = time.perf_counter()
+    with pytest.raises(ExpressionError, match=r"would visit up to 2.56e\+13 element-terms .* MAX_WORK = 1e\+08; "
+                                              r"use smaller shapes or sum bounds, or a compiled kernel"):
+        check(fn)
+    assert time.perf_counter() - start < 1
+
+
+def test_work_at_the_limit_takes_seconds():
+    n = MAX_WORK // 256 - 1  # a one-element output: the evaluator's overhead per sum index value counts
+    fn = tab.parse(f"f[] = sum{{k}}_1^{n} (x[])", {"f": (), "x": ()})
+    assert fn.work <= MAX_WORK
+    start = time.perf_counter()
+    assert fn.evaluate({"x": 1.0}) == n
+    assert time.perf_counter() - start < 20
+
+
+@given(functions())
+def test_work_bounds_the_evaluators_passes(fn):
+    """Oracle: the sum bodies the evaluator actually runs over the grid, counted as it runs them."""
+    runs = []
+    evaluate = expr._evaluate
+
+    def counted(node, env, args, grid_shape):
+        runs.append(node)
+        return evaluate(node, env, args, grid_shape)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(expr, "_evaluate", counted)
+        fn.evaluate({name: np.ones(fn.shapes[name]) for name in fn.arguments})
+    size = math.prod(fn.shapes["f"])
+    assert size + max(size, 256) * (len(runs) - 1) <= fn.work
