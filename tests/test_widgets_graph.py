@@ -3,15 +3,20 @@
 Fig. 1 is the abstract composition f(x) = f1[f2(f3(f4(x), f5(x)))], Fig. 2 the function
 sin[sin(x1 (x2 + x3) + sinh(x2 + x3))]; both show a computational graph (blue) and the derivative graph of
 the reverse sweep (red). Driven through the public API: set_function, step, title, graph, adjoints.
+Bad values of every setter and control are shown in the widget, which keeps its last good state (issue 10).
 """
+
+import math
 
 import numpy as np
 import pytest
 
 import tensoradbook as tab
+from tensoradbook.parser import MAX_DEPTH
 from tensoradbook.printer import expr_text
 from tensoradbook.widgets import GraphView
-from tensoradbook.widgets.graph import DEFAULT, FIG1, FIG2, _LEGEND, default_shapes, report_figure
+from tensoradbook.widgets.graph import DEFAULT, FIG1, FIG2, MAX_NODES, _LEGEND, default_shapes, report_figure
+from test_widgets_robust import BAD, shown_error
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -99,3 +104,91 @@ def test_legend_does_not_tie_the_colours_to_one_figure():
     labels = [label for _, label in _LEGEND]
     assert "part vⱼ (blue in Figs. 1, 2)" in labels
     assert not any(label.endswith("(Fig. 1)") or label.endswith("(Fig. 2)") for label in labels)
+
+
+# -- bad input (issue 10): shown inline, the last good state kept ---------------------------------------
+
+VECTOR = "f[i] = x[i] * 2"
+DEEP_MINUS = "f[] = " + "-" * 500 + "x[]"  # raised RecursionError out of GraphView
+LONG_SUM = "f[] = " + " + ".join(["x[]"] * 501)
+
+
+def balanced_sum(n: int) -> str:
+    """``(x0[] + x1[]) + (x2[] + x3[])`` ... of n distinct terms: shallow, but 2 n - 1 nodes."""
+    terms = [f"x{k}[]" for k in range(n)]
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
+    return "f[] = " + terms[0]
+
+
+def state(view) -> tuple:
+    """What the view shows, but the text box (which keeps what was typed into it)."""
+    return str(view.graph.function), view.step, bytes(view._image.value)
+
+
+# setter -> (call, a good call, the names of BAD it accepts, more values it must refuse)
+SETTERS = {
+    "set_function(text)": (lambda view, v: view.set_function(v), lambda view: view.set_function(FIG1), set(),
+                           ("garbage", "f[] = x[", "f[i] = x[i]", "f[] = (x[]", DEEP_MINUS, LONG_SUM,
+                            "f[] = " + "(" * 300 + "x[]" + ")" * 300, balanced_sum(MAX_NODES))),
+    "set_function(shapes)": (lambda view, v: view.set_function(VECTOR, v),
+                             lambda view: view.set_function(VECTOR, {"f": (3,), "x": (3,)}), {"None"},
+                             ({"x": (3,)}, {"f": (3,), "x": "a"}, {"f": (3,), "x": None}, {"f": (-1,), "x": (3,)},
+                              {"f": (math.nan,), "x": (3,)}, {"f": (3,), "x": (3.5,)}, {"f": (), "x": ()})),
+    "step": (lambda view, v: setattr(view, "step", v), lambda view: setattr(view, "step", 1),
+             {"10**40", "2**63", "10**400", "-1", "0"}, ()),
+}
+
+
+@pytest.mark.parametrize("name", SETTERS)
+def test_bad_values_are_shown_inline_and_a_good_one_clears_them(name):
+    call, good, legal, extra = SETTERS[name]
+    view = GraphView(FIG1)
+    assert good(view) in (True, None) and view.error == ""
+    good_state, typed = state(view), view._entry.value
+    for value in [v for label, v in BAD.items() if label not in legal] + list(extra):
+        assert call(view, value) in (False, None), f"{value!r:.40} was accepted"  # and nothing raised
+        assert "Traceback" not in shown_error(view)
+        assert state(view) == good_state and view._entry.value == typed, f"{value!r:.40} changed the view"
+        assert good(view) in (True, None) and view.error == ""
+        assert state(view) == good_state
+
+
+@pytest.mark.parametrize("value", [10 ** 40, 2 ** 63, -1])
+def test_steps_beyond_the_sweep_are_clamped(value):
+    view = GraphView(FIG1)
+    view.step = value
+    assert view.step == min(max(value, 0), view.n_steps - 1) and view.error == ""
+
+
+def test_too_deep_expressions_are_refused_with_the_limit_and_a_caret():
+    view = GraphView(FIG1)
+    for text in (DEEP_MINUS, LONG_SUM):
+        assert not view.set_function(text)
+        error = shown_error(view)
+        assert f"{MAX_DEPTH} levels deep" in error and "^" in error.splitlines()[-1]
+    assert not view.set_function(balanced_sum(MAX_NODES)) and f"at most {MAX_NODES}" in view.error
+    assert view.set_function("f[] = " + "-" * 20 + "x[]") and view.error == ""  # 21 nodes: drawn
+
+
+def test_step_none_is_shown_inline_and_the_buttons_clear_it():
+    view = GraphView(FIG1)
+    view.step = None
+    assert "step must be an integer, got None" in shown_error(view)
+    view._buttons["Forward"].click()
+    assert view.step == 1 and view.error == ""
+    view._buttons["Back"].click()
+    assert view.step == 0
+
+
+def test_typing_bad_text_into_the_box_or_applying_it():
+    view = GraphView(FIG1)
+    good_state = state(view)
+    entry, apply = view.children[0].children
+    for text in ("garbage", "١٢", "9" * 5000, "[" * 300, "", DEEP_MINUS):
+        entry.value = text  # what Enter in the box does: its callback must not raise
+        assert shown_error(view) and state(view) == good_state
+        apply.click()
+        assert shown_error(view) and state(view) == good_state
+    entry.value = DEFAULT
+    assert view.error == "" and view.title[0].startswith("forward graph:  f = exp (x * y) + sin (x)")

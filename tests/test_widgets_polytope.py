@@ -1,10 +1,13 @@
-"""PolytopeView's two pictures (report figs. 3 and 4): alpha-space beside z-space.
+"""PolytopeView's two pictures (report figs. 3 and 4): alpha-space beside z-space, and bad input.
 
 Driven through the public setters (set_beta, set_kernel, step); what the pictures show is read from the
 axes' artists (each carries a gid saying what it is) and checked against brute force over the index box.
+Bad values of every setter and control are shown in the widget, which keeps its last good state (issue 10).
 """
 
 import io
+import time
+from fractions import Fraction
 from itertools import product
 
 import numpy as np
@@ -13,6 +16,7 @@ from PIL import Image
 
 import tensoradbook as tab
 from tensoradbook.widgets import PolytopeView
+from test_widgets_robust import BAD, shown_error
 
 PNG = b"\x89PNG\r\n\x1a\n"
 FIG3 = ([[1, -2]], (7, 5))
@@ -202,3 +206,115 @@ def test_the_first_frame_is_not_left_behind():
         view.set_beta((beta,))
     view.set_beta((3,))
     assert len(view.panels["alpha"].get_children()) == count
+
+
+# -- bad input (issue 10): shown inline, the last good state kept ---------------------------------------
+
+
+def state(view) -> tuple:
+    return view.beta, view.kernel.tolist(), view.step, view.points, view.alpha_image, view.z_image
+
+
+def assign(attribute):
+    return lambda view, value: setattr(view, attribute, value)
+
+
+# setter -> (call, a good call, the names of BAD it accepts, more values it must refuse)
+SETTERS = {
+    "set_beta": (lambda view, v: view.set_beta(v), lambda view: view.set_beta((3,)), {"-1", "0", "[1]"},
+                 ((1, 2), (2 ** 53,), [Fraction(1, 2)])),
+    "beta": (assign("beta"), lambda view: setattr(view, "beta", (3,)), {"-1", "0", "[1]"}, ((1, 2),)),
+    "set_kernel": (lambda view, v: view.set_kernel(v), lambda view: view.set_kernel("2 0; 1 -1; 0 1"), set(),
+                   ("2 0; 1 1; 2 1", "4 2; 2 0; 0 1", "2 x; 1 0; 0 1", "١ 0; 0 1; 0 0", "[[" * 300, "9" * 5000,
+                    [[1], [1]], [[1.5, 0], [1, -1], [0, 1]])),
+    "step": (assign("step"), lambda view: setattr(view, "step", 1), {"10**40", "2**63", "10**400", "-1", "0"}, ()),
+}
+
+
+@pytest.mark.parametrize("name", SETTERS)
+def test_bad_values_are_shown_inline_and_a_good_one_clears_them(name):
+    call, good, legal, extra = SETTERS[name]
+    view = PolytopeView(*FIG4, beta=(3,))
+    assert good(view) in (True, None) and view.error == ""
+    good_state = state(view)
+    for value in [v for label, v in BAD.items() if label not in legal] + list(extra):
+        assert call(view, value) in (False, None), f"{value!r:.40} was accepted"  # and nothing raised
+        assert "Traceback" not in shown_error(view)
+        assert state(view) == good_state, f"{value!r:.40} changed the view"
+        assert good(view) in (True, None) and view.error == ""
+        assert state(view) == good_state
+
+
+@pytest.mark.parametrize("value, shown", [(10 ** 40, 2), (2 ** 63, 2), (-1, 0)])
+def test_steps_beyond_the_elimination_are_clamped(value, shown):
+    view = PolytopeView(*FIG4, beta=(3,))
+    view.step = value
+    assert view.step == shown and view.error == ""
+
+
+def test_step_none_is_shown_inline_and_the_buttons_of_the_steps_work():
+    view = PolytopeView(*FIG4, beta=(3,))
+    view.step = None
+    assert "step must be an integer, got None" in shown_error(view)
+    view.forward()
+    assert view.step == 1 and view.error == ""
+    view.forward()
+    view.forward()  # past the last elimination: stays there
+    assert view.step == view.n_steps - 1 == 2
+    view.back()
+    assert view.step == 1
+
+
+def test_typing_a_bad_kernel_basis_then_moving_a_slider():
+    view = PolytopeView(*FIG4, beta=(3,))
+    good_state = state(view)
+    entry, apply = view._kernel_box.children
+    for text in ("garbage", "١٢", "9" * 5000, "[" * 300, "", "2 0; 1 1; 2 1"):
+        entry.value = text  # what Enter in the box does: its callback must not raise
+        assert shown_error(view) and state(view) == good_state
+        apply.click()
+        assert shown_error(view) and state(view) == good_state
+    view._sliders[0].value = 5  # a good beta from the slider clears the error
+    assert view.beta == (5,) and view.error == ""
+
+
+def test_a_huge_box_is_refused_at_once():
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="10000 x 10000 has 100000000 points, at most 10,000 can be drawn"):
+        PolytopeView([[2, 4]], (10 ** 4, 10 ** 4))  # took 461 s before the limit
+    with pytest.raises(ValueError, match="at most 10,000"):
+        PolytopeView([[1] * 14], (2,) * 14)  # a kernel shown as text only enumerates its points too
+    assert time.perf_counter() - start < 5  # a hang check, not a timing test
+    assert PolytopeView([[2, 4]], (100, 100)).points  # the largest square box still works
+
+
+@pytest.mark.parametrize("A, shape, beta, kernel, message", [
+    (None, (3, 3), None, None, "A must be a matrix"),
+    ([[1, 2]], (10 ** 40, 10 ** 40), None, None, "at most 10,000 can be drawn"),
+    ([[1, 2]], (0, 3), None, None, "sizes must be positive integers"),
+    ([[1, 2]], None, None, None, "shape must be a vector of 2 numbers"),
+    ([[1, 2]], (3, 3), (2 ** 53,), None, "the sliders hold integers up to 2\\*\\*53 - 1"),
+    ([[1, 2]], (3, 3), "a", None, "beta must be a vector of 1 numbers"),
+    ([[1, -2, -2]], (3, 3, 3), None, "x", "K must be a matrix"),
+])
+def test_bad_constructor_arguments_raise_a_value_error_saying_why(A, shape, beta, kernel, message):
+    with pytest.raises(ValueError, match=message):  # as KernelLattice: a widget that cannot be shown
+        PolytopeView(A, shape, beta=beta, kernel=kernel)
+
+
+def test_values_beyond_int64_are_drawn_exactly():
+    """I beta and a typed kernel basis may leave int64: the solutions drawn outside the box are found in
+    Python ints (this beta and this basis raised OverflowError, and a basis with entries near 2**62 would
+    have wrapped around silently)."""
+    view = PolytopeView([[10000, 10001, 3]], (10, 10, 10))
+    assert max(abs(v) for v in view._inverse.solvability((2 ** 53 - 1,)).particular) > 2 ** 63
+    assert view.set_beta((2 ** 53 - 1,)) and view.error == "" and "Sigma(beta) is empty" in view.status
+    view = PolytopeView(*FIG4, beta=(3,))
+    alpha = view.panels["alpha"]
+    inside, outside = offsets(alpha, "alpha-points"), offsets(alpha, "alpha-outside")
+    huge = [[row[0], row[0] * 10 ** 30 + row[1]] for row in view.kernel.tolist()]  # K W, W = [[1, 10**30], [0, 1]]
+    assert view.set_kernel(huge) and view.error == ""
+    assert offsets(alpha, "alpha-points") == inside and offsets(alpha, "alpha-outside") == outside
+    solutions = tab.IntegerSolutions((3, 0, 0), view.kernel)
+    assert [solutions.point(z) for z in view.points] == view.alphas
+    assert set(view.alphas) == brute_alphas(*FIG4, (3,)) and len(view.alphas) == 15

@@ -43,7 +43,8 @@ from tensoradbook.printer import expr_latex, expr_text
 from tensoradbook.reverse import local_partials, reverse_accumulate
 from tensoradbook.simplify import ZERO, add
 
-from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, subscript
+from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, shows_errors, subscript
+from .explorer import function_text
 
 DEFAULT = "f[] = exp (x[] * y[]) + sin (x[])"
 #: The functions of the report's figures, as the widget's title names them. Fig. 1 is an abstract composition
@@ -328,19 +329,15 @@ class GraphView(SliderSteps, W.VBox):
         reached = dict.fromkeys(graph.keys[:self.step]) | dict.fromkeys(known)
         return {graph.text(key): expr_text(known.get(key, ZERO)) for key in reached}
 
+    @shows_errors
     def set_function(self, text: str, shapes=None) -> bool:
         """Parse ``text`` (scalars by default) and show its forward graph.
 
         On bad input the message (with its caret line) is shown inline, the
         previous graph stays and the call returns False.
         """
-        try:
-            fn = tab.parse(text, default_shapes(text) if shapes is None else shapes)
-            graph = SweepGraph.of(fn)
-        except tab.ExpressionError as exc:
-            self._errors.show(str(exc))
-            return False
-        self._errors.show("")
+        text = function_text(text)
+        graph = SweepGraph.of(tab.parse(text, default_shapes(text) if shapes is None else shapes))
         self._graph = graph
         self._filling_entry = True
         self._entry.value = text

@@ -40,7 +40,7 @@ from matplotlib.ticker import MaxNLocator
 from tensoradbook._matrix import matvec
 from tensoradbook.geometry import loop_bounds, polygon_vertices
 
-from ._common import DPI, BetaExplorer, Plot, canvas_png, subscript, vector_text
+from ._common import DPI, BetaExplorer, Plot, SliderSteps, canvas_png, subscript, vector_text
 
 _REGION = dict(facecolor="#9ecae1", edgecolor="#3182bd", alpha=0.5, linewidth=1.5)
 _POINTS = dict(color="#08306b", zorder=5)
@@ -150,11 +150,12 @@ def _drawn_entries(kernel, shape) -> tuple[int, int]:
     return 0, 1  # pragma: no cover -- a kernel basis of rank kappa has such a pair
 
 
-class PolytopeView(BetaExplorer):
+class PolytopeView(SliderSteps, BetaExplorer):
     """``Sigma(beta)`` in alpha-space and z-space, and the steps of Fourier-Motzkin elimination on it.
 
-    Python API: ``beta`` / ``set_beta(beta)`` (or the sliders), ``step``
-    (0 = the constraints, k = after eliminating ``z_0 .. z_{k-1}``; clamped),
+    Python API: ``beta`` / ``set_beta(beta)`` (or the sliders),
+    ``set_kernel(K)``, ``step`` (0 = the constraints, k = after eliminating
+    ``z_0 .. z_{k-1}``; clamped), ``n_steps``, ``forward()``, ``back()``,
     ``points`` (the integer ``z`` in ``Sigma(beta)``), ``alphas`` (their
     indices ``alpha = I beta + K z``, in the same order), ``drawn_entries``
     (the two entries of alpha the alpha-space panel shows, or None without a
@@ -164,6 +165,12 @@ class PolytopeView(BetaExplorer):
     PNGs of ``alpha_image`` (left) and ``z_image`` (right).
     """
 
+    # The alpha-space panel draws the box's integer points (of the two entries shown) and Sigma(beta)'s
+    # points are all enumerated: 100 x 100 or 21 x 21 x 21 build in well under a second, 1000 x 1000
+    # takes seconds and a 10000 x 10000 box took minutes. The same limit as KernelLattice's, so a box
+    # one of the two views takes the other takes too.
+    MAX_BOX_POINTS = 10_000
+
     def __init__(self, A, shape, beta=None, kernel=None):
         super().__init__(A, shape, "PolytopeView", kernel)
         self._kappa = self._inverse.kernel.shape[1]
@@ -172,27 +179,24 @@ class PolytopeView(BetaExplorer):
         self._alphas: list[tuple[int, ...]] = []
         self._alpha_plot, self._pair = None, None
         self._alpha_image = W.Image(format="png", layout=W.Layout(width=f"{int(_AlphaPlot.SIZE[0] * DPI)}px"))
-        self._step_slider = W.IntSlider(min=0, max=self._kappa, description="FM step",
-                                        style={"description_width": "5em"})
-        self._step_slider.observe(lambda _: self._show_step(), names="value")
+        self._slider = W.IntSlider(min=0, max=self._kappa, description="FM step",
+                                   style={"description_width": "5em"})
+        self._slider.observe(lambda _: self._show_step(), names="value")
         self._step_text = W.HTML()
         self._table = W.HTML()
         if self._kappa in (1, 2):
             self._build_figure()
         else:  # no picture for a point or for more than two dimensions: the text says it all
             self._image.layout.display = self._alpha_image.layout.display = "none"
-        self.children = [self._slider_box, self._kernel_box, self._errors, self._status, self._step_slider,
+        self.children = [self._slider_box, self._kernel_box, self._errors, self._status, self._slider,
                          self._step_text, W.HBox([self._alpha_image, self._image]), self._table]
         self._start(beta)
 
     # -- Python API ---------------------------------------------------------
     @property
-    def step(self) -> int:
-        return self._step_slider.value
-
-    @step.setter
-    def step(self, value: int) -> None:
-        self._step_slider.value = max(0, min(self._kappa, int(value)))
+    def n_steps(self) -> int:
+        """Number of FM steps shown: the constraints plus one per eliminated variable."""
+        return self._kappa + 1
 
     @property
     def points(self) -> list[tuple[int, ...]]:
@@ -481,26 +485,29 @@ class PolytopeView(BetaExplorer):
         return low <= high
 
     def _nearby_solutions(self, a, b, p, K, view) -> list:
-        """Integer z whose alpha is a solution outside the box but drawn inside the view (at most 400)."""
-        K = np.array(K, dtype=np.int64)
+        """Integer z whose alpha is a solution outside the box but drawn inside the view (at most 400).
+
+        In Python ints (numpy object arrays): I beta and a kernel basis typed by hand may have entries
+        beyond int64, where numpy's int64 would raise or silently wrap around."""
+        K = np.array(K, dtype=object)
         if self._kappa == 1:  # the z with view_low <= p_c + K_c z <= view_high in both drawn entries c
             low, high = -math.inf, math.inf
             for (v0, v1), c in zip(view, (a, b)):
                 if K[c, 0]:
-                    ends = sorted(((v0 - p[c]) / int(K[c, 0]), (v1 - p[c]) / int(K[c, 0])))
+                    ends = sorted(((Fraction(v0) - p[c]) / K[c, 0], (Fraction(v1) - p[c]) / K[c, 0]))
                     low, high = max(low, ends[0]), min(high, ends[1])
-            z = np.arange(math.ceil(low), math.floor(high) + 1, dtype=np.int64).reshape(-1, 1)
+            z = np.arange(math.ceil(low), math.floor(high) + 1).astype(object).reshape(-1, 1)
         else:  # z = K_ab^-1 (alpha_ab - p_ab) for every integer point of the view; keep the integral ones
-            (k00, k01), (k10, k11) = (int(v) for v in K[a]), (int(v) for v in K[b])
+            (k00, k01), (k10, k11) = K[a], K[b]
             det = k00 * k11 - k01 * k10
-            xs = np.arange(math.ceil(view[0][0]), math.floor(view[0][1]) + 1, dtype=np.int64) - p[a]
-            ys = np.arange(math.ceil(view[1][0]), math.floor(view[1][1]) + 1, dtype=np.int64) - p[b]
+            xs = np.arange(math.ceil(view[0][0]), math.floor(view[0][1]) + 1).astype(object) - p[a]
+            ys = np.arange(math.ceil(view[1][0]), math.floor(view[1][1]) + 1).astype(object) - p[b]
             dx, dy = (grid.ravel() for grid in np.meshgrid(xs, ys))
             n0, n1 = k11 * dx - k01 * dy, -k10 * dx + k00 * dy
             integral = (n0 % det == 0) & (n1 % det == 0)
             z = np.stack([n0[integral] // det, n1[integral] // det], axis=1)
-        alpha = np.array(p, dtype=np.int64) + z @ K.T
-        outside = ~np.all((alpha >= 0) & (alpha < np.array(self._shape, dtype=np.int64)), axis=1)
+        alpha = np.array(p, dtype=object) + z @ K.T
+        outside = ~np.all((alpha >= 0) & (alpha < np.array(self._shape, dtype=object)), axis=1)
         return [[int(v) for v in row] for row in z[outside][:400]]
 
     def _hidden_limits(self, a, b, p, K, hidden) -> list:
