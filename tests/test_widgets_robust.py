@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tensoradbook.widgets import (ChainTable, DerivationExplorer, GradientLab, KernelLattice, LumpExplorer,
-                                  MemoryBudget, NewtonDemo, RegisterMachine, ScheduleView, SmithStepper,
+                                  MemoryBudget, NewtonDemo, PolytopeView, RegisterMachine, ScheduleView, SmithStepper,
                                   StepInverse, TwoFactorExplorer)
 from tensoradbook import chaining as jc
 from tensoradbook.widgets.chaining import CHAIN_PRESETS, SECTION_5
@@ -332,6 +332,20 @@ def test_kernel_lattice_refuses_a_huge_box_quickly():
         KernelLattice([[2, 4]], (10000, 10000))
     assert time.perf_counter() - start < 5
     assert KernelLattice([[2, 4]], (100, 100)).alphas
+
+
+@pytest.mark.parametrize("view", [KernelLattice, PolytopeView])
+def test_a_kernel_basis_too_large_to_draw_is_refused_and_the_old_one_kept(view):
+    widget = view([[1, -2, -2]], (12, 5, 5))
+    good = widget.kernel.tolist()
+    # K W with W unimodular is a basis of the same lattice, but 10**400 cannot be placed as a float
+    huge = (np.array(good, dtype=object) @ np.array([[1, 10**400], [0, 1]], dtype=object)).tolist()
+    assert widget.set_kernel(huge) is False
+    assert "2**53 - 1" in shown_error(widget)
+    assert widget.kernel.tolist() == good
+    assert widget.set_beta((4,)) is True and widget._errors.text == ""
+    with pytest.raises(ValueError, match="2\\*\\*53 - 1"):
+        view([[1, -2, -2]], (12, 5, 5), kernel=huge)
 
 
 @pytest.mark.parametrize("widget_name", ["SmithStepper", "RegisterMachine", "ChainTable"])

@@ -241,7 +241,7 @@ class BetaExplorer(W.VBox):
                              f"has {shown(points)} points, at most {self.MAX_BOX_POINTS:,} can be drawn (e.g. "
                              "100 x 100 or 21 x 21 x 21)")
         self._inverse = integer_inverse(self._A)
-        self._kernel = self._inverse.kernel if kernel is None else self._inverse.lattice_basis(kernel)
+        self._kernel = self._inverse.kernel if kernel is None else self._drawable_basis(kernel)
         self._beta: tuple[int, ...] = ()
         self._quiet = False  # set while several sliders move for one beta
         self._errors = MessageBox()
@@ -330,7 +330,7 @@ class BetaExplorer(W.VBox):
         input is shown inline, the old basis kept, and False returned.
         """
         try:
-            basis = self._inverse.lattice_basis(parse_matrix(K, "K") if isinstance(K, str) else K)
+            basis = self._drawable_basis(parse_matrix(K, "K") if isinstance(K, str) else K)
         except ValueError as exc:
             raise ValueError(f"{self._what}: {exc}") from None
         self._kernel = basis
@@ -339,6 +339,15 @@ class BetaExplorer(W.VBox):
         self._filling_kernel = False
         self._update()
         return True
+
+    def _drawable_basis(self, K):
+        """``K`` checked by the core, and small enough to draw: the pictures place its columns as floats."""
+        basis = self._inverse.lattice_basis(K)
+        largest = max((abs(int(v)) for v in basis.flat), default=0)
+        if largest > MAX_SLIDER_INT:
+            raise ValueError(f"the basis has an entry of size {shown(largest)}; the pictures draw entries up to "
+                             "2**53 - 1 in size exactly (a smaller basis K W gives the same lattice)")
+        return basis
 
     def _on_slider(self, change) -> None:
         if not self._quiet:
