@@ -276,7 +276,7 @@ class Binary(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Sum(Expr):
-    """``sum{index}_lower^upper body`` with inclusive bounds ``max(ceil(lower))`` .. ``min(floor(upper))``.
+    """``sum{index}_lower^upper (body)`` with inclusive bounds ``max(ceil(lower))`` .. ``min(floor(upper))``.
 
     Each bound is a tuple of affines; an affine with a denominator is rounded
     inwards (ceiling below, floor above), as Fourier-Motzkin's bounds are

@@ -10,14 +10,26 @@ and the derivatives it prints (sec. 5.3): sums with bounds ``max [..; ..]`` /
 integrality conditions (``b % 2 = 0``) and feasibility conditions
 (``b - 3 >= 0``, eq. 34).
 
+A sum's body is always parenthesised, ``sum{k}_0^3 (x[k] ** 2)``, and a sum
+raised to a power is too, ``(sum{k}_0^3 (x[k])) ** 2``: read the other way,
+``sum{k}_0^3 x[k] ** 2`` would square the sum where a reader of
+:math:`\sum_k x_k^2` sees a sum of squares.
+
 The parser is responsible for the function being well defined: every index
 name is bound, every argument index is integer-affine (sec. 5: ``A alpha``)
-and a division appears only under a matching divisibility condition, every
+and an index with a division is an integer wherever it is read, every
 argument has a shape with the right number of dimensions, and no index ever
-leaves its argument's shape. That last check is exact: the indices reachable
-at an element form an integer polytope (the output box, the enclosing sums'
-bounds, the enclosing conditions), searched for an out-of-range point with
+leaves its argument's shape. Those last two checks are exact: the indices
+reachable at an element form a union of integer polytopes (the output box,
+the enclosing sums' bounds, the enclosing thens' conditions and, for each
+enclosing else, one way its condition fails), searched for a bad point with
 Fourier-Motzkin elimination (sec. 4.2).
+
+It also keeps everything it accepts computable: the tree is at most
+:data:`MAX_DEPTH` deep with at most :data:`MAX_NESTED_SUMS` nested sums, index
+arithmetic stays below :data:`MAX_INTEGER` (64-bit kernels), a tensor has at
+most :data:`MAX_ELEMENTS` elements, and every number literal is one that
+float64 holds and the printer writes back (ASCII digits only).
 
 Every mistake is an :class:`~tensoradbook.expr.ExpressionError` that says what
 is wrong and shows the source line with a caret under the offending token.
@@ -25,6 +37,7 @@ is wrong and shows the source line with a caret under the offending token.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,19 +61,24 @@ from .expr import (
     sum_range,
 )
 from .fourier_motzkin import fourier_motzkin
-from .printer import affine_text
+from .printer import affine_text, atom_text
 
 # Limits on what is accepted, so that everything accepted also derives, prints, reads back and compiles
 # without running into Python's recursion limit or taking minutes (issue 10).
 MAX_DEPTH = 100  # depth of the expression tree (a chain a + b + ... of n terms has depth n) and of nesting
 MAX_NESTED_SUMS = 8  # sums inside sums: derivatives of 8 whose bounds depend on each other take ~1 s, of 12 ~20 s
+# Integer literals, and in index arithmetic every coefficient, constant, divisor and modulus and every value
+# an index expression can reach on its box (each partial sum of its terms), are below this in magnitude:
+# exact in float64 and 2**10 below int64's range, which the kernels and the derivatives' bounds compute in.
+MAX_INTEGER = 2**53
+MAX_ELEMENTS = 2**32  # elements of one tensor (32 GiB of float64), so also its largest size
 
 FUNCTIONS = ("exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt")
 KEYWORDS = frozenset(("sum", "if", "then", "else", "and", "max", "min", "ceil", "floor") + FUNCTIONS)
 
 _TOKEN = re.compile(
     r"(?P<space>\s+)"
-    r"|(?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)"
+    r"|(?P<number>(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)"  # ASCII digits only, not \d
     r"|(?P<name>[A-Za-z][A-Za-z0-9_]*)"
     r"|(?P<op>\*\*|>=|<=|[-+*/%=()\[\]{};,_^])"
 )
@@ -104,16 +122,48 @@ class _Scope:
     indices: tuple[str, ...]  # output indices, then sum indices outermost first
     sums: tuple[_Sum, ...] = ()
     conditions: tuple[Atom, ...] = ()  # atoms of the enclosing if-thens
+    negations: tuple[tuple[Atom, ...], ...] = ()  # conditions of the enclosing if-elses: each fails
 
     @property
     def outputs(self) -> tuple[str, ...]:
         return self.indices[:len(self.indices) - len(self.sums)]
 
     def with_sum(self, frame: _Sum) -> _Scope:
-        return _Scope(self.indices + (frame.index,), self.sums + (frame,), self.conditions)
+        return _Scope(self.indices + (frame.index,), self.sums + (frame,), self.conditions, self.negations)
 
     def with_conditions(self, atoms: tuple[Atom, ...]) -> _Scope:
-        return _Scope(self.indices, self.sums, self.conditions + atoms)
+        return _Scope(self.indices, self.sums, self.conditions + atoms, self.negations)
+
+    def with_negation(self, atoms: tuple[Atom, ...]) -> _Scope:
+        return _Scope(self.indices, self.sums, self.conditions, self.negations + (atoms,))
+
+    def pieces(self) -> list[tuple[Atom, ...]]:
+        """The conditions in force as a union of conjunctions: the enclosing thens' atoms and, per
+        enclosing else, one way in which its condition fails (:func:`_failures`)."""
+        pieces = [self.conditions]
+        for n, atoms in enumerate(self.negations):
+            ways = [way for k, atom in enumerate(atoms) for way in _failures(atom, f"%r{n}_{k}")]
+            # leaving an else's condition out only adds points: the check stays safe, if less exact
+            if len(pieces) * len(ways) <= _MAX_PIECES:
+                pieces = [piece + way for piece in pieces for way in ways]
+        return pieces
+
+
+# Polytopes searched for one element at most: nested elses multiply the ways their conditions fail.
+_MAX_PIECES = 64
+
+
+def _failures(atom: Atom, fresh: str) -> list[tuple[Atom, ...]]:
+    """The ways ``atom`` fails, each a conjunction of atoms: ``a >= 0`` as ``a <= -1``; ``a = 0`` as
+    ``a >= 1`` or ``a <= -1``; ``a % m = 0`` as ``a = m q + r`` with a fresh integer ``r`` in 1..m-1."""
+    a = atom.affine
+    if atom.inequality:
+        return [(Atom(-a - 1, inequality=True),)]
+    if not atom.modulus:
+        return [(Atom(a - 1, inequality=True),), (Atom(-a - 1, inequality=True),)]
+    r = Affine.index(fresh)
+    return [(Atom(a - r, atom.modulus), Atom(r - 1, inequality=True),
+             Atom(Affine.constant_value(atom.modulus - 1) - r, inequality=True))]
 
 
 @dataclass(frozen=True)
@@ -155,7 +205,11 @@ def _check_shapes(shapes) -> dict[str, tuple[int, ...]]:
         sizes = tuple(shape)
         if not all(isinstance(n, Integral) and not isinstance(n, bool) and n > 0 for n in sizes):
             raise ExpressionError(f"shape of {name!r} must be a tuple of positive ints, got {shape!r}")
-        out[name] = tuple(int(n) for n in sizes)
+        sizes = tuple(int(n) for n in sizes)
+        if math.prod(sizes) > MAX_ELEMENTS:
+            raise ExpressionError(f"shape of {name!r}, {_shape_text(sizes)}, has {math.prod(sizes):.3g} elements; "
+                                  f"a tensor has at most MAX_ELEMENTS = 2**32 = {MAX_ELEMENTS:,}")
+        out[name] = sizes
     return out
 
 
@@ -168,8 +222,10 @@ class _Parser:
         self.tokens = self._tokenize(text)
         self.pos = 0
         self.uses: list[_Use] = []
-        self.polytopes: dict[_Scope, _Polytope] = {}
+        self.arithmetic: list[tuple[Affine, int, int, _Scope]] = []  # sum bounds and conditions, for check_reach
+        self.polytopes: dict[_Scope, list[_Polytope]] = {}  # the non-empty pieces where an element is read
         self.name = ""
+        self.out_shape: tuple[int, ...] = ()
         # parentheses open around the current token; other recursion (minus signs, exponents) makes a node
         # each, so the depth limit bounds it
         self.nesting = 0
@@ -262,13 +318,21 @@ class _Parser:
             if token.text in seen:
                 self.fail_at(f"output index {token.text!r} appears twice", token)
             seen.add(token.text)
-        shape = self.shape_of(head.text, len(names), "the output", head.start, close.end)
+        shape = self.out_shape = self.shape_of(head.text, len(names), "the output", head.start, close.end)
         self.expect("=", "'=' after the output")
         body = self.expression(_Scope(tuple(t.text for t in names)))
         if self.peek().kind != "end":
             self.fail_at(f"unexpected {self.peek().describe()} after the end of the expression", self.peek())
+        intervals = {}
+        for affine, start, end, scope in self.arithmetic + [
+                (affine, start, end, use.scope) for use in self.uses
+                for affine, (start, end) in zip(use.element.indices, use.spans)]:
+            if scope not in intervals:
+                intervals[scope] = _intervals(scope, shape)
+            if intervals[scope] is not None:  # else inside a sum that is empty everywhere: never computed
+                self.check_reach(affine, start, end, intervals[scope])
         for use in self.uses:
-            self.check_range(use, shape)
+            self.check_range(use)
         return Function(head.text, tuple(t.text for t in names), body, self.shapes, self.text)
 
     def shape_of(self, name: str, n_indices: int, role: str, start: int, end: int) -> tuple[int, ...]:
@@ -315,16 +379,39 @@ class _Parser:
         return self.made(Unary("neg", arg, span=Span(token.start, arg.span.end)), token)
 
     def power(self, scope: _Scope) -> Expr:
+        bare_sum = self.peek().kind == "name" and self.peek().text == "sum"
         base = self.primary(scope)
         if self.peek().kind != "**":
             return base
+        if bare_sum:  # sum{k}_0^3 (x[k]) ** 2 reads as the sum of squares to many, so say which
+            header = self.text[base.span.start:base.body.span.start].rstrip(" (")
+            self.fail_at(f"parenthesise a sum raised to a power, ({header} (...)) ** ..., or write the power "
+                         f"inside: {header} (... ** ...)", self.peek())
         operator = self.advance()
         exponent = self.unary(scope)  # right-associative: x ** y ** z is x ** (y ** z)
         return self.made(Binary("**", base, exponent, span=Span(base.span.start, exponent.span.end)), operator)
 
-    @staticmethod
-    def number_value(token: _Token) -> int | float:
-        return int(token.text) if token.text.isdigit() else float(token.text)
+    def number_value(self, token: _Token) -> int | float:
+        """The literal's value: an int below MAX_INTEGER, or a finite, non-zero-rounding float (whose repr,
+        which the printer writes, reads back as the same float)."""
+        if token.text.isdigit():
+            return self.integer_value(token, "write a float instead, e.g. 1e20")
+        value = float(token.text)
+        if math.isinf(value):
+            self.fail_at(f"the number {token.text} is too large for float64 (at most about 1.8e308)", token)
+        if value == 0 and token.text.lower().split("e")[0].strip("0.") != "":
+            self.fail_at(f"the number {token.text} is too small for float64 (at least about 5e-324) and would "
+                         "read as 0", token)
+        return value
+
+    def integer_value(self, token: _Token, hint: str) -> int:
+        digits = token.text.lstrip("0")
+        # the length first: int() of thousands of digits is slow and refused by Python itself
+        if len(digits) > len(str(MAX_INTEGER)) or int(digits or "0") >= MAX_INTEGER:
+            shown = digits if len(digits) <= 20 else f"{digits[:8]}...({len(digits)} digits)"
+            self.fail_at(f"the integer {shown} is too large: integers are below MAX_INTEGER = 2**53 = "
+                         f"{MAX_INTEGER}; {hint}", token)
+        return int(digits or "0")
 
     def primary(self, scope: _Scope) -> Expr:
         token = self.peek()
@@ -383,14 +470,32 @@ class _Parser:
         self.shape_of(name.text, len(indices), "the argument", name.start, close.end)
         for index in indices:
             affine = index.affine
-            if not affine.is_integral and Atom(affine.numerator, affine.denominator) not in scope.conditions:
+            if not affine.is_integral and not self.always_integral(affine, scope):
                 names = ", ".join(affine.names) or "every value"
                 self.fail(f"index {affine_text(affine)} is not an integer for every {names}; a division needs "
-                          f"an enclosing if {{{affine_text(affine.numerator)} % {affine.denominator} = 0}} "
+                          f"an enclosing if {{{atom_text(Atom(affine.numerator, affine.denominator))}}} "
                           "then (...)", index.start, index.end)
         element = Element(name.text, tuple(i.affine for i in indices), span=Span(name.start, close.end))
         self.uses.append(_Use(element, tuple((i.start, i.end) for i in indices), scope))
         return element
+
+    def always_integral(self, affine: Affine, scope: _Scope) -> bool:
+        """Whether ``affine`` is an integer wherever ``scope`` is in force: its numerator is a multiple of
+        its denominator at every point of the output box, the sums and the conditions (exactly, as the
+        range check: ``if {-b % 2 = 0}`` or an else of ``b % 2 = 1`` guard ``b / 2`` too)."""
+        divisible = Atom(affine.numerator, affine.denominator)
+        if divisible in scope.conditions:  # the guard as the derivation writes it
+            return True
+        failure = _failures(divisible, "%div")[0]
+        return all(_Polytope(scope, self.out_shape, piece.conditions + failure).empty
+                   for piece in self.reachable(scope))
+
+    def reachable(self, scope: _Scope) -> list[_Polytope]:
+        """The non-empty pieces of the points where ``scope`` is in force (:meth:`_Scope.pieces`)."""
+        if scope not in self.polytopes:
+            pieces = (_Polytope(scope, self.out_shape, conditions) for conditions in scope.pieces())
+            self.polytopes[scope] = [polytope for polytope in pieces if not polytope.empty]
+        return self.polytopes[scope]
 
     # --- sums and conditions -------------------------------------------------
 
@@ -411,6 +516,11 @@ class _Parser:
         upper = self.bound(scope, lower=False)
         if self.peek().kind in ("+", "-", "*", "/"):
             self.fail_at(f"expected the sum's body{self.paren_hint()}", self.peek())
+        if self.peek().kind != "(":
+            # sum{k}_0^3 x[k] ** 2 would be the square of the sum, not the sum of squares a reader sees
+            header = self.text[keyword.start:self.tokens[self.pos - 1].end]
+            self.fail_at(f"the body of a sum is written in parentheses: {header} (...); e.g. {header} (x[k] ** 2) "
+                         f"is a sum of squares, ({header} (x[k])) ** 2 the square of a sum", self.peek())
         body = self.primary(scope.with_sum(_Sum(index.text, lower, upper)))
         return self.made(Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end)), keyword)
 
@@ -461,13 +571,14 @@ class _Parser:
                 self.fail_at(f"{token.text} in {side}: {side} is rounded inwards with {rounding}(...)", token)
             self.advance()
             self.expect("(", f"'(' after {token.text}")
-            affine = self.index(scope).affine
+            index = self.index(scope)
             self.expect(")", "')'")
-            return affine
-        index = self.index(scope)
-        if not index.affine.is_integral:
-            self.fail(f"the bound {affine_text(index.affine)} is not an integer; round it inwards with "
-                      f"{rounding}(...)", index.start, index.end)
+        else:
+            index = self.index(scope)
+            if not index.affine.is_integral:
+                self.fail(f"the bound {affine_text(index.affine)} is not an integer; round it inwards with "
+                          f"{rounding}(...)", index.start, index.end)
+        self.arithmetic.append((index.affine, index.start, index.end, scope))
         return index.affine
 
     def condition(self, scope: _Scope) -> If:
@@ -481,7 +592,7 @@ class _Parser:
         self.expect_keyword("then")
         then = self.primary(scope.with_conditions(tuple(atoms)))
         self.expect_keyword("else")
-        otherwise = self.primary(scope)
+        otherwise = self.primary(scope.with_negation(tuple(atoms)))
         return self.made(If(tuple(atoms), then, otherwise, span=Span(keyword.start, otherwise.span.end)), keyword)
 
     def expect_keyword(self, word: str):
@@ -499,9 +610,10 @@ class _Parser:
                 self.fail("parenthesise the left side of %, e.g. (i + 1) % 2 = 0", lhs.start, lhs.end)
             self.advance()
             literal = self.expect("number", "the modulus (a positive integer)")
-            if not literal.text.isdigit() or int(literal.text) == 0:
+            modulus = self.integer_value(literal, "a 64-bit kernel computes the remainder") \
+                if literal.text.isdigit() else 0
+            if modulus == 0:
                 self.fail_at("the modulus must be a positive integer", literal)
-            modulus = int(literal.text)
         relation = self.peek()
         if relation.kind not in ("=", ">=", "<=") or (modulus and relation.kind != "="):
             self.fail_at(f"expected {'=' if modulus else '=, >= or <='} in the condition, found "
@@ -512,9 +624,16 @@ class _Parser:
             if not side.affine.is_integral:
                 self.fail("a condition compares integers: multiply it through by the denominator",
                           side.start, side.end)
+        if modulus and rhs.affine.is_constant and not 0 <= rhs.affine.constant < modulus:
+            # i % 2 = 3 would read as the congruence i = 3 (mod 2), true for odd i
+            self.fail(f"{rhs.affine.constant} is not a remainder modulo {modulus}: write one of 0 to {modulus - 1}",
+                      rhs.start, rhs.end)
         if relation.kind == "<=":
-            return Atom(rhs.affine - lhs.affine, inequality=True)
-        return Atom(lhs.affine - rhs.affine, modulus, inequality=relation.kind == ">=")
+            atom = Atom(rhs.affine - lhs.affine, inequality=True)
+        else:
+            atom = Atom(lhs.affine - rhs.affine, modulus, inequality=relation.kind == ">=")
+        self.arithmetic.append((atom.affine, lhs.start, rhs.end, scope))
+        return atom
 
     # --- affine index expressions -------------------------------------------
 
@@ -525,7 +644,7 @@ class _Parser:
             op = self.advance().text
             right = self.index_term(scope)
             value = left.affine + right.affine if op == "+" else left.affine - right.affine
-            left, additive = _Index(value, left.start, right.end), True
+            left, additive = self.sized(value, left.start, right.end), True
         return _Index(left.affine, left.start, left.end, additive)
 
     def index_term(self, scope: _Scope) -> _Index:
@@ -542,8 +661,23 @@ class _Parser:
                 if not (b.is_constant and b.is_integral) or b.constant == 0:
                     self.fail("an index can only be divided by a non-zero integer constant", right.start, right.end)
                 value = a.scale(Fraction(1, b.constant))
-            left = _Index(value, left.start, right.end)
+            left = self.sized(value, left.start, right.end)
         return left
+
+    def sized(self, affine: Affine, start: int, end: int) -> _Index:
+        """``affine``, whose numbers (coefficients, constant, divisor) must be below MAX_INTEGER."""
+        largest = max(abs(n) for n in (affine.constant, affine.denominator, *(c for _, c in affine.terms)))
+        if largest >= MAX_INTEGER:
+            self.fail(f"{self.text[start:end]} computes with {largest:.3g}: index arithmetic stays below "
+                      f"MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)
+        return _Index(affine, start, end)
+
+    def check_reach(self, affine: Affine, start: int, end: int, intervals: dict):
+        """Refuses ``affine`` if its value, or a partial sum of its terms, can reach MAX_INTEGER on ``intervals``."""
+        reach = abs(affine.constant) + sum(abs(c) * max(map(abs, intervals[name])) for name, c in affine.terms)
+        if reach >= MAX_INTEGER:
+            self.fail(f"{self.text[start:end]} can reach {reach:.3g} on the output's box and the sums' ranges: "
+                      f"index arithmetic stays below MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)
 
     def index_factor(self, scope: _Scope) -> _Index:
         token = self.peek()
@@ -569,7 +703,8 @@ class _Parser:
         if token.kind == "number":
             if not token.text.isdigit():
                 self.fail_at(f"indices are integers, not {token.text}", token)
-            return _Index(Affine.constant_value(int(token.text)), token.start, token.end)
+            value = self.integer_value(token, "64-bit kernels compute the indices")
+            return _Index(Affine.constant_value(value), token.start, token.end)
         if token.kind == "name":
             if token.text not in scope.indices:
                 bound = ", ".join(scope.indices) or "none"
@@ -580,9 +715,9 @@ class _Parser:
 
     # --- the exact range check ----------------------------------------------
 
-    def check_range(self, use: _Use, out_shape: tuple):
+    def check_range(self, use: _Use):
         shape = self.shapes[use.element.name]
-        intervals = _intervals(use.scope, out_shape)
+        intervals = _intervals(use.scope, self.out_shape)
         if intervals is None:  # some enclosing sum is empty everywhere: the element is never read
             return
         for affine, size, span in zip(use.element.indices, shape, use.spans):
@@ -590,16 +725,12 @@ class _Parser:
             sums = use.scope.sums
             if 0 <= -_above(-numerator, sums, intervals) and _above(numerator, sums, intervals) <= limit:
                 continue  # a cheap bound already shows it fits
-            if use.scope not in self.polytopes:
-                self.polytopes[use.scope] = _Polytope(use.scope, out_shape)
-            polytope = self.polytopes[use.scope]
-            if polytope.empty:
-                return
             # numerator <= -1, or numerator >= limit + 1
             for extra in (-numerator - 1, numerator - (limit + 1)):
-                point = polytope.search(extra)
-                if point is not None:
-                    self.report_range(use, affine, size, shape, span, point)
+                for polytope in self.reachable(use.scope):
+                    point = polytope.search(extra)
+                    if point is not None:
+                        self.report_range(use, affine, size, shape, span, point)
 
     def report_range(self, use: _Use, affine: Affine, size: int, shape: tuple, span: tuple, point: dict):
         value = affine.evaluate(point)
@@ -649,15 +780,17 @@ def _intervals(scope: _Scope, out_shape: tuple) -> dict | None:
 
 
 class _Polytope:
-    """The integer points of the indices at an element: ``rows`` of ``affine >= 0``.
+    """The integer points of the indices at an element (one piece of them): ``rows`` of ``affine >= 0``.
 
     The output box, each enclosing sum's bounds multiplied through by their
-    denominators, and each enclosing condition: ``a >= 0`` as it is, ``a = 0``
+    denominators, and each of ``conditions``: ``a >= 0`` as it is, ``a = 0``
     as two inequalities, ``a % m = 0`` exactly as ``a = m q`` with a fresh
-    integer ``q``.
+    integer ``q``. Names in ``conditions`` that are not indices (an else's
+    remainders) are integer variables too.
     """
 
-    def __init__(self, scope: _Scope, out_shape: tuple):
+    def __init__(self, scope: _Scope, out_shape: tuple, conditions: tuple[Atom, ...]):
+        self.conditions = conditions
         rows = []
         for name, n in zip(scope.outputs, out_shape):
             rows += [Affine.index(name), Affine.constant_value(n - 1) - Affine.index(name)]
@@ -666,7 +799,7 @@ class _Polytope:
             rows += [k.scale(a.denominator) - a.numerator for a in frame.lower]
             rows += [a.numerator - k.scale(a.denominator) for a in frame.upper]
         multiples = []
-        for atom in scope.conditions:
+        for atom in conditions:
             if atom.inequality:
                 rows.append(atom.affine)
                 continue
@@ -677,8 +810,9 @@ class _Polytope:
                 equal = equal - Affine.index(multiples[-1]).scale(atom.modulus)
             rows += [equal, -equal]
         self.rows = rows
+        fresh = sorted({name for atom in conditions for name in atom.affine.names} - set(scope.indices))
         # Fourier-Motzkin loops x_{M-1} outermost: outputs outside, then the sums, multiples innermost.
-        self.variables = tuple(multiples) + tuple(reversed(scope.indices))
+        self.variables = tuple(multiples) + tuple(fresh) + tuple(reversed(scope.indices))
         # Indices that share no row are independent; eliminating each group alone is much cheaper.
         self.groups: list[set[str]] = []
         for row in rows:

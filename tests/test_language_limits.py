@@ -217,3 +217,36 @@ def test_work_bounds_the_evaluators_passes(fn):
         fn.evaluate({name: np.ones(fn.shapes[name]) for name in fn.arguments})
     size = math.prod(fn.shapes["f"])
     assert size + max(size, 256) * (len(runs) - 1) <= fn.work
+
+
+# --- index arithmetic in 64 bits -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, marked, fragment", [
+    # the issue's reproducers: OverflowError / numba TypingError later
+    ("f[i] = if {i % 100000000000000000000000 = 0} then (x[i]) else (0)", "100000000000000000000000",
+     "the integer 10000000...(24 digits) is too large: integers are below MAX_INTEGER = 2**53"),
+    ("f[i] = sum{k}_0^" + str(10**41) + " (x[i])", str(10**41), "the integer 10000000...(42 digits) is too large"),
+    ("f[i] = x[1000000 * 1000000 * 1000000 * i - 1000000 * 1000000 * 1000000 * i + i]", "1000000 * 1000000 * 1000000",
+     "1000000 * 1000000 * 1000000 computes with 1e+18: index arithmetic stays below MAX_INTEGER = 2**53"),
+    ("f[i] = x[i / 9007199254740991 / 2]", "i / 9007199254740991 / 2", "computes with 1.8e+16"),
+    # values reached on the box: 3002399751580331 * 3 = 2**53 + 1
+    ("f[i] = if {3002399751580331 * i = 1} then (x[i]) else (0)", "3002399751580331 * i = 1",
+     "3002399751580331 * i = 1 can reach 9.01e+15 on the output's box and the sums' ranges"),
+    ("f[i] = sum{k}_0^(3002399751580331 * i) (x[i])", "3002399751580331 * i", "can reach 9.01e+15"),
+    ("f[i] = sum{k}_0^4503599627370496 (sum{j}_0^(k + k) (x[i]))", "k + k", "can reach 9.01e+15"),
+])
+def test_index_arithmetic_beyond_64_bits_is_refused_with_a_caret(text, marked, fragment):
+    assert refused(text, {"f": (4,), "x": (4,)}, fragment) == marked
+
+
+@pytest.mark.parametrize("target", ["numpy", "numba", "cuda"])
+def test_index_arithmetic_just_within_the_limit_compiles(target):
+    # |constant| + |coefficient| * 3 = 2**53 - 4 bounds every partial sum; true at i = 1; the kernels agree
+    text = "f[i] = if {2251799813685247 * i - 2251799813685247 = 0} then (x[i]) else (0) + sum{k}_(i)^(i + 1) (x[i])"
+    fn = tab.parse(text, {"f": (4,), "x": (4,)})
+    args = {"x": np.array([1.0, 2.0, 3.0, 4.0])}
+    np.testing.assert_array_equal(fn.evaluate(args), [2, 6, 6, 8])
+    np.testing.assert_array_equal(fn.compile(target)(args), fn.evaluate(args))
+    grads = tab.derive(fn)
+    np.testing.assert_array_equal(grads.compile(target)(args, np.ones(4))["x"], grads.evaluate(args, np.ones(4))["x"])
