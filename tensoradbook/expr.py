@@ -17,7 +17,7 @@ computing a function (derivatives, generated kernels).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from functools import cached_property
 
@@ -215,8 +215,18 @@ class Expr:
         # the cached hash holds string hashes, which differ between processes
         return self.__dict__
 
+    def __repr__(self) -> str:
+        """As a dataclass writes it, ``Binary(op='+', left=..., right=...)``, built without recursion."""
+        def leave(node, _, children):
+            made = dict(zip(_CHILD_FIELDS[type(node)], children))
+            return f"{type(node).__name__}(" + ", ".join(
+                f"{f.name}={made[f.name] if f.name in made else repr(getattr(node, f.name))}"
+                for f in fields(node) if f.repr) + ")"
 
-@dataclass(frozen=True, eq=False)
+        return _fold(self, None, lambda node, _: (None, None), leave)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Number(Expr):
     """A constant: a Python int (kept exact by the simplifier) or a float."""
 
@@ -227,7 +237,7 @@ class Number(Expr):
         return (self.value,)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Element(Expr):
     """``name[indices]``: an element of an argument (or of the output's adjoint)."""
 
@@ -243,7 +253,7 @@ UNARY_FUNCTIONS = ("neg", "exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "s
 BINARY_OPERATORS = ("+", "-", "*", "/", "**")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Unary(Expr):
     """``op(arg)`` for ``op`` in :data:`UNARY_FUNCTIONS` (``neg`` is unary minus)."""
 
@@ -258,7 +268,7 @@ class Unary(Expr):
         return (self.op,)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Binary(Expr):
     """``left op right`` for ``op`` in :data:`BINARY_OPERATORS`."""
 
@@ -274,7 +284,7 @@ class Binary(Expr):
         return (self.op,)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Sum(Expr):
     """``sum{index}_lower^upper (body)`` with inclusive bounds ``max(ceil(lower))`` .. ``min(floor(upper))``.
 
@@ -296,7 +306,7 @@ class Sum(Expr):
         return (self.index, self.lower, self.upper)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class If(Expr):
     """``if {atom and ...} then (then) else (otherwise)``: Kronecker deltas and integrality conditions."""
 
@@ -356,6 +366,10 @@ def _fold(root: Expr, context, enter, leave):
         pending.append((node, outer, inner, True))
         pending.extend((child, inner, None, False) for child in reversed(node.children()))
     return values[(id(root), id(context))]
+
+
+_CHILD_FIELDS = {Number: (), Element: (), Unary: ("arg",), Binary: ("left", "right"), Sum: ("body",),
+                 If: ("then", "otherwise")}
 
 
 def _with_children(node: Expr, children: list) -> Expr:

@@ -160,6 +160,7 @@ def test_trees_deeper_than_the_recursion_limit_compare_hash_print_and_walk(make)
     assert body != deep(depth - 1, make) and body != deep(depth, make, "w")
     fn = Function("f", ("i",), body, SHAPES)
     assert str(fn).startswith("f[i] = ") and to_latex(fn).endswith("$")
+    assert repr(fn).startswith("Function(name='f', indices=('i',), body=") and repr(body).count("(") > depth
     assert free_indices(body) == {"i"}
     assert replace(body, Element("x", (I,)), Element("w", (I,))) == deep(depth, make, "w")
     assert substitute(body, {"i": ONE}) == deep(depth, make, i=ONE)
