@@ -13,7 +13,7 @@ integrality conditions (``b % 2 = 0``) and feasibility conditions
 A sum's body is always parenthesised, ``sum{k}_0^3 (x[k] ** 2)``, and a sum
 raised to a power is too, ``(sum{k}_0^3 (x[k])) ** 2``: read the other way,
 ``sum{k}_0^3 x[k] ** 2`` would square the sum where a reader of
-:math:`\sum_k x_k^2` sees a sum of squares.
+Σ x_k² sees a sum of squares.
 
 The parser is responsible for the function being well defined: every index
 name is bound, every argument index is integer-affine (sec. 5: ``A alpha``)
