@@ -161,6 +161,14 @@ class Atom:
     modulus: int = 0
     inequality: bool = False
 
+    def __post_init__(self):
+        # Substituting rational indices (I beta of eq. 41) gives atoms such as (16 - 3 b) / 2 >= 0. Each is
+        # kept multiplied through by its denominator d, which keeps its meaning exactly (a % m = 0 becomes
+        # d a % (d m) = 0), so it prints as the parser reads it and no one floors a / d to evaluate it.
+        if not self.affine.is_integral:
+            object.__setattr__(self, "modulus", self.modulus * self.affine.denominator)
+            object.__setattr__(self, "affine", self.affine.numerator)
+
     def holds(self, env: dict):
         value = self.affine.evaluate(env)
         if self.inequality:

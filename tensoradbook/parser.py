@@ -226,16 +226,16 @@ class _Parser:
         self.polytopes: dict[_Scope, list[_Polytope]] = {}  # the non-empty pieces where an element is read
         self.name = ""
         self.out_shape: tuple[int, ...] = ()
-        # parentheses open around the current token; other recursion (minus signs, exponents) makes a node
-        # each, so the depth limit bounds it
+        # parentheses, exponents and unparenthesised if branches open around the current token: the
+        # parser's recursion (minus signs in a row are read in a loop)
         self.nesting = 0
         self.depths: dict[int, int] = {}  # id(node) -> depth of the tree below it; leaves are 1
 
     # --- limits on nesting ---------------------------------------------------
 
     def enter(self, token: _Token):
-        """One more parenthesis open at ``token``: refused past MAX_DEPTH, long before the recursion of
-        this parser (a few Python frames per level) nears Python's limit. The printer opens at most
+        """One more level of nesting at ``token``: refused past MAX_DEPTH, long before the recursion of
+        this parser (a few Python frames per level) nears Python's limit. The printer writes at most
         one per node, so any tree within MAX_DEPTH reads back."""
         self.nesting += 1
         if self.nesting > MAX_DEPTH:
@@ -366,17 +366,21 @@ class _Parser:
         return left
 
     def unary(self, scope: _Scope) -> Expr:
-        token = self.peek()
-        if token.kind != "-":
-            return self.power(scope)
         # "-2" is the number -2, but "-2 ** x" is -(2 ** x), as in Python
-        if self.peek(1).kind == "number" and self.peek(2).kind != "**":
-            self.advance()
-            literal = self.advance()
-            return Number(-self.number_value(literal), span=Span(token.start, literal.end))
-        self.advance()
-        arg = self.unary(scope)
-        return self.made(Unary("neg", arg, span=Span(token.start, arg.span.end)), token)
+        def negative_number() -> bool:
+            return self.peek().kind == "-" and self.peek(1).kind == "number" and self.peek(2).kind != "**"
+
+        signs = []  # minus signs in a row are read without recursion, then applied innermost first
+        while self.peek().kind == "-" and not negative_number():
+            signs.append(self.advance())
+        if negative_number():
+            token, literal = self.advance(), self.advance()
+            node = Number(-self.number_value(literal), span=Span(token.start, literal.end))
+        else:
+            node = self.power(scope)
+        for sign in reversed(signs):
+            node = self.made(Unary("neg", node, span=Span(sign.start, node.span.end)), sign)
+        return node
 
     def power(self, scope: _Scope) -> Expr:
         bare_sum = self.peek().kind == "name" and self.peek().text == "sum"
@@ -388,7 +392,9 @@ class _Parser:
             self.fail_at(f"parenthesise a sum raised to a power, ({header} (...)) ** ..., or write the power "
                          f"inside: {header} (... ** ...)", self.peek())
         operator = self.advance()
+        self.enter(operator)
         exponent = self.unary(scope)  # right-associative: x ** y ** z is x ** (y ** z)
+        self.leave()
         return self.made(Binary("**", base, exponent, span=Span(base.span.start, exponent.span.end)), operator)
 
     def number_value(self, token: _Token) -> int | float:
@@ -589,11 +595,21 @@ class _Parser:
             self.advance()
             atoms.append(self.atom(scope))
         self.expect("}", "'and' or '}' in the condition")
+        # a branch in parentheses is read without an extra Python frame: ifs nest deepest of all
         self.expect_keyword("then")
-        then = self.primary(scope.with_conditions(tuple(atoms)))
+        inner = scope.with_conditions(tuple(atoms))
+        then = self.primary(inner) if self.peek().kind == "(" else self.bare_branch(inner)
         self.expect_keyword("else")
-        otherwise = self.primary(scope.with_negation(tuple(atoms)))
+        inner = scope.with_negation(tuple(atoms))
+        otherwise = self.primary(inner) if self.peek().kind == "(" else self.bare_branch(inner)
         return self.made(If(tuple(atoms), then, otherwise, span=Span(keyword.start, otherwise.span.end)), keyword)
+
+    def bare_branch(self, scope: _Scope) -> Expr:
+        """A then or else branch without parentheses (``else if ...``): a level of nesting of its own."""
+        self.enter(self.peek())
+        node = self.primary(scope)
+        self.leave()
+        return node
 
     def expect_keyword(self, word: str):
         token = self.peek()

@@ -6,6 +6,7 @@ Oracle: brute-force enumeration of the output box and the sum's range.
 
 import itertools
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.expr import ExpressionError
+from tensoradbook.expr import Affine, Atom, ExpressionError
 
 
 def test_the_issues_else_branch_is_read_only_where_the_condition_fails():
@@ -177,3 +178,26 @@ def test_divisions_are_accepted_exactly_where_they_are_whole_and_inside(a, c, d,
         assert fits, text
     except ExpressionError as error:
         assert not fits, str(error)
+
+
+# --- conditions with a denominator ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relation", ["=", ">=", "%"])
+def test_a_condition_with_a_denominator_keeps_its_exact_meaning(relation):
+    """Substituting I beta (eq. 41) gives atoms such as (b - 1) / 2 = 0: true at b = 1 only, not where
+    floor((b - 1) / 2) = 0, i.e. at b = 2 as well."""
+    half = Affine.of({"b": 1}, -1, 2)  # (b - 1) / 2
+    atom = {"=": Atom(half), ">=": Atom(half, inequality=True), "%": Atom(half, 3)}[relation]
+    exact = {"=": lambda v: v == 0, ">=": lambda v: v >= 0, "%": lambda v: v == int(v) and int(v) % 3 == 0}[relation]
+    b = np.arange(-8, 9)
+    np.testing.assert_array_equal(atom.holds({"b": b}), [exact(Fraction(v - 1, 2)) for v in b])
+    assert atom.affine.is_integral  # kept multiplied through, so it prints as the parser reads it
+
+
+def test_gradients_with_conditions_from_rational_indices_read_back():
+    """Found by the grammar fuzzer: dx2 printed (16 - 3 * dx2_0) / 2 >= 0, which the parser refuses."""
+    fn = tab.parse("f[i] = if {-i <= -1 + 2 * i} then (1e-1 + (x2[-2 * i + 6])) else (0.5)", {"f": (4,), "x2": (7,)})
+    for gradient in tab.derive(fn).values():
+        assert tab.parse(str(gradient), gradient.shapes) == gradient
+    assert max(tab.check_gradients(fn).values()) < 1e-8

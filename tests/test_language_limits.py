@@ -65,6 +65,7 @@ def test_everything_at_the_depth_limit_derives_prints_and_reads_back(text):
     (chain(MAX_DEPTH + 1), "+"),
     (chain(501), "+"),  # the reproducer: RecursionError in derive and str
     ("f[] = " + "-" * 500 + "x[]", "-"),  # the other reproducer
+    ("f[] = " + "-" * 5000 + "x[]", "-"),  # read in a loop: refused by depth, not by Python's recursion
     ("f[] = " + "sin (" * MAX_DEPTH + "x[]" + ")" * MAX_DEPTH, "sin"),
     (chain(MAX_DEPTH + 1, "**"), "**"),
 ])
@@ -88,6 +89,8 @@ def test_minus_signs_in_an_index_need_no_recursion():
 @pytest.mark.parametrize("text, marked", [
     ("f[] = " + "(" * 5000 + "1" + ")" * 5000, "("),
     ("f[] = x[" + "(" * 5000 + "0" + ")" * 5000 + "]", "("),
+    ("f[] = " + " ** ".join(["x[0]"] * 5000), "**"),
+    ("f[] = " + "if {0 = 0} then x[0] else " * 3000 + "x[0]", "x"),  # x[0] of the 101st if is 101 deep
 ])
 def test_deep_nesting_is_refused_with_a_caret(text, marked):
     assert refused(text, {"f": (), "x": (1,)}, f"nested more than {MAX_DEPTH} levels deep") == marked
