@@ -257,6 +257,8 @@ class _Writer:
     def text(self, node: Expr) -> str | None:
         """How to read ``node`` here: a constant, an element, or what was written for it; None if not yet."""
         if isinstance(node, Number):
+            if self.vector:  # numpy scalars: 1e308 ** 7.25 is inf and 1.0 / 0 is inf, as in the reference
+                return f"np.float64({float(node.value)!r})"
             return f"({float(node.value)!r})" if node.value < 0 else repr(float(node.value))
         if isinstance(node, Element):
             return self.element(node.name, [self.affine(a) for a in node.indices])

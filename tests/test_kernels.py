@@ -75,6 +75,21 @@ def test_every_target_equals_the_reference(text, shapes, target):
     assert_matches_reference(fn, tab.derive(fn), target)
 
 
+# Constants whose arithmetic overflows or divides by zero: the reference gives inf and nan as numpy does,
+# and so must the kernels (the numpy target computed them in Python floats, which raise; found by the
+# grammar fuzzer). The CUDA simulator runs Python's floats, so only a real GPU would agree there.
+@pytest.mark.parametrize("target", ["numpy", "numba", "numba-scatter"])
+@pytest.mark.parametrize("text, shapes", [
+    ("f[j] = 1e308 ** 7.25", {"f": (1,)}),
+    ("f[p; j] = (exp((x[3 * p] / 0) ** 3) ** -0.5) ** 2", {"f": (1, 2), "x": (1,)}),
+    ("f[i] = 1 / x[i] + 2.0 / 0", {"f": (2,), "x": (2,)}),
+])
+def test_constants_overflow_as_in_the_reference(text, shapes, target):
+    fn = tab.parse(text, shapes)
+    with np.errstate(all="ignore"):
+        assert_matches_reference(fn, tab.derive(fn), target)
+
+
 @pytest.mark.parametrize("target", ["numba", "numba-scatter"])
 def test_second_order_kernels(target):
     """A derivative is an element-wise function again (sec. 5.3): its gradients compile the same way."""
