@@ -312,7 +312,9 @@ def test_values_beyond_int64_are_drawn_exactly():
     view = PolytopeView(*FIG4, beta=(3,))
     alpha = view.panels["alpha"]
     inside, outside = offsets(alpha, "alpha-points"), offsets(alpha, "alpha-outside")
-    huge = [[row[0], row[0] * 10 ** 30 + row[1]] for row in view.kernel.tolist()]  # K W, W = [[1, 10**30], [0, 1]]
+    # K W, W = [[1, 10**15], [0, 1]]: entries near the 2**53 - 1 the pictures draw exactly (larger are refused)
+    huge = [[row[0], row[0] * 10 ** 15 + row[1]] for row in view.kernel.tolist()]
+    assert max(abs(v) for row in huge for v in row) > 2 ** 50
     assert view.set_kernel(huge) and view.error == ""
     assert offsets(alpha, "alpha-points") == inside and offsets(alpha, "alpha-outside") == outside
     solutions = tab.IntegerSolutions((3, 0, 0), view.kernel)
