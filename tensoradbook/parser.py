@@ -525,8 +525,9 @@ class _Parser:
         if self.peek().kind != "(":
             # sum{k}_0^3 x[k] ** 2 would be the square of the sum, not the sum of squares a reader sees
             header = self.text[keyword.start:self.tokens[self.pos - 1].end]
-            self.fail_at(f"the body of a sum is written in parentheses: {header} (...); e.g. {header} (x[k] ** 2) "
-                         f"is a sum of squares, ({header} (x[k])) ** 2 the square of a sum", self.peek())
+            x = f"x[{index.text}]"
+            self.fail_at(f"the body of a sum is written in parentheses: {header} (...); e.g. {header} ({x} ** 2) "
+                         f"is a sum of squares, ({header} ({x})) ** 2 the square of a sum", self.peek())
         body = self.primary(scope.with_sum(_Sum(index.text, lower, upper)))
         return self.made(Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end)), keyword)
 
