@@ -26,7 +26,8 @@ enclosing else, one way its condition fails), searched for a bad point with
 Fourier-Motzkin elimination (sec. 4.2).
 
 It also keeps everything it accepts computable: the tree is at most
-:data:`MAX_DEPTH` deep with at most :data:`MAX_NESTED_SUMS` nested sums, index
+:data:`MAX_DEPTH` deep with at most :data:`MAX_NESTED_SUMS` nested sums (and
+:data:`MAX_BOUNDS` bounds in a ``max``/``min`` list), index
 arithmetic stays below :data:`MAX_INTEGER` (64-bit kernels), a tensor has at
 most :data:`MAX_ELEMENTS` elements, and every number literal is one that
 float64 holds and the printer writes back (ASCII digits only).
@@ -67,6 +68,7 @@ from .printer import affine_text, atom_text
 # without running into Python's recursion limit or taking minutes (issue 10).
 MAX_DEPTH = 100  # depth of the expression tree (a chain a + b + ... of n terms has depth n) and of nesting
 MAX_NESTED_SUMS = 8  # sums inside sums: derivatives of 8 whose bounds depend on each other take ~1 s, of 12 ~20 s
+MAX_BOUNDS = 64  # in one max [..] or min [..]: derivation takes 0.2 s at 64 and grows as the square
 # Integer literals, and in index arithmetic every coefficient, constant, divisor and modulus and every value
 # an index expression can reach on its box (each partial sum of its terms), are below this in magnitude:
 # exact in float64 and 2**10 below int64's range, which the kernels and the derivatives' bounds compute in.
@@ -564,6 +566,8 @@ class _Parser:
             items = [self.bound_item(scope, lower)]
             while self.peek().kind in _SEPARATORS:
                 self.advance()
+                if len(items) == MAX_BOUNDS:
+                    self.fail_at(f"more than {MAX_BOUNDS} bounds in one {token.text} list (MAX_BOUNDS)", self.peek())
                 items.append(self.bound_item(scope, lower))
             self.expect("]", f"';', ',' or ']' in the {token.text} list")
             return tuple(items)

@@ -14,7 +14,7 @@ import tensoradbook as tab
 from tensoradbook import expr
 from tensoradbook.expr import (MAX_WORK, Affine, Atom, Binary, Element, ExpressionError, Function, If, Number, Sum, Unary,
                                free_indices, replace, substitute)
-from tensoradbook.parser import MAX_DEPTH, MAX_NESTED_SUMS
+from tensoradbook.parser import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
 from tensoradbook.printer import to_latex
 from test_printer import functions
 
@@ -254,3 +254,14 @@ def test_index_arithmetic_just_within_the_limit_compiles(target):
     np.testing.assert_array_equal(fn.compile(target)(args), fn.evaluate(args))
     grads = tab.derive(fn)
     np.testing.assert_array_equal(grads.compile(target)(args, np.ones(4))["x"], grads.evaluate(args, np.ones(4))["x"])
+
+
+def test_long_bound_lists_are_refused_with_a_caret():
+    """Found by the grammar fuzzer: a max list of thousands of bounds made derive run for minutes."""
+    items = [f"i - {m}" for m in range(MAX_BOUNDS + 1)]
+    text = f"f[i] = sum{{k}}_(max [{'; '.join(items)}])^3 (x[k])"
+    assert refused(text, {"f": (4,), "x": (4,)}, f"more than {MAX_BOUNDS} bounds in one max list") == "i"
+    fn = tab.parse(text.replace(f"; {items[-1]}", ""), {"f": (4,), "x": (4,)})
+    start = time.perf_counter()
+    round_trip(fn)
+    assert time.perf_counter() - start < 10
