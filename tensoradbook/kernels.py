@@ -538,6 +538,8 @@ def _scatter_kernel(grads, target: str) -> list[str]:
                     writer.line(f"cuda.atomic.add({_py(gradient)}, {where}, {value})")
                 else:
                     writer.line(f"{writer.element(gradient, index)} += {value}")
+    if not writer.lines:  # a scalar function that reads no argument: the loop still needs a body
+        writer.line("pass")
     return lines + writer.lines
 
 

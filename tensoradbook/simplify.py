@@ -12,12 +12,21 @@ from __future__ import annotations
 import math
 
 from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary
+from .parser import MAX_INTEGER
 
 
 def number(value) -> Number:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         value = int(value)
     return Number(value)
+
+
+def _folded(value, op: str, a: Expr, b: Expr) -> Expr:
+    """``value`` as a constant where the notation can write it (finite, integers below MAX_INTEGER), else
+    ``a op b`` unfolded: a folded ``inf`` or a 20-digit integer would not read back."""
+    if isinstance(value, float) and not math.isfinite(value) or isinstance(value, int) and abs(value) >= MAX_INTEGER:
+        return Binary(op, a, b)
+    return number(value)
 
 
 def value_of(e: Expr):
@@ -38,7 +47,7 @@ def neg(a: Expr) -> Expr:
 def add(a: Expr, b: Expr) -> Expr:
     x, y = value_of(a), value_of(b)
     if x is not None and y is not None:
-        return number(x + y)
+        return _folded(x + y, "+", a, b)
     if x == 0:
         return b
     if y == 0:
@@ -51,7 +60,7 @@ def add(a: Expr, b: Expr) -> Expr:
 def sub(a: Expr, b: Expr) -> Expr:
     x, y = value_of(a), value_of(b)
     if x is not None and y is not None:
-        return number(x - y)
+        return _folded(x - y, "-", a, b)
     if y == 0:
         return a
     if x == 0:
@@ -69,7 +78,7 @@ def _gate(e: Expr) -> If | None:
 def mul(a: Expr, b: Expr) -> Expr:
     x, y = value_of(a), value_of(b)
     if x is not None and y is not None:
-        return number(x * y)
+        return _folded(x * y, "*", a, b)
     if x == 0 or y == 0:
         return ZERO
     # The condition guards the whole product, so that no factor reads where it does not hold
@@ -106,7 +115,7 @@ def div(a: Expr, b: Expr) -> Expr:
     if x is not None and y is not None and y != 0:
         if isinstance(x, int) and isinstance(y, int) and x % y:
             return Binary("/", a, b)  # keep 1 / 3 exact
-        return number(x // y if isinstance(x, int) and isinstance(y, int) else x / y)
+        return _folded(x // y if isinstance(x, int) and isinstance(y, int) else x / y, "/", a, b)
     if isinstance(a, Unary) and a.op == "neg":
         return neg(div(a.arg, b))
     return Binary("/", a, b)
@@ -118,8 +127,9 @@ def power(a: Expr, b: Expr) -> Expr:
         return a
     if y == 0:
         return ONE
-    if x is not None and y is not None and isinstance(x, int) and isinstance(y, int) and y > 0:
-        return number(x**y)
+    # folded only where the power is small: 2 ** (2 ** 52) would never finish
+    if isinstance(x, int) and isinstance(y, int) and y > 0 and (abs(x) < 2 or y * math.log2(abs(x)) < 53):
+        return _folded(x**y, "**", a, b)
     return Binary("**", a, b)
 
 

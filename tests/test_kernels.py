@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import kernels
-from tensoradbook.expr import Affine, Binary, Element, ExpressionError, Number, Sum, Unary
+from tensoradbook.expr import MAX_WORK, Affine, Binary, Element, ExpressionError, Number, Sum, Unary
 from tensoradbook.gradcheck import random_arguments
 from tensoradbook.printer import expr_text
 from tensoradbook.simplify import hoist_invariants
@@ -83,8 +83,10 @@ def test_every_target_equals_the_reference(text, shapes, target):
     ("f[j] = 1e308 ** 7.25", {"f": (1,)}),
     ("f[p; j] = (exp((x[3 * p] / 0) ** 3) ** -0.5) ** 2", {"f": (1, 2), "x": (1,)}),
     ("f[i] = 1 / x[i] + 2.0 / 0", {"f": (2,), "x": (2,)}),
+    # no argument: the scatter loop had no body (IndentationError), found by the grammar fuzzer
+    ("F2[] = sum{t}_(-1)^(min [-1, floor((0) / 3)]) (10)", {"F2": ()}),
 ])
-def test_constants_overflow_as_in_the_reference(text, shapes, target):
+def test_constant_arithmetic_and_constant_functions_match_the_reference(text, shapes, target):
     fn = tab.parse(text, shapes)
     with np.errstate(all="ignore"):
         assert_matches_reference(fn, tab.derive(fn), target)
@@ -130,6 +132,8 @@ def test_conditions_and_made_up_names_numba_targets(fn, target):
 def test_simplified_gradients_equal_the_reports(fn):
     """Reading f and the outer sums' adjoints, hoisting and reordering loops change nothing but the cost."""
     grads = tab.derive(fn)
+    # the report's form can be too much work for the reference evaluator, which then refuses it
+    assume(all(g.work <= MAX_WORK for g in grads.values()))
     args, df = moderate_arguments(fn), np.random.default_rng(1).standard_normal(fn.shapes["f"])
     expected, got = grads.evaluate(args, df), grads.simplified.evaluate(args, df)
     for name in expected:
