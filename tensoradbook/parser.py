@@ -492,8 +492,8 @@ class _Parser:
         its denominator at every point of the output box, the sums and the conditions (exactly, as the
         range check: ``if {-b % 2 = 0}`` or an else of ``b % 2 = 1`` guard ``b / 2`` too)."""
         divisible = Atom(affine.numerator, affine.denominator)
-        if divisible in scope.conditions:  # the guard as the derivation writes it
-            return True
+        if divisible in scope.conditions or any(_implies_divisible(atom, divisible) for atom in scope.conditions):
+            return True  # the guard as the derivation writes it, or one that differs by multiples
         failure = _failures(divisible, "%div")[0]
         return all(_Polytope(scope, self.out_shape, piece.conditions + failure).empty
                    for piece in self.reachable(scope))
@@ -798,6 +798,20 @@ def _intervals(scope: _Scope, out_shape: tuple) -> dict | None:
             return None
         intervals[frame.index] = (low, high)
     return intervals
+
+
+def _implies_divisible(atom: Atom, divisible: Atom) -> bool:
+    """Whether ``atom``, ``a % m = 0`` with ``m`` a multiple of ``d``, shows ``n % d = 0`` at once: ``n - a``
+    or ``n + a`` has every coefficient and its constant divisible by ``d``. A cheap sufficient test that
+    spares the exact one (Fourier-Motzkin over the whole scope, which can take minutes on a derivative's
+    nested sums with many bounds)."""
+    if atom.inequality or not atom.modulus or atom.modulus % divisible.modulus:
+        return False
+    d = divisible.modulus
+    for rest in (divisible.affine - atom.affine, divisible.affine + atom.affine):
+        if rest.denominator == 1 and rest.constant % d == 0 and all(c % d == 0 for _, c in rest.terms):
+            return True
+    return False
 
 
 class _Polytope:

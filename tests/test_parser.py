@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tensoradbook.expr import Affine, Atom, Binary, Element, ExpressionError, Number, Sum, Unary
+from tensoradbook.derive import derive
 from tensoradbook.parser import parse
 
 SEC6 = "f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))"
@@ -469,3 +470,17 @@ def test_range_check_matches_brute_force(problem):
     except ExpressionError as error:
         assert not fits, str(error)
         assert "leaves x's shape" in str(error)
+
+
+def test_a_guard_that_differs_by_multiples_shows_a_division_whole_at_once():
+    """The derivative's guard dx_2 % 3 = 0 shows (dx_2 - 3 * z) / 3 whole without the exact check, which
+    took minutes on these nested sums with many bounds (found by the grammar fuzzer)."""
+    text = ("f[j; i; n] = if {(i) * 3 >= 0} then (2.5E+0) else (a[(j) * 2] + a[i] + (sum{m}_max [ceil((n - 1 - i) "
+            "/ 3);-n - 1;i + j + 1]^(3 + i + 2 * j) (sum{u}_(-m - 1)^min [n * 2 + 2 + i; floor((-n) / 3)] "
+            "(sum{t}_(max [ceil((1) / 3);1])^(1 + 2 * i) (x[0; m *  -2 + u + 10; 3 * i + j * 3])))))")
+    fn = parse(text, {"f": (1, 1, 3), "a": (1,), "x": (1, 9, 1)})
+    for grad in derive(fn).values():
+        assert str(parse(str(grad), grad.shapes)) == str(grad)
+    # sufficient, not exact: only a guard whose modulus is a multiple of the denominator counts
+    guarded = "f[i] = if {(i - 2) % 4 = 0} then (x[(i + 2) / 2]) else (0)"
+    assert str(parse(guarded, {"f": (8,), "x": (5,)})) == guarded
