@@ -1,0 +1,253 @@
+"""Grammar-based fuzzing of the parser and everything after it (issue 10, sec. 2).
+
+For every text from tests/grammar.py, :func:`tensoradbook.parse` either refuses it with an
+:class:`ExpressionError` whose message shows a caret line, or returns a function that
+
+* derives (:func:`tensoradbook.derive`);
+* prints (``str``) as a text that parses back to the same tree, and so does each derivative;
+* compiles for numpy to the reference evaluator's values (``fn.evaluate``), its gradients to
+  ``grads.evaluate``'s;
+* has gradients that agree with finite differences, where its values are finite;
+* for a fixed subset of the grammar's cases, compiles for numba, numba-scatter, cuda and
+  cuda-scatter (the simulator, tests/conftest.py) to the reference's values too.
+
+Texts the grammar writes as valid must be accepted; texts with non-ASCII digits must not be. Any
+other exception, or a case running past its time limit, is a failure naming the text and shapes.
+Each test checks all its cases and then reports every distinct failure (by phase, exception and
+place), with the shortest text that shows it.
+
+Under CI (CI=true) the cases come from a fixed seed, so every run checks the same texts; locally
+each run draws a new seed, printed in the report, and ``FUZZ_SEED=<seed>`` replays it.
+"""
+
+import os
+import random
+import re
+import signal
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import tensoradbook as tab
+from tensoradbook.expr import MAX_WORK, ExpressionError
+from tensoradbook.gradcheck import directional_derivatives, random_arguments
+from tensoradbook.kernels import GATHER_TARGETS
+from conftest import IN_CI
+from grammar import Case, Grammar, extreme_cases
+
+CI_SEED = 20240610
+SEED = int(os.environ.get("FUZZ_SEED") or (CI_SEED if IN_CI else random.SystemRandom().randrange(10 ** 9)))
+
+# ~2.5 minutes on 2 cores: grammar ~50 s, targets ~25 s, mutated ~15 s, extreme ~30 s
+GRAMMAR_CASES = 2000
+MUTATED_CASES = 3000
+TARGET_CASES = 10           # grammar cases compiled for every other target: ~2.5 s of Numba each
+TARGETS = ("numba", "numba-scatter", "cuda", "cuda-scatter")
+SECONDS, TARGET_SECONDS = 20, 120   # per case: far above what any case needs (a tenth of a second)
+
+RTOL, ATOL = 1e-9, 1e-12
+FD_TOLERANCE = 1e-6         # relative, with an absolute floor of this much where a gradient is 0
+FD_LARGEST = 1e6            # values beyond this make finite differences meaningless
+CARET = re.compile(r"^\s*\^+\s*$", re.MULTILINE)
+LIBRARY = os.path.dirname(tab.__file__) + os.sep
+
+
+class CaseTimeout(BaseException):
+    """Raised by the alarm; a BaseException, so that no ``except Exception`` in the library turns it into
+    an ExpressionError."""
+
+
+@contextmanager
+def time_limit(seconds: float):
+    def expire(signum, frame):
+        raise CaseTimeout(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_cache(tmp_path_factory):
+    """Thousands of generated modules go to a temporary directory, not the user's cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TENSORADBOOK_CACHE", str(tmp_path_factory.mktemp("kernels")))
+        yield
+
+
+@dataclass
+class Failure:
+    case: Case
+    phase: str
+    error: BaseException
+    where: str
+
+    @property
+    def signature(self) -> tuple:
+        return self.phase, type(self.error).__name__, self.where
+
+    def describe(self, count: int) -> str:
+        message = "\n    ".join(str(self.error).splitlines()[:6])
+        cases = f"{count} case{'s' if count > 1 else ''}"
+        return (f"[{cases}] {self.phase}: {type(self.error).__name__} at {self.where}\n"
+                f"    text ({self.case.kind}): {self.case.text[:300]!r}\n    shapes: {self.case.shapes!r}\n    {message}")
+
+
+def _where(error: BaseException) -> str:
+    """The innermost frame in the library: the place a failure comes from (a generated kernel's caller)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(LIBRARY)]
+    if not frames:  # a failed check of this module: the start of its message says which
+        return re.sub(r"\d+", "#", str(error).splitlines()[0][:70]) if str(error) else "-"
+    frame = frames[-1]
+    return f"{os.path.basename(frame.filename)}:{frame.name}"
+
+
+def _assert_close(got, expected, what: str):
+    got = np.asarray(got)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
+    # where the reference overflows, inf * 0 and inf - inf may come out in another order
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+def _assert_reads_back(fn):
+    text = str(fn)
+    again = tab.parse(text, fn.shapes)
+    assert again == fn and str(again) == text, f"reads back differently: {text!r} -> {str(again)!r}"
+
+
+class Checker:
+    """Runs the properties on cases; :attr:`failures` keeps what failed, :attr:`phase` where."""
+
+    def __init__(self):
+        self.failures: list[Failure] = []
+        self.accepted = self.refused = 0
+        self.phase = ""
+
+    def run(self, case: Case, seed: int, targets=(), seconds: float = SECONDS) -> bool:
+        """Checks one case; whether its values are finite (the parser accepted it and nothing overflowed)."""
+        self.phase = "parse"
+        try:
+            with time_limit(seconds), np.errstate(all="ignore"):
+                return self.check(case, seed, targets)
+        except BaseException as error:  # noqa: B036 - every exception, the alarm's too, is a finding
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            self.failures.append(Failure(case, self.phase, error, _where(error)))
+            return False
+
+    def check(self, case: Case, seed: int, targets) -> bool:
+        try:
+            fn = tab.parse(case.text, case.shapes)
+        except ExpressionError as error:
+            self.refused += 1
+            assert not case.valid, f"a valid text was refused: {error}"
+            # a caret needs a token to point at: not so for an empty text or broken shapes
+            assert CARET.search(str(error)) or not (case.caret and case.text.strip()), \
+                f"refused without a caret line: {error}"
+            return False
+        self.accepted += 1
+        assert not any(ord(ch) > 127 and ch.isdecimal() for ch in case.text), "accepted non-ASCII digits"
+        self.phase = "print and parse back"
+        _assert_reads_back(fn)
+        self.phase = "derive"
+        try:
+            grads = tab.derive(fn)
+        except ExpressionError:
+            if case.derivable:
+                raise
+            grads = None  # a refusal the grammar allows (Case.derivable): the forward is still checked
+        self.phase = "print and parse back"
+        for g in grads.functions.values() if grads else ():
+            _assert_reads_back(g)
+        self.phase = "reference"
+        functions = [fn, *(grads.values() if grads else ())]
+        if max(g.work for g in functions) > MAX_WORK:
+            assert not case.valid, "a valid text needs more work than the reference evaluator does"
+            return False  # the evaluator refuses it with a message: a stated limit
+        rng = np.random.default_rng(seed)
+        args = random_arguments(fn, rng)
+        df = rng.standard_normal(fn.shapes[fn.name])
+        forward = fn.evaluate(args)
+        gradients = grads.evaluate(args, df) if grads else {}
+        for target in ("numpy",) + tuple(targets):
+            self.phase = target
+            self.compare(fn, grads, target, args, df, forward, gradients)
+        finite = grads is not None and all(np.isfinite(v).all() and np.abs(v).max(initial=0) < FD_LARGEST
+                                           for v in [forward, *gradients.values()])
+        if finite:
+            self.phase = "finite differences"
+            pairs = directional_derivatives(fn, args, grads=grads, seed=seed)
+            for name, (numeric, exact) in pairs.items():
+                assert abs(numeric - exact) <= FD_TOLERANCE * max(1.0, abs(numeric), abs(exact)), \
+                    f"d{name}: finite differences give {numeric!r}, the gradient {exact!r}"
+        return finite
+
+    @staticmethod
+    def compare(fn, grads, target, args, df, forward, gradients):
+        if target in GATHER_TARGETS:
+            _assert_close(fn.compile(target)(args), forward, f"{target}: {fn.name}")
+        if grads is None:
+            return
+        compiled = grads.compile(target)
+        got = compiled(args, df)
+        assert set(got) == set(gradients), f"{target}: gradients of {sorted(got)}, expected {sorted(gradients)}"
+        for name, expected in gradients.items():
+            _assert_close(got[name], expected, f"{target}: d{name}")
+        _assert_close(compiled.forward(args), forward, f"{target}: the gradients' forward")
+
+    def report(self, what: str, cases: int) -> str:
+        groups: dict[tuple, list[Failure]] = {}
+        for failure in self.failures:
+            groups.setdefault(failure.signature, []).append(failure)
+        lines = [f"{len(self.failures)} of {cases} {what} failed ({len(groups)} distinct; "
+                 f"FUZZ_SEED={SEED} replays them):"]
+        for group in sorted(groups.values(), key=len, reverse=True):
+            shortest = min(group, key=lambda f: len(f.case.text))
+            lines.append(shortest.describe(len(group)))
+        return "\n".join(lines)
+
+
+def test_grammar_texts():
+    """Valid texts: accepted, and every property holds; the first finite ones on every target."""
+    grammar, checker = Grammar(random.Random(f"{SEED} grammar")), Checker()
+    compiled = 0
+    for number in range(GRAMMAR_CASES):
+        case = grammar.valid()
+        if compiled < TARGET_CASES and case.positive:
+            if checker.run(case, number, TARGETS, TARGET_SECONDS):
+                compiled += 1
+        else:
+            checker.run(case, number)
+    print(f"FUZZ_SEED={SEED}: {checker.accepted} accepted, {compiled} compiled for {', '.join(TARGETS)}")
+    if checker.failures:
+        pytest.fail(checker.report("grammar texts", GRAMMAR_CASES), pytrace=False)
+    assert compiled == TARGET_CASES  # the grammar's positive cases are finite, nearly always
+
+
+def test_mutated_texts():
+    """Damaged texts: refused with a caret, or accepted and every property holds."""
+    grammar, checker = Grammar(random.Random(f"{SEED} mutated")), Checker()
+    for number in range(MUTATED_CASES):
+        checker.run(grammar.mutated(), number)
+    print(f"FUZZ_SEED={SEED}: {checker.accepted} accepted, {checker.refused} refused")
+    if checker.failures:
+        pytest.fail(checker.report("mutated texts", MUTATED_CASES), pytrace=False)
+    assert checker.accepted and checker.refused  # both sides of the parser are exercised
+
+
+def test_extreme_texts():
+    """Nesting beyond any limit, huge numbers and shapes: refused with a message, or run in time."""
+    checker = Checker()
+    cases = extreme_cases()
+    for number, case in enumerate(cases):
+        checker.run(case, number)
+    if checker.failures:
+        pytest.fail(checker.report("extreme texts", len(cases)), pytrace=False)
