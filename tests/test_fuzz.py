@@ -103,7 +103,8 @@ class Failure:
         message = "\n    ".join(str(self.error).splitlines()[:6])
         cases = f"{count} case{'s' if count > 1 else ''}"
         return (f"[{cases}] {self.phase}: {type(self.error).__name__} at {self.where}\n"
-                f"    text ({self.case.kind}): {self.case.text[:300]!r}\n    shapes: {self.case.shapes!r}\n    {message}")
+                f"    text ({self.case.kind}): {self.case.text[:300]!r}\n"
+                f"    shapes: {self.case.shapes!r}\n    {message}")
 
 
 def _where(error: BaseException) -> str:
