@@ -87,6 +87,11 @@ def mul(a: Expr, b: Expr) -> Expr:
         return if_(a.condition, mul(a.then, b), ZERO)
     if _gate(b):
         return if_(b.condition, mul(a, b.then), ZERO)
+    # if {c} then (0) else (e) gates the product where c fails: no factor may read where c holds
+    if isinstance(a, If) and a.then == ZERO:
+        return if_(a.condition, ZERO, mul(a.otherwise, b))
+    if isinstance(b, If) and b.then == ZERO:
+        return if_(b.condition, ZERO, mul(a, b.otherwise))
     if x == 1:
         return b
     if y == 1:

@@ -326,3 +326,12 @@ def test_constants_fold_only_where_the_notation_can_write_them(text):
     fn = tab.parse(text, {"f": (), "x": ()})
     for grad in tab.derive(fn).values():
         assert str(tab.parse(str(grad), grad.shapes)) == str(grad)
+
+
+def test_a_zero_then_branch_guards_the_whole_product():
+    """dy of this function multiplied 'if {c} then (0) else (dout)' by y[1; -dy_0], read where c holds and
+    outside y's shape; the product is now inside the else (found by the grammar fuzzer)."""
+    fn = tab.parse("out[j] = if {3 * j <= -j} then (y[j; j]) else (y[1; -j] * ((x[0] + 2.5E+0) ** -2 - y[j; 2 * j]))",
+                   {"out": (1,), "y": (1, 1), "x": (1,)})
+    for grad in tab.derive(fn).values():
+        assert str(tab.parse(str(grad), grad.shapes)) == str(grad)
