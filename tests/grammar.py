@@ -36,11 +36,13 @@ PREFIX, ADD, MUL, UNARY, POWER, ATOM = range(6)
 MAX_DEPTH = 5        # expression nesting of a valid case
 MAX_NESTED_SUMS = 3
 MAX_SUM_TERMS = 7    # terms of one sum: the reference evaluator loops over them in Python
+MAX_BOUNDS = 3       # items of a max [..] or min [..] bound
 # The parser's stated limits, where it states them: valid cases stay inside, extreme cases probe them.
 PARSER_LIMITS = {name: getattr(parser, name) for name in dir(parser)
                  if name.startswith("MAX_") and isinstance(getattr(parser, name), int)}
 assert MAX_DEPTH * 3 < PARSER_LIMITS.get("MAX_DEPTH", math.inf)  # a level of ours is at most 3 of the tree's
 assert MAX_NESTED_SUMS < PARSER_LIMITS.get("MAX_NESTED_SUMS", math.inf)
+assert MAX_BOUNDS < PARSER_LIMITS.get("MAX_BOUNDS", math.inf)
 
 OUTPUTS = ["f", "f", "f", "g", "out", "F2", "loss"]
 ARGUMENTS = ["x", "y", "w", "a", "b", "W", "x2"]
@@ -195,7 +197,7 @@ class Grammar:
         return text, low, high
 
     def bound(self, scope: _Scope, lower: bool) -> tuple[str, int, int]:
-        items = [self.bound_item(scope, lower) for _ in range(self.rng.choice([1, 1, 1, 2, 3]))]
+        items = [self.bound_item(scope, lower) for _ in range(self.rng.choice([1, 1, 1, 2, MAX_BOUNDS]))]
         if len(items) == 1:
             text, low, high = items[0]
         else:
