@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import tensoradbook as tab
 from tensoradbook import exercises as ex
 from tensoradbook._matrix import matmul
+from feedback import hides, messages
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -44,25 +45,6 @@ def unimodular(draw, n):
         if draw(st.booleans()):
             W[:, [i, j]] = W[:, [j, i]]
     return W
-
-
-def messages(result):
-    return "\n".join(result.problems)
-
-
-def hides(result, *expected):
-    """The feedback on a wrong answer says what is wrong without the expected answer: none of ``expected``
-    (numbers as whole words, vectors and phrases as text) appears in what the student sees."""
-    import re
-
-    text = str(result)
-    assert not result.ok
-    for value in expected:
-        if isinstance(value, (int, np.integer)):
-            assert not re.search(rf"(?<![\w.]){int(value)}(?![\w.])", text), (value, text)
-        else:
-            assert str(value) not in text, (value, text)
-    return True
 
 
 # --- placeholders -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tensoradbook import chaining as jc
 from tensoradbook import exercises as ex
+from feedback import messages
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -22,10 +23,6 @@ SECTION_3 = {(2, 4, 8): ("a", 400), (4, 2, 32): ("b", 600), (8, 4, 2): ("c", 400
 chains = st.integers(1, 4).flatmap(lambda q: st.lists(st.integers(1, 6), min_size=q + 1, max_size=q + 1).flatmap(
     lambda sizes: st.lists(st.integers(1, 30), min_size=q, max_size=q).map(
         lambda edges: jc.Chain([(sizes[v + 1], sizes[v], edges[v]) for v in range(q)]))))
-
-
-def messages(result) -> str:
-    return "\n".join(result.problems)
 
 
 @pytest.mark.parametrize("call", [

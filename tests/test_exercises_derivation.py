@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import exercises as ex
+from feedback import hides, messages
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -19,25 +20,6 @@ SHIFT = ("f[i; j] = exp (x[i + j])", {"f": (3, 4), "x": (6,)})
 SECTION6 = ("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))",
             {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)})
 SCALAR = "f[] = sin (x[] * y[]) * x[]"
-
-
-def messages(result):
-    return "\n".join(result.problems)
-
-
-def hides(result, *expected):
-    """The feedback on a wrong answer says what is wrong without the expected answer: none of ``expected``
-    (numbers as whole words, anything else as text) appears in what the student sees."""
-    import re
-
-    text = str(result)
-    assert not result.ok
-    for value in expected:
-        if isinstance(value, (int, np.integer)):
-            assert not re.search(rf"(?<![\w.]){int(value)}(?![\w.])", text), (value, text)
-        else:
-            assert str(value) not in text, (value, text)
-    return True
 
 
 @pytest.mark.parametrize("call", [

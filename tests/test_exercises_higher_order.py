@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import tensoradbook as tab
 from tensoradbook import exercises as ex
 from tensoradbook.gradcheck import random_arguments
+from feedback import messages
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -25,10 +26,6 @@ SECTION6 = ("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d
 
 SHIFT_HV = ("dx[b] = if {b <= 3} then (df[b] * (cos (x[b]) * ddx[b + 1] - sin (x[b]) * x[b + 1] * ddx[b])) "
             "else (0) + if {b >= 1} then (df[b - 1] * cos (x[b - 1]) * ddx[b - 1]) else (0)")
-
-
-def messages(result):
-    return "\n".join(result.problems)
 
 
 def renamed(fn, name):

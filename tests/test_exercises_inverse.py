@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tensoradbook import exercises as ex
 from tensoradbook import inverse as ia
+from feedback import messages
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -39,10 +40,6 @@ def two_chains(x):
     x[1] = x[1] * t2
     x[0] = x[0] + t1
     x[1] = x[1] + t2
-
-
-def messages(result):
-    return "\n".join(result.problems)
 
 
 @pytest.mark.parametrize("call", [

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tensoradbook import exercises as ex
+from feedback import messages
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -21,10 +22,6 @@ SHIFT = ("f[i; j] = x[i + j] ** 2", {"f": (3, 4), "x": (6,)})
 DIAGONAL = ("f[i] = x[i; i] ** 2", {"f": (3,), "x": (3, 3)})
 STRIDED = ("f[i] = sum{k}_0^3 (x[2 * i + k])", {"f": (4,), "x": (10,)})
 IDENTITY = ("f[i] = sin (x[i])", {"f": (5,), "x": (5,)})
-
-
-def messages(result):
-    return "\n".join(result.problems)
 
 
 @pytest.mark.parametrize("call", [
