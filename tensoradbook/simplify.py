@@ -163,9 +163,7 @@ def atom_truth(atom: Atom, ranges: dict | None = None) -> bool | None:
     affine = atom.affine
     if not set(affine.names) <= set(ranges):
         return None
-    low = affine.constant + sum(min(c * ranges[n][0], c * ranges[n][1]) for n, c in affine.terms)
-    high = affine.constant + sum(max(c * ranges[n][0], c * ranges[n][1]) for n, c in affine.terms)
-    low, high = low // affine.denominator, high // affine.denominator
+    low, high = (math.floor(bound) for bound in affine.interval(ranges))
     if atom.inequality:
         return True if low >= 0 else False if high < 0 else None
     if low == high:

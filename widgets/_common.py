@@ -58,6 +58,13 @@ def error_text(exc: BaseException) -> str:
     return f"this input cannot be used: {type(exc).__name__}: {exc}"
 
 
+def move_sliders(sliders, values) -> None:
+    """Move each slider to its value, widening its range where the value lies outside it."""
+    for slider, value in zip(sliders, values):
+        slider.min, slider.max = min(slider.min, value), max(slider.max, value)
+        slider.value = value
+
+
 def shows_errors(method):
     """Make a widget's setter or callback safe for any input.
 
@@ -307,10 +314,8 @@ class BetaExplorer(W.VBox):
                                  f"2**53 - 1 in size (A alpha takes {lo} .. {hi} over the box)")
         self._quiet = True
         try:
-            for slider, value in zip(self._sliders, values):
-                # A beta outside the box's image has no solution in it, but may be asked for.
-                slider.min, slider.max = min(slider.min, value), max(slider.max, value)
-                slider.value = value
+            # A beta outside the box's image has no solution in it, but may be asked for.
+            move_sliders(self._sliders, values)
         finally:
             self._quiet = False
         self._beta = tuple(values)

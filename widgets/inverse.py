@@ -39,7 +39,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from tensoradbook import inverse as ia
 from tensoradbook._matrix import as_int, shown
 
-from ._common import DPI, FIGSIZE, MessageBox, SliderSteps, canvas_png, choose, shows_errors
+from ._common import DPI, FIGSIZE, MessageBox, SliderSteps, canvas_png, choose, move_sliders, shows_errors
 
 BLUE, BLUE_FILL = "#1f5fa8", "#dbe9f6"
 ORANGE = "#e07b00"
@@ -244,10 +244,7 @@ class StepInverse(W.VBox):
         self._a, self._b = values
         self._quiet = True
         try:
-            for name, value in zip("ab", values):
-                slider = self._sliders[name]
-                slider.min, slider.max = min(slider.min, value), max(slider.max, value)
-                slider.value = value
+            move_sliders([self._sliders["a"], self._sliders["b"]], values)
         finally:
             self._quiet = False
         self._update()
@@ -1173,9 +1170,7 @@ class NewtonDemo(W.VBox):
         self._x0 = start
         self._filling = True
         try:
-            for slider, value in zip(self._sliders, start):
-                slider.min, slider.max = min(slider.min, value), max(slider.max, value)
-                slider.value = value
+            move_sliders(self._sliders, start)
         finally:
             self._filling = False
         self._solve()
