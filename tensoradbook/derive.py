@@ -29,12 +29,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from .expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, memory_step, replace,
-                   substitute)
+from .expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, memory_step, postorder,
+                   rebuild, replace, substitute, with_children)
 from .fourier_motzkin import fourier_motzkin
 from .intlinalg import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
-from .simplify import ZERO, add, atom_truth, distinct_nodes, hoist_invariants, if_, rebuild
+from .simplify import ZERO, add, atom_truth, hoist_invariants, if_
 
 
 def _fresh(base: str, used: set[str]) -> str:
@@ -76,20 +76,15 @@ def _unique_sums(node: Expr, used: set[str]) -> Expr:
         if isinstance(current, Sum) and name != current.index:
             body = substitute(rebuilt[0], {current.index: Affine.index(name)})
             current = Sum(name, current.lower, current.upper, body, current.span)
-        elif any(new is not old for new, old in zip(rebuilt, children)):
-            fields = dict(current.__dict__)
-            fields.update(zip(_CHILD_FIELDS[type(current).__name__], rebuilt))
-            current = type(current)(**fields)
+        else:
+            current = with_children(current, rebuilt)
         results.append(current)
     return results[0]
 
 
-_CHILD_FIELDS = {"Unary": ("arg",), "Binary": ("left", "right"), "If": ("then", "otherwise"), "Sum": ("body",)}
-
-
 def _all_names(fn: Function) -> set[str]:
     """Every name in ``fn``: its tensors (output and arguments), output indices and sum indices."""
-    sums = {node.index for node in distinct_nodes(fn.body) if isinstance(node, Sum)}
+    sums = {node.index for node in postorder(fn.body) if isinstance(node, Sum)}
     return set(fn.indices) | set(fn.shapes) | sums
 
 
@@ -414,7 +409,7 @@ def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set
 
 def _depth(node: Expr) -> int:
     """How many sums there are: an upper bound on the kernel dimension beyond the output's."""
-    return sum(isinstance(n, Sum) for n in distinct_nodes(node))
+    return sum(isinstance(n, Sum) for n in postorder(node))
 
 
 def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
@@ -429,7 +424,7 @@ def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
     """
     box = dict(zip(beta, [(0, n - 1) for n in shape]))
     return rebuild(expression, lambda node, branches: _decided(node, branches, box),
-                   below=lambda node: node.children() if isinstance(node, If) else ())
+                   below=lambda node: isinstance(node, If))
 
 
 def _decided(node: Expr, branches: list[Expr], box: dict) -> Expr:

@@ -376,11 +376,19 @@ def _fold(root: Expr, context, enter, leave):
     return values[(id(root), id(context))]
 
 
+def rebuild(root: Expr, step, below=lambda node: True):
+    """``step(node, values)`` over ``root`` from the leaves up, ``values`` being the results for its
+    children; where ``below(node)`` is false, ``step(node, [])`` without looking below it. No recursion
+    (derivatives of long chains are trees hundreds of levels deep), and a shared subtree is done once."""
+    return _fold(root, None, lambda node, _: (None, None) if below(node) else (step(node, []), None),
+                 lambda node, _, values: step(node, values))
+
+
 _CHILD_FIELDS = {Number: (), Element: (), Unary: ("arg",), Binary: ("left", "right"), Sum: ("body",),
                  If: ("then", "otherwise")}
 
 
-def _with_children(node: Expr, children: list) -> Expr:
+def with_children(node: Expr, children: list) -> Expr:
     """``node`` with new children (``node`` itself where they are the same objects)."""
     if all(new is old for new, old in zip(children, node.children())):
         return node
@@ -642,7 +650,7 @@ def substitute(node: Expr, mapping: dict[str, Affine]) -> Expr:
         if isinstance(current, If):
             condition = tuple(Atom(a.affine.substitute(outer), a.modulus, a.inequality) for a in current.condition)
             return If(condition, *children, current.span)
-        return _with_children(current, children)
+        return with_children(current, children)
 
     return _fold(node, mapping, enter, leave)
 
@@ -659,7 +667,7 @@ def walk(node: Expr):
 def replace(node: Expr, target: Expr, replacement: Expr) -> Expr:
     """``node`` with every subtree equal to ``target`` replaced by ``replacement``."""
     return _fold(node, None, lambda current, _: (replacement if current == target else None, None),
-                 lambda current, _, children: _with_children(current, children))
+                 lambda current, _, children: with_children(current, children))
 
 
 def free_indices(node: Expr) -> frozenset[str]:

@@ -42,9 +42,9 @@ import numpy as np
 
 from .derive import _all_names, _fresh, apart
 from .expr import (Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary,
-                   free_indices, memory_step, substitute)
+                   free_indices, memory_step, postorder, substitute)
 from .printer import expr_text, to_text
-from .simplify import distinct_nodes, hoist_invariants
+from .simplify import hoist_invariants
 
 GATHER_TARGETS = ("numpy", "numba", "cuda")
 SCATTER_TARGETS = ("numba-scatter", "cuda-scatter")
@@ -463,7 +463,7 @@ def _lane(fn: Function, body: Expr) -> tuple[str, int] | None:
     if len(fn.indices) < 2:
         return None
     lane = fn.indices[-1]
-    nodes = list(distinct_nodes(body))
+    nodes = list(postorder(body))
     sums = [node for node in nodes if isinstance(node, Sum)]
     for node in nodes:
         if isinstance(node, Sum) and any(lane in a.names for a in node.lower + node.upper):
@@ -494,7 +494,7 @@ def _scatter_reads(grads) -> dict[str, tuple]:
     reads = {}
     for parts in grads.contributions.values():
         for part in parts:
-            for node in distinct_nodes(part.adjoint):
+            for node in postorder(part.adjoint):
                 if isinstance(node, Element):
                     reads.setdefault(node.name, tuple(shapes[node.name]))
     return reads

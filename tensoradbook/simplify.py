@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary
+from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, postorder, rebuild
 from .parser import MAX_INTEGER
 
 
@@ -220,45 +220,10 @@ def _product(factors: list[Expr]) -> Expr:
     return out
 
 
-def rebuild(root: Expr, step, below=lambda node: node.children()) -> Expr:
-    """``step(node, rebuilt)`` over ``root`` from the leaves up, ``rebuilt`` being the results for
-    ``below(node)`` (its children, by default).
-
-    An explicit stack instead of recursion: derivatives of long chains
-    (``sin (sin (... x[i]))``) are trees hundreds of levels deep. A subtree
-    that several parents share is rebuilt once.
-    """
-    done: dict[int, Expr] = {}  # by id: the nodes stay alive in root, and hashing a deep node recurses
-    pending = [(root, False)]
-    while pending:
-        node, expanded = pending.pop()
-        if id(node) in done:
-            continue
-        children = below(node)
-        if children and not expanded:
-            pending.append((node, True))
-            pending.extend((child, False) for child in reversed(children))
-            continue
-        done[id(node)] = step(node, [done[id(child)] for child in children])
-    return done[id(root)]
-
-
-def distinct_nodes(root: Expr):
-    """Every node object below ``root`` once, in the order a walk first meets it. Derivatives share
-    subtrees widely, which :func:`tensoradbook.expr.walk` unfolds into a tree (once per occurrence)."""
-    seen, pending = set(), [root]
-    while pending:
-        node = pending.pop()
-        if id(node) not in seen:
-            seen.add(id(node))
-            yield node
-            pending.extend(reversed(node.children()))
-
-
 def _mentions(node: Expr, index: str) -> bool:
     """Whether ``index`` appears in ``node``: its free use, or a sum binding it again (then kept inside,
     which is only less hoisting). Not a recursion: factors can be deep trees."""
-    for part in distinct_nodes(node):
+    for part in postorder(node):
         if isinstance(part, Element):
             affines = part.indices
         elif isinstance(part, Sum):
