@@ -11,7 +11,10 @@ exact arithmetic (``int`` and ``fractions.Fraction``):
   (the parallelogram of fig. 4b);
 * :func:`loop_bounds` -- the loop bounds of eq. 45 for one right-hand side
   ``b``, as exact affine terms in the outer variables together with the
-  ceiling/floor rounding the integer loops apply to them.
+  ceiling/floor rounding the integer loops apply to them;
+* :func:`drawn_entries`, :func:`solutions_in_view` and :func:`hidden_entries`
+  -- the solutions ``alpha = I beta + K z`` of eq. 41 seen on two entries of
+  ``alpha`` (the alpha-space panels of figs. 3 and 4a).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import combinations
+from itertools import combinations, islice
 
 from ._matrix import as_exact_vector, as_int_matrix, as_rational_matrix, shown
 from .fourier_motzkin import FourierMotzkin, fourier_motzkin
@@ -148,3 +151,85 @@ def loop_bounds(system: FourierMotzkin, b) -> list[tuple[list[AffineBound], list
     return [(_terms(system.L[k], system.Lhat[k], b, lower=True),
              _terms(system.H[k], system.Hhat[k], b, lower=False))
             for k in range(system.n_vars)]
+
+
+def drawn_entries(kernel) -> tuple[int, int]:
+    """The first pair of entries ``(a, b)`` of ``alpha`` on which ``z -> (I beta + K z)[a, b]`` is one to
+    one: the ``2 x kappa`` block of the kernel basis ``K`` (``kappa`` = 1 or 2 columns) has rank ``kappa``.
+    Drawn against each other, those two entries show every solution apart (figs. 3, 4a)."""
+    K = as_int_matrix(kernel, "drawn_entries: kernel")
+    kappa = K.shape[1]
+    if kappa not in (1, 2) or K.shape[0] < 2:
+        raise ValueError(f"drawn_entries: a kernel basis of 1 or 2 columns and at least 2 rows, got {K.shape}")
+    rows = K.tolist()
+    for a, b in combinations(range(len(rows)), 2):
+        if (rows[a][0] or rows[b][0]) if kappa == 1 else rows[a][0] * rows[b][1] - rows[a][1] * rows[b][0]:
+            return a, b
+    raise ValueError(f"drawn_entries: the columns of {rows} are not independent")
+
+
+def _solution_family(particular, kernel, what: str) -> tuple[list[int], list[list[int]]]:
+    """``p`` and ``K`` of the solutions ``p + K z`` as Python integers, checked."""
+    K = as_int_matrix(kernel, f"{what}: kernel")
+    p = as_exact_vector(particular, K.shape[0], f"{what}: particular")
+    if not all(isinstance(v, int) for v in p) or K.shape[1] not in (1, 2):
+        raise ValueError(f"{what}: an integer particular solution and a kernel basis of 1 or 2 columns, "
+                         f"got {shown(particular)} and {K.shape[1]} columns")
+    return p, K.tolist()
+
+
+def solutions_in_view(particular, kernel, entries, view, outside=None, limit: int = 400) -> list[tuple[int, ...]]:
+    """The integer ``z`` (at most ``limit``, in a fixed order) whose solution ``alpha = p + K z`` has its
+    ``entries`` ``(a, b)`` inside ``view = ((low_a, high_a), (low_b, high_b))`` (real bounds, closed) and,
+    given a shape ``outside``, leaves the box ``0 <= alpha < outside``.
+
+    ``(a, b)`` is a pair of :func:`drawn_entries`, so ``z`` follows from
+    ``alpha[a, b]``: for one kernel column an interval of ``z``, for two the
+    points of the view's integer grid whose ``K_ab^-1 (alpha_ab - p_ab)`` is
+    integral (Cramer's rule). Python integers throughout: a basis typed by
+    hand may leave int64.
+    """
+    p, K = _solution_family(particular, kernel, "solutions_in_view")
+    a, b = entries
+    if len(K[0]) == 1:
+        low, high = -math.inf, math.inf
+        for (v0, v1), c in zip(view, (a, b)):
+            if K[c][0]:
+                ends = sorted(((Fraction(v0) - p[c]) / K[c][0], (Fraction(v1) - p[c]) / K[c][0]))
+                low, high = max(low, ends[0]), min(high, ends[1])
+            elif not v0 <= p[c] <= v1:  # this entry is p_c for every z: in the view for all or for none
+                return []
+        candidates = ((z,) for z in range(math.ceil(low), math.floor(high) + 1))
+    else:
+        (k00, k01), (k10, k11) = K[a], K[b]
+        det = k00 * k11 - k01 * k10
+        numerators = ((k11 * (x - p[a]) - k01 * (y - p[b]), -k10 * (x - p[a]) + k00 * (y - p[b]))
+                      for x in range(math.ceil(view[0][0]), math.floor(view[0][1]) + 1)
+                      for y in range(math.ceil(view[1][0]), math.floor(view[1][1]) + 1))
+        candidates = ((n0 // det, n1 // det) for n0, n1 in numerators if n0 % det == 0 and n1 % det == 0)
+
+    def leaves(z):
+        alpha = (pc + sum(k * zj for k, zj in zip(row, z)) for pc, row in zip(p, K))
+        return not all(0 <= v < n for v, n in zip(alpha, outside))
+
+    return list(islice((z for z in candidates if outside is None or leaves(z)), limit))
+
+
+def hidden_entries(particular, kernel, entries) -> dict[int, tuple[Fraction, Fraction, Fraction]]:
+    """For a kernel basis of two columns: each entry ``h`` of ``alpha`` not in ``entries = (a, b)`` as an
+    affine function of those two on the solutions, ``alpha_h = c + g_a alpha_a + g_b alpha_b``, as
+    ``{h: (c, g_a, g_b)}`` (exact; ``alpha_h = p_h + K_h K_ab^-1 (alpha_ab - p_ab)``)."""
+    p, K = _solution_family(particular, kernel, "hidden_entries")
+    if len(K[0]) != 2:
+        raise ValueError(f"hidden_entries: a kernel basis of 2 columns, got {len(K[0])}")
+    a, b = entries
+    (k00, k01), (k10, k11) = K[a], K[b]
+    det = Fraction(k00 * k11 - k01 * k10)
+    out = {}
+    for h in range(len(p)):
+        if h in (a, b):
+            continue
+        g_a = (K[h][0] * k11 - K[h][1] * k10) / det
+        g_b = (-K[h][0] * k01 + K[h][1] * k00) / det
+        out[h] = (p[h] - g_a * p[a] - g_b * p[b], g_a, g_b)
+    return out

@@ -1,14 +1,16 @@
 """Tests of tensoradbook.geometry: exact helpers for the widgets' pictures."""
 
 from fractions import Fraction
-from itertools import product
+from itertools import combinations, product
 
+import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.geometry import AffineBound, image_range, loop_bounds, polygon_vertices
+from tensoradbook.geometry import (AffineBound, drawn_entries, hidden_entries, image_range, loop_bounds,
+                                   polygon_vertices, solutions_in_view)
 
 
 def brute_image_range(A, shape):
@@ -134,3 +136,74 @@ def test_loop_bounds_agree_with_fourier_motzkin(A, data):
                 if t.integral:
                     shifted = t.rounded_constant + sum(c * v for c, v in zip(t.coefficients, later))
                     assert shifted == t.value(later)
+
+
+# --- the solutions alpha = p + K z seen on two entries of alpha (figs. 3, 4a) --------------------------
+
+kernels = st.integers(3, 4).flatmap(lambda m: st.integers(1, 2).flatmap(lambda kappa: st.tuples(
+    st.lists(st.integers(-5, 5), min_size=m, max_size=m),
+    st.lists(st.lists(st.integers(-3, 3), min_size=kappa, max_size=kappa), min_size=m, max_size=m))))
+
+
+def rank(rows) -> int:
+    return int(np.linalg.matrix_rank(np.array(rows, dtype=float))) if rows else 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(kernels)
+def test_drawn_entries_are_the_first_pair_that_shows_every_solution_apart(case):
+    _, K = case
+    kappa = len(K[0])
+    assume(rank(K) == kappa)
+    pairs = [pair for pair in combinations(range(len(K)), 2) if rank([K[pair[0]], K[pair[1]]]) == kappa]
+    assert drawn_entries(K) == pairs[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(kernels, st.tuples(st.integers(-6, 2), st.integers(0, 8), st.integers(-6, 2), st.integers(0, 8)))
+# found by this test: an entry K does not move (K_c = 0) at p_c outside the view shows no solution at all
+@example(([1, 0, 0], [[0], [0], [1]]), (0, 0, 0, 0))
+def test_solutions_in_view_against_brute_force(case, window):
+    p, K = case
+    kappa = len(K[0])
+    assume(rank(K) == kappa)
+    a, b = drawn_entries(K)
+    view = ((window[0] - 0.5, window[0] + window[1] + 0.5), (window[2] - 0.5, window[2] + window[3] + 0.5))
+    shape = (3,) * len(p)
+
+    def alpha(z):
+        return [pc + sum(k * zj for k, zj in zip(row, z)) for pc, row in zip(p, K)]
+
+    def in_view(z):
+        return all(low <= alpha(z)[c] <= high for c, (low, high) in zip((a, b), view))
+
+    # every z seen in a window of these sizes is within 80 of 0: p, K and the window are small
+    brute = [z for z in product(range(-80, 81), repeat=kappa) if in_view(z)]
+    assert sorted(solutions_in_view(p, K, (a, b), view, limit=10**6)) == sorted(brute)
+    leaving = [z for z in brute if not all(0 <= v < 3 for v in alpha(z))]
+    assert sorted(solutions_in_view(p, K, (a, b), view, outside=shape, limit=10**6)) == sorted(leaving)
+    assert len(solutions_in_view(p, K, (a, b), view, limit=2)) == min(2, len(brute))
+
+
+@settings(max_examples=200, deadline=None)
+@given(kernels.filter(lambda case: len(case[1][0]) == 2), st.lists(st.integers(-9, 9), min_size=2, max_size=2))
+def test_hidden_entries_follow_the_drawn_two_on_every_solution(case, z):
+    p, K = case
+    assume(rank(K) == 2)
+    a, b = drawn_entries(K)
+    alpha = [pc + k0 * z[0] + k1 * z[1] for pc, (k0, k1) in zip(p, K)]
+    hidden = hidden_entries(p, K, (a, b))
+    assert set(hidden) == set(range(len(p))) - {a, b}
+    for h, (c, g_a, g_b) in hidden.items():
+        assert c + g_a * alpha[a] + g_b * alpha[b] == alpha[h]
+
+
+def test_the_alpha_helpers_check_their_arguments():
+    with pytest.raises(ValueError, match="not independent"):
+        drawn_entries([[1, 2], [2, 4], [3, 6]])
+    with pytest.raises(ValueError, match="1 or 2 columns"):
+        drawn_entries([[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    with pytest.raises(ValueError, match="integer particular solution"):
+        solutions_in_view([Fraction(1, 2), 0], [[2], [1]], (0, 1), ((0, 5), (0, 5)))
+    with pytest.raises(ValueError, match="2 columns"):
+        hidden_entries([0, 0, 0], [[2], [1], [0]], (0, 1))

@@ -27,9 +27,8 @@ Larger kernels (and a trivial one) are shown as text only.
 from __future__ import annotations
 
 import html
-import math
 from fractions import Fraction
-from itertools import combinations, product
+from itertools import product
 
 import ipywidgets as W
 import numpy as np
@@ -38,7 +37,7 @@ from matplotlib.patches import Patch, Polygon
 from matplotlib.ticker import MaxNLocator
 
 from tensoradbook._matrix import matvec
-from tensoradbook.geometry import loop_bounds, polygon_vertices
+from tensoradbook.geometry import drawn_entries, hidden_entries, loop_bounds, polygon_vertices, solutions_in_view
 
 from ._common import DPI, BetaExplorer, Plot, SliderSteps, canvas_png, subscript, vector_text
 
@@ -134,20 +133,6 @@ class _AlphaPlot(Plot):
         self._frame_artists = list(artists)
         self.canvas.restore_region(self._legend_pixels[key])
         return canvas_png(self.canvas)
-
-
-def _drawn_entries(kernel, shape) -> tuple[int, int]:
-    """The two entries of alpha the alpha-space panel draws: the first pair (a, b) on which
-    ``z -> (I beta + K z)[a, b]`` is one to one (a 2 x kappa block of K of rank kappa)."""
-    rows = kernel.tolist()
-    kappa = len(rows[0]) if rows else 0
-    for a, b in combinations(range(len(rows)), 2):
-        block = [rows[a], rows[b]]
-        if kappa == 1 and (block[0][0] or block[1][0]):
-            return a, b
-        if kappa == 2 and block[0][0] * block[1][1] - block[0][1] * block[1][0]:
-            return a, b
-    return 0, 1  # pragma: no cover -- a kernel basis of rank kappa has such a pair
 
 
 class PolytopeView(SliderSteps, BetaExplorer):
@@ -360,7 +345,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
 
     def _alpha_background(self) -> tuple[int, int]:
         """Set up the alpha-space axes for the pair of entries this kernel basis draws (once per pair)."""
-        pair = _drawn_entries(self._kernel, self._shape)
+        pair = drawn_entries(self._kernel)
         if pair == self._pair:
             return pair
         self._pair = pair
@@ -392,7 +377,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
         self._alpha_plot.clear_frame()
         a, b = self._alpha_background()
         ax = self._alpha_plot.ax
-        artists, kinds = [], {"box"}
+        artists = []
         hidden = [h for h in range(len(self._shape)) if h not in (a, b)]
         view = [ax.get_xlim(), ax.get_ylim()]
         title = f"α-space: α = Iβ + K z for β = {vector_text(self._beta)}"
@@ -412,15 +397,12 @@ class PolytopeView(SliderSteps, BetaExplorer):
             if self._kappa == 1:  # the real solutions: the line through I beta along K
                 artists.append(ax.axline(start, tips[0], color=_KERNEL, linestyle=":", linewidth=1.4, zorder=1,
                                          gid="alpha-line"))
-                if self._line_in_view(start, tips[0], view):
-                    kinds.add("line")
                 lower, upper = self._bounds[0]
                 low, high = lower[0].constant, upper[0].constant
                 if low <= high:  # the image of Sigma(beta) over the reals, from l to h as in fig. 3
                     ends = [at([low]), at([high])]
                     artists += ax.plot(*zip(*ends), color=_REGION["edgecolor"], linewidth=6, alpha=0.5,
                                        solid_capstyle="butt", zorder=2, gid="alpha-region")
-                    kinds.add("region")
                     for (x, y), name in zip(ends, "lh"):
                         artists.append(ax.annotate(name, (x, y), xytext=(7, -14 if name == "l" else 6),
                                                    textcoords="offset points", fontsize=13, fontweight="bold",
@@ -428,21 +410,15 @@ class PolytopeView(SliderSteps, BetaExplorer):
             elif self._vertices:  # the image of the polygon Sigma(beta) over the reals (fig. 4a)
                 artists.append(ax.add_patch(Polygon([at([z0, z1]) for z0, z1 in self._vertices], closed=True,
                                                     gid="alpha-region", **_REGION)))
-                kinds.add("region")
-            limits = self._hidden_limits(a, b, p, K, hidden) if self._kappa == 2 else []
-            if limits:
-                artists += limits
-                kinds.add("hidden")
-            outside = [at(z) for z in self._nearby_solutions(a, b, p, K, view)]
+            if self._kappa == 2:
+                artists += self._hidden_limits(a, b, p, K)
+            outside = [at(z) for z in solutions_in_view(p, K, (a, b), view, outside=self._shape)]
             if outside:
                 artists.append(ax.scatter(*np.array(outside).T, s=34, gid="alpha-outside", **_OUTSIDE))
-                kinds.add("outside")
             inside = np.array([(alpha[a], alpha[b]) for alpha in self._alphas], dtype=float).reshape(-1, 2)
             artists.append(ax.scatter(inside[:, 0], inside[:, 1], s=46, gid="alpha-points", **_POINTS))
-            kinds.add("points")
             if all(low <= v <= high for v, (low, high) in zip(start, view)):
                 artists += ax.plot(*start, gid="alpha-particular", **_PARTICULAR)
-                kinds |= {"particular", "kernel"}
                 for tip in tips:  # the columns of K as arrows from I beta (the tips may leave the view)
                     arrow = ax.annotate("", xy=tip, xytext=start, zorder=3, annotation_clip=False, gid="alpha-kernel",
                                         arrowprops=dict(arrowstyle="-|>", color=_KERNEL, linewidth=2,
@@ -471,56 +447,11 @@ class PolytopeView(SliderSteps, BetaExplorer):
         handles, labels = zip(*(legend[kind] for kind in legend if kind in kinds))
         self._alpha_image.value = self._alpha_plot.frame(artists, handles, labels)
 
-    @staticmethod
-    def _line_in_view(start, through, view) -> bool:
-        """Whether the line through ``start`` and ``through`` crosses the rectangle ``view``."""
-        low, high = -math.inf, math.inf
-        for (v0, v1), s, t in zip(view, start, through):
-            if t == s:
-                if not v0 <= s <= v1:
-                    return False
-                continue
-            ends = sorted(((v0 - s) / (t - s), (v1 - s) / (t - s)))
-            low, high = max(low, ends[0]), min(high, ends[1])
-        return low <= high
-
-    def _nearby_solutions(self, a, b, p, K, view) -> list:
-        """Integer z whose alpha is a solution outside the box but drawn inside the view (at most 400).
-
-        In Python ints (numpy object arrays): I beta and a kernel basis typed by hand may have entries
-        beyond int64, where numpy's int64 would raise or silently wrap around."""
-        K = np.array(K, dtype=object)
-        if self._kappa == 1:  # the z with view_low <= p_c + K_c z <= view_high in both drawn entries c
-            low, high = -math.inf, math.inf
-            for (v0, v1), c in zip(view, (a, b)):
-                if K[c, 0]:
-                    ends = sorted(((Fraction(v0) - p[c]) / K[c, 0], (Fraction(v1) - p[c]) / K[c, 0]))
-                    low, high = max(low, ends[0]), min(high, ends[1])
-            z = np.arange(math.ceil(low), math.floor(high) + 1).astype(object).reshape(-1, 1)
-        else:  # z = K_ab^-1 (alpha_ab - p_ab) for every integer point of the view; keep the integral ones
-            (k00, k01), (k10, k11) = K[a], K[b]
-            det = k00 * k11 - k01 * k10
-            xs = np.arange(math.ceil(view[0][0]), math.floor(view[0][1]) + 1).astype(object) - p[a]
-            ys = np.arange(math.ceil(view[1][0]), math.floor(view[1][1]) + 1).astype(object) - p[b]
-            dx, dy = (grid.ravel() for grid in np.meshgrid(xs, ys))
-            n0, n1 = k11 * dx - k01 * dy, -k10 * dx + k00 * dy
-            integral = (n0 % det == 0) & (n1 % det == 0)
-            z = np.stack([n0[integral] // det, n1[integral] // det], axis=1)
-        alpha = np.array(p, dtype=object) + z @ K.T
-        outside = ~np.all((alpha >= 0) & (alpha < np.array(self._shape, dtype=object)), axis=1)
-        return [[int(v) for v in row] for row in z[outside][:400]]
-
-    def _hidden_limits(self, a, b, p, K, hidden) -> list:
+    def _hidden_limits(self, a, b, p, K) -> list:
         """For a 2-D kernel: the box limits ``0 <= alpha_h <= shape_h - 1`` of each entry not drawn, as
         lines in the panel (on the solutions, alpha_h is an affine function of alpha_a and alpha_b)."""
-        (k00, k01), (k10, k11) = K[a], K[b]
-        det = Fraction(k00 * k11 - k01 * k10)
         lines = []
-        for h in hidden:
-            # alpha_h = p_h + K_h z with z = K_ab^-1 (alpha_ab - p_ab): alpha_h = c + g_a alpha_a + g_b alpha_b
-            g_a = (K[h][0] * k11 - K[h][1] * k10) / det
-            g_b = (-K[h][0] * k01 + K[h][1] * k00) / det
-            c = p[h] - g_a * p[a] - g_b * p[b]
+        for h, (c, g_a, g_b) in hidden_entries(p, K, (a, b)).items():
             for level in (0, self._shape[h] - 1):
                 if g_b:
                     line = self._alpha_plot.ax.axline((0.0, float((level - c) / g_b)), slope=float(-g_a / g_b),
