@@ -57,7 +57,7 @@ from ._inverse_kernels import (ADD, ARITY, CONST, COS, DIV, EXP, INPUT, LOG, MUL
 __all__ = [
     "Lump", "NewtonError", "NewtonResult", "Program", "Step", "Sweep", "Tape",
     "cos", "exp", "finite_difference_newton", "forward_inverse", "jacobian", "jvp", "log", "logdet",
-    "newton", "partials", "reverse_inverse", "run", "sin", "sqrt", "sweep", "tanh", "trace", "vjp",
+    "newton", "partials", "reverse_inverse", "run", "sin", "sqrt", "sweep", "tanh", "trace", "unlayer", "vjp",
 ]
 
 _UNARY = {EXP: "exp", LOG: "log", SIN: "sin", COS: "cos", TANH: "tanh", SQRT: "sqrt"}
@@ -755,6 +755,31 @@ class Tape:
         """``log |det J| = sum_t log |det A_t|`` (``sum_t log |a_t|`` for scalar steps)."""
         return float(sum(np.linalg.slogdet(block)[1] for block in self.A))
 
+    def layers(self) -> list[np.ndarray]:
+        """The lumps' Jacobians ``J_j`` as ``n x n`` matrices, ``J = J_T ... J_1`` (Fig. 3(b), the layered
+        primal graph): the rows a lump writes hold its blocks ``A`` and ``B``; every other register is
+        copied, an edge of weight 1."""
+        n, out = self.program.n, []
+        for lump, A, B in zip(self.program.lumps, self.A, self.B):
+            J = np.eye(n)
+            J[np.ix_(lump.written, lump.written)] = A
+            J[np.ix_(lump.written, lump.read)] = B
+            out.append(J)
+        return out
+
+    def inverse_layers(self) -> list[np.ndarray]:
+        """Each layer inverted as the reverse inverse sweep does (Fig. 1(e), Fig. 3(c), eq. 2.6h): the
+        written rows become ``A^-1`` and ``-A^-1 B``, so ``J_j^-1`` has the sparsity of ``J_j``. Raises
+        ValueError, naming the step, where a block ``A`` is singular at the point."""
+        out = []
+        for j, (lump, layer) in enumerate(zip(self.program.lumps, self.layers())):
+            A, B = self.A[j], self.B[j]
+            inverse = layer.copy()
+            inverse[np.ix_(lump.written, lump.written)] = _solve(self.program, j, A, np.eye(lump.size))
+            inverse[np.ix_(lump.written, lump.read)] = -_solve(self.program, j, A, B)
+            out.append(inverse)
+        return out
+
 
 @dataclass(frozen=True)
 class Sweep:
@@ -902,6 +927,33 @@ def partials(program: Program, x) -> Tape:
             As.append(A)
             Bs.append(B)
     return Tape(program, np.array(values), tuple(As), tuple(Bs))
+
+
+def unlayer(inverse_layers, inputs, written) -> tuple[list[tuple[str, str, float]], list[str]]:
+    """The reverse inverse flow graph of Fig. 3(d, e): the layered inverse graph with every copied
+    vertex merged into the vertex it copies, so only the operations' edges are left.
+
+    ``inverse_layers`` are the layers from the bottom (``x*``) up, e.g.
+    ``Tape.inverse_layers()`` (Fig. 3(d)'s time shift drops the copy layer
+    that would end them); ``inputs`` names the registers' values at the
+    bottom and ``written[k]`` maps each register layer ``k`` writes to the
+    name of its new value. Returns the edges ``(source, target, weight)``,
+    the tangent of ``target`` taking ``weight`` times that of ``source``,
+    layer by layer, and the value whose tangent each register holds at the
+    top (where ``y*`` enters).
+    """
+    n = len(inputs)
+    holder, edges = list(inputs), []
+    for k, (inverse, names) in enumerate(zip(inverse_layers, written)):
+        inverse = np.asarray(inverse, dtype=float)
+        if inverse.shape != (n, n) or not set(names) <= set(range(n)):
+            raise ValueError(f"unlayer: layer {k} is {inverse.shape} with registers {sorted(names)} written, "
+                             f"for {n} inputs")
+        below = holder
+        holder = [names.get(r, name) for r, name in enumerate(below)]
+        edges += [(holder[s], below[r], float(inverse[r, s]))
+                  for r in sorted(names) for s in np.flatnonzero(inverse[r])]
+    return edges, holder
 
 
 def run(program: Program, x, engine: str = "auto") -> np.ndarray:

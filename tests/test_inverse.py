@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tensoradbook import inverse as ia
@@ -643,3 +643,62 @@ def test_finite_difference_newton_is_the_slower_baseline():
     assert approximate.iterations > exact.iterations
     singular = ia.finite_difference_newton(program, [0.0, 0.0], h=1e-6, max_iter=3)
     assert not singular.converged and singular.message
+
+
+# --- Fig. 3: the layered graph, its layer-by-layer inverse, and the unlayered reverse inverse flow graph ---
+
+def graph_value(edges, top, inputs, ydot) -> np.ndarray:
+    """The tangents at the bottom of the unlayered graph: ``ydot`` enters at the top, edges carry it down."""
+    value = dict(zip(top, ydot))
+    for source, target, weight in reversed(edges):  # the last layer's edges first
+        value[target] = value.get(target, 0.0) + weight * value[source]
+    return np.array([value[name] for name in inputs])
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs_with_temporaries(), st.data())
+def test_layers_multiply_to_the_jacobian_and_invert_one_by_one(program, data):
+    step, n, x = program
+    prog = ia.trace(step, n)
+    assume(moderate(prog, x))
+    tape = ia.partials(prog, x)
+    try:
+        inverses = tape.inverse_layers()
+    except ValueError:  # a singular block at this point: the sweeps refuse it too
+        with pytest.raises(ValueError):
+            ia.reverse_inverse(prog, x, np.ones(n))
+        return
+    layers = tape.layers()
+    assert len(layers) == len(prog.lumps)
+    J = ia.jacobian(prog, x)
+    product = np.linalg.multi_dot([np.eye(n)] + layers[::-1] + [np.eye(n)])
+    np.testing.assert_allclose(product, J, rtol=1e-9, atol=1e-12 * max(1.0, size(J)))
+    for lump, layer, inverse in zip(prog.lumps, layers, inverses):
+        untouched = [r for r in range(n) if r not in lump.written]
+        np.testing.assert_array_equal(inverse[untouched], np.eye(n)[untouched])  # copies stay copies
+        assert not np.any(inverse[:, [r for r in untouched if r not in lump.read]][list(lump.written)])
+        np.testing.assert_allclose(inverse @ layer, np.eye(n), atol=1e-9 * max(1.0, size(inverse) * size(layer)))
+    v = data.draw(vectors(n))
+    assume(np.all(np.isfinite(ia.reverse_inverse(prog, x, v))))
+    scalar = all(lump.size == 1 for lump in prog.lumps)
+    if scalar:  # the unlayered graph carries y* down to J^-1 y*, as the sweep computes it
+        inputs = [f"x{r}" for r in range(n)]
+        written = [{lump.written[0]: f"v{k}"} for k, lump in enumerate(prog.lumps)]
+        edges, top = ia.unlayer(inverses, inputs, written)
+        expected = ia.reverse_inverse(prog, x, v)
+        np.testing.assert_allclose(graph_value(edges, top, inputs, v), expected,
+                                   rtol=1e-9, atol=1e-9 * max(1.0, size(expected)))
+
+
+def test_the_unlayered_graph_of_fig2_is_fig2f():
+    """Fig. 3(e) from Fig. 2's program (p = exp x1 + x2^2, q = sin z1 + x3^3 at (0, 1, 1)): four edges,
+    the weights of Fig. 2(f) in closed form."""
+    prog, x = ia.trace(TRANSCENDENTAL, 3), np.array([0.0, 1.0, 1.0])
+    edges, top = ia.unlayer(ia.partials(prog, x).inverse_layers(), ["x1", "x2", "x3"], [{0: "z1"}, {2: "z2"}])
+    z1 = np.exp(0.0) + 1.0
+    expected = {("z1", "x1"): 1.0, ("x2", "x1"): -2.0, ("z1", "x3"): -np.cos(z1) / 3, ("z2", "x3"): 1 / 3}
+    assert {(s, t) for s, t, _ in edges} == set(expected) and top == ["z1", "x2", "z2"]
+    for source, target, weight in edges:
+        assert weight == pytest.approx(expected[(source, target)], rel=1e-12)
+    with pytest.raises(ValueError, match=r"layer 1 is \(3, 3\) with registers \[5\] written, for 3 inputs"):
+        ia.unlayer(ia.partials(prog, x).inverse_layers(), ["x1", "x2", "x3"], [{0: "z1"}, {5: "z2"}])
