@@ -1,32 +1,35 @@
 """tensoradbook: automatic differentiation for tensor algebras, as a runnable book.
 
-The core library (this package) follows Urban & van der Smagt, "Automatic
-Differentiation for Tensor Algebras": integer equations (sec. 4.1) in
-:mod:`tensoradbook.intlinalg`, inequalities (sec. 4.2) in
-:mod:`tensoradbook.fourier_motzkin`; element-wise functions (sec. 5) in
-:mod:`tensoradbook.expr`, reverse accumulation (sec. 2) in
-:mod:`tensoradbook.reverse` and Algorithm 4 in :mod:`tensoradbook.derive`; the
-report's notation (sec. 6) is read by :mod:`tensoradbook.parser` and written by
-:mod:`tensoradbook.printer`. :mod:`tensoradbook.kernels` turns functions and
-their gradients into Numba CPU, Numba CUDA and numpy kernels
-(``fn.compile("numba")``, ``grads.compile("cuda")``), and
-:mod:`tensoradbook.gradcheck` checks gradients by finite differences.
-Naumann's "Matrix-Free Jacobian Chaining" is :mod:`tensoradbook.chaining`
-(``from tensoradbook import chaining as jc``), with runnable elemental
-functions that check its cost model in :mod:`tensoradbook.chain_programs`. Pearlmutter & Siskind's
-inverse accumulation mode (``J^-1 v`` and ``J^-T v`` in one sweep, lumps, Newton's method) is
-:mod:`tensoradbook.inverse` (``from tensoradbook import inverse as ia``). The ipywidgets front-ends live in
-:mod:`tensoradbook.widgets`, which this package never imports.
+The core follows Urban & van der Smagt, "Automatic Differentiation for Tensor Algebras", in layers
+that import one way only (``tests/test_layout.py`` checks it)::
+
+    integer   sec. 4: exact integer matrices, the Smith normal form (Alg. 1-2),
+              Fourier-Motzkin elimination (Alg. 3), index geometry
+    lang      secs. 5-6: the operation table (lang.ops), expressions, the reference evaluator,
+              the notation's parser and printers, simplification
+    ad        secs. 2 and 5: the reverse sweep (eq. 1), Algorithm 4 (derive), finite differences
+    codegen   sec. 6: one kernel printer per target (numpy, Numba, Numba CUDA, the scatter
+              baselines), compiling and the disk cache
+
+``integer <- lang <- ad <- codegen``: a module reads only its own layer and the ones to its left.
+Two papers stand apart: Pearlmutter & Siskind's inverse accumulation mode is
+:mod:`tensoradbook.inverse` (``from tensoradbook import inverse as ia``) and Naumann's matrix-free
+Jacobian chaining :mod:`tensoradbook.chaining` (``from tensoradbook import chaining as jc``). The
+chapters' exercise checks (:mod:`tensoradbook.exercises`) and the ipywidgets front-ends
+(:mod:`tensoradbook.widgets`, which this package never imports) sit on top.
+
+``kernels`` is the former name of :mod:`tensoradbook.codegen`, kept for code written against it.
 """
 
-from . import kernels
-from .derive import Gradients, derive
-from .expr import ExpressionError, Function
-from .fourier_motzkin import BoxedSolutions, FourierMotzkin, fourier_motzkin
-from .gradcheck import check_gradients
-from .parser import parse
-from .printer import to_latex, to_text
-from .intlinalg import (
+from . import codegen
+from . import codegen as kernels
+from .ad.derive import Gradients, derive
+from .lang.expr import ExpressionError, Function
+from .integer.fourier_motzkin import BoxedSolutions, FourierMotzkin, fourier_motzkin
+from .ad.gradcheck import check_gradients
+from .lang.parser import parse
+from .lang.printer import to_latex, to_text
+from .integer.smith import (
     IntegerInverse,
     IntegerSolutions,
     SmithNormalForm,
@@ -37,6 +40,7 @@ from .intlinalg import (
 )
 
 __all__ = [
+    "codegen",
     "kernels",
     "ExpressionError",
     "Function",

@@ -15,8 +15,8 @@ import argparse
 import re
 import sys
 
-from .expr import ExpressionError
-from .kernels import TARGETS
+from .lang.expr import ExpressionError
+from .codegen import TARGETS
 
 # NAME=3x4, NAME=8, NAME= or NAME=() (a scalar); sizes in ASCII digits.
 _SHAPE = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*(\(\s*\)|[0-9]+(?:\s*[xX]\s*[0-9]+)*|)\s*", re.ASCII)
@@ -62,7 +62,7 @@ def _arguments(argv):
 
 def _derive(options) -> None:
     from . import derive, parse
-    from .gradcheck import check_gradients
+    from .ad.gradcheck import check_gradients
 
     fn = parse(options.text, parse_shapes(options.shape))
     grads = derive(fn)

@@ -1,4 +1,4 @@
-"""Random texts in the notation :mod:`tensoradbook.parser` reads, for the fuzz test (tests/test_fuzz.py).
+"""Random texts in the notation :mod:`tensoradbook.lang.parser` reads, for the fuzz test (tests/test_fuzz.py).
 
 Three kinds of :class:`Case`, each a text with its shapes:
 
@@ -27,7 +27,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from tensoradbook import parser
+from tensoradbook.lang import parser
 
 # Precedence of a piece of text as the parser reads it, loosest first. PREFIX (a sum or an if) is
 # below every operator, so it is parenthesised wherever it is an operand.

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensoradbook import chaining as jc
-from tensoradbook.chain_programs import ChainProgram, Elemental
+from tensoradbook.chaining.programs import ChainProgram, Elemental
 
 SECTION_5 = jc.Chain.parse("3\n3 3 29\n1 3 14\n2 1 7\n")
 

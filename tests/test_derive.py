@@ -13,8 +13,8 @@ import pytest
 from hypothesis import example, given, settings
 
 import tensoradbook as tab
-from tensoradbook.gradcheck import directional_derivatives
-from tensoradbook.expr import Affine, Binary, Element, ExpressionError, Function, If, Number, Sum, walk
+from tensoradbook.ad.gradcheck import directional_derivatives
+from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, Function, If, Number, Sum, walk
 from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions, renamed_functions
 
 TOLERANCE = 1e-6
@@ -84,7 +84,7 @@ def test_reference_patterns(text, shapes, structure):
 
 
 def _nodes(node):
-    from tensoradbook.expr import walk
+    from tensoradbook.lang.expr import walk
 
     return list(walk(node))
 
@@ -110,7 +110,7 @@ def test_conditions_implied_by_the_box_disappear():
 
 
 def test_numeric_gradient_is_the_per_element_oracle():
-    from tensoradbook.gradcheck import numeric_gradient
+    from tensoradbook.ad.gradcheck import numeric_gradient
 
     fn = tab.parse("f[i; j] = sin (x[i + j]) * y[j]", {"f": (2, 3), "x": (4,), "y": (3,)})
     rng = np.random.default_rng(5)
@@ -242,8 +242,8 @@ def test_second_order_gradients_are_named_apart_from_the_first():
 
 def test_the_box_decision_walks_deep_if_chains_without_recursion():
     """The parser limits the depth of a function; its derivatives are deeper (issue 10: RecursionError)."""
-    from tensoradbook.derive import _box_decide
-    from tensoradbook.expr import Atom, Element
+    from tensoradbook.ad.derive import _box_decide
+    from tensoradbook.lang.expr import Atom, Element
 
     never = (Atom(Affine.of({"dx_0": 1}, -5), inequality=True),)  # dx_0 >= 5 on a box of 3
     expression = Element("df", (Affine.index("dx_0"),))
@@ -253,8 +253,8 @@ def test_the_box_decision_walks_deep_if_chains_without_recursion():
 
 
 def test_sums_are_made_unique_deep_in_a_tree_without_recursion():
-    from tensoradbook.derive import apart
-    from tensoradbook.expr import Element
+    from tensoradbook.ad.derive import apart
+    from tensoradbook.lang.expr import Element
 
     def sum_k():
         return Sum("k", (Affine.constant_value(0),), (Affine.constant_value(1),), Element("x", (Affine.index("k"),)))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import exercises as ex
-from tensoradbook._matrix import matmul
+from tensoradbook.integer.matrix import matmul
 from feedback import hides, messages
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -213,7 +213,7 @@ def test_jacobian_hides_the_entries():
 def test_hessian_vector_product_hides_the_entries():
     fn = tab.parse(*SECTION6)  # chapter 07, exercise 3: H v with respect to b
     rng = np.random.default_rng(2017)
-    point = tab.gradcheck.random_arguments(fn, rng)
+    point = tab.ad.gradcheck.random_arguments(fn, rng)
     df = rng.standard_normal((3, 4))
     v = rng.standard_normal((4, 5))
     first = tab.derive(fn)["b"]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import exercises as ex
-from tensoradbook.gradcheck import random_arguments
+from tensoradbook.ad.gradcheck import random_arguments
 from feedback import messages
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,7 +3,7 @@
 For every text from tests/grammar.py, :func:`tensoradbook.parse` either refuses it with an
 :class:`ExpressionError` whose message shows a caret line, or returns a function that
 
-* derives (:func:`tensoradbook.derive`);
+* derives (:func:`tensoradbook.ad.derive`);
 * prints (``str``) as a text that parses back to the same tree, and so does each derivative;
 * compiles for numpy to the reference evaluator's values (``fn.evaluate``), its gradients to
   ``grads.evaluate``'s;
@@ -34,9 +34,9 @@ import numpy as np
 import pytest
 
 import tensoradbook as tab
-from tensoradbook.expr import MAX_WORK, Element, ExpressionError, If, Number, Sum, bound_value, walk
-from tensoradbook.gradcheck import directional_derivatives, random_arguments
-from tensoradbook.kernels import GATHER_TARGETS
+from tensoradbook.lang.expr import MAX_WORK, Element, ExpressionError, If, Number, Sum, bound_value, walk
+from tensoradbook.ad.gradcheck import directional_derivatives, random_arguments
+from tensoradbook.codegen import GATHER_TARGETS
 from conftest import IN_CI
 from grammar import Case, Grammar, extreme_cases
 

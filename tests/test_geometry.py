@@ -1,4 +1,4 @@
-"""Tests of tensoradbook.geometry: exact helpers for the widgets' pictures."""
+"""Tests of tensoradbook.integer.geometry: exact helpers for the widgets' pictures."""
 
 from fractions import Fraction
 from itertools import combinations, product
@@ -9,7 +9,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.geometry import (AffineBound, drawn_entries, hidden_entries, image_range, loop_bounds,
+from tensoradbook.integer.geometry import (AffineBound, drawn_entries, hidden_entries, image_range, loop_bounds,
                                    polygon_vertices, solutions_in_view)
 
 

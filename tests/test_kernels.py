@@ -1,4 +1,4 @@
-"""Generated kernels (tensoradbook.kernels): every target equals the reference evaluator.
+"""Generated kernels (tensoradbook.codegen): every target equals the reference evaluator.
 
 The oracle is :meth:`Function.evaluate` and :meth:`Gradients.evaluate` of the
 report's form (the derivation as printed), which share no code with the
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import kernels
-from tensoradbook.expr import MAX_WORK, Affine, Binary, Element, ExpressionError, Number, Sum, Unary
-from tensoradbook.gradcheck import random_arguments
-from tensoradbook.printer import expr_text
-from tensoradbook.simplify import hoist_invariants
+from tensoradbook.lang.expr import MAX_WORK, Affine, Binary, Element, ExpressionError, Number, Sum, Unary
+from tensoradbook.ad.gradcheck import random_arguments
+from tensoradbook.lang.printer import expr_text
+from tensoradbook.lang.simplify import hoist_invariants
 from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions, renamed_functions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -190,7 +190,7 @@ def _at_the_limits():
     """The deepest functions the parser accepts (issue 10), at MAX_DEPTH and MAX_NESTED_SUMS, and whether
     to check their second derivatives here too: not the product of exps, whose report-form second
     derivative the reference evaluator takes ~15 s for, nor the nested sums, ~20 s in Fourier-Motzkin."""
-    from tensoradbook.parser import MAX_DEPTH, MAX_NESTED_SUMS as S
+    from tensoradbook.lang.parser import MAX_DEPTH, MAX_NESTED_SUMS as S
 
     n = MAX_DEPTH - 2  # f[] = and the outermost node take levels of their own
     scalar = {"f": (), "x": ()}

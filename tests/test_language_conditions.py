@@ -14,7 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.expr import Affine, Atom, ExpressionError
+from tensoradbook.lang.expr import Affine, Atom, ExpressionError
 
 
 def test_the_issues_else_branch_is_read_only_where_the_condition_fails():

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.expr import UNARY_FUNCTIONS
-from tensoradbook.parser import FUNCTIONS
+from tensoradbook.lang.ops import UNARY_FUNCTIONS
+from tensoradbook.lang.ops import FUNCTIONS
 
 # (numpy function, its derivative) written out independently of the derivative table
 CALCULUS = {

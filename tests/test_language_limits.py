@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 
 import tensoradbook as tab
-from tensoradbook import expr
-from tensoradbook.expr import (MAX_WORK, Affine, Atom, Binary, Element, ExpressionError, Function, If, Number, Sum, Unary,
+from tensoradbook.lang import expr
+from tensoradbook.lang.expr import (MAX_WORK, Affine, Atom, Binary, Element, ExpressionError, Function, If, Number, Sum, Unary,
                                free_indices, replace, substitute)
-from tensoradbook.parser import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
-from tensoradbook.printer import to_latex
+from tensoradbook.lang.parser import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
+from tensoradbook.lang.printer import to_latex
 from test_printer import functions
 
 SCALARS = {"f": (), "x": (), "y": ()}

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensoradbook.expr import Affine, Atom, Binary, Element, ExpressionError, Number, Sum, Unary
-from tensoradbook.derive import derive
-from tensoradbook.parser import parse
+from tensoradbook.lang.expr import Affine, Atom, Binary, Element, ExpressionError, Number, Sum, Unary
+from tensoradbook.ad.derive import derive
+from tensoradbook.lang.parser import parse
 
 SEC6 = "f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))"
 SEC6_SHAPES = {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)}

@@ -1,7 +1,7 @@
 """Printing (report sec. 6): the text reads back to the same tree, and the LaTeX is well formed.
 
 The round trip is a property over random trees built directly from the nodes
-of :mod:`tensoradbook.expr`, with argument shapes chosen large enough for every
+of :mod:`tensoradbook.lang.expr`, with argument shapes chosen large enough for every
 index, so :func:`parse` accepts them.
 """
 
@@ -14,9 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tensoradbook.expr import (
-    BINARY_OPERATORS,
-    UNARY_FUNCTIONS,
+from tensoradbook.lang.ops import BINARY_OPERATORS, UNARY_FUNCTIONS
+from tensoradbook.lang.expr import (
     Affine,
     Atom,
     Binary,
@@ -28,8 +27,8 @@ from tensoradbook.expr import (
     Unary,
     walk,
 )
-from tensoradbook.parser import parse
-from tensoradbook.printer import affine_text, expr_latex, expr_text, to_latex, to_text
+from tensoradbook.lang.parser import parse
+from tensoradbook.lang.printer import affine_text, expr_latex, expr_text, to_latex, to_text
 
 ARGUMENTS = {0: ("u",), 1: ("x", "w"), 2: ("y",)}  # argument names by number of indices
 

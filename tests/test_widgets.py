@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook._matrix import to_latex
-from tensoradbook.geometry import image_range
+from tensoradbook.integer.matrix import to_latex
+from tensoradbook.integer.geometry import image_range
 from tensoradbook.widgets import KernelLattice, PolytopeView, SmithStepper
 from tensoradbook.widgets.polytope import affine_text
 from tensoradbook.widgets._common import parse_matrix

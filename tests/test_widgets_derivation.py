@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook._matrix import to_latex
-from tensoradbook.expr import Affine, Element
-from tensoradbook.printer import expr_text
-from tensoradbook.reverse import reverse_accumulate
+from tensoradbook.integer.matrix import to_latex
+from tensoradbook.lang.expr import Affine, Element
+from tensoradbook.lang.printer import expr_text
+from tensoradbook.ad.reverse import reverse_accumulate
 from tensoradbook.widgets import DerivationExplorer, GraphView
 from tensoradbook.widgets._common import parse_shapes, shapes_text
 from tensoradbook.widgets.explorer import PRESETS, SECTION_6, conditions_and_loops

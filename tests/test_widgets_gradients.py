@@ -13,7 +13,7 @@ import pytest
 
 import tensoradbook as tab
 from tensoradbook import kernels
-from tensoradbook.gradcheck import numeric_gradient, random_arguments
+from tensoradbook.ad.gradcheck import numeric_gradient, random_arguments
 from tensoradbook.widgets import GradientLab
 from tensoradbook.widgets import gradient_lab as lab_module
 from tensoradbook.widgets.explorer import PRESETS, SECTION_6, TOLERANCE

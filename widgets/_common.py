@@ -28,8 +28,8 @@ from PIL import Image as PILImage
 from traitlets import TraitError
 
 from tensoradbook import IntegerSolutions, integer_inverse
-from tensoradbook._matrix import as_exact_vector, as_int, as_int_matrix, matvec, shown
-from tensoradbook.geometry import image_range
+from tensoradbook.integer.matrix import as_exact_vector, as_int, as_int_matrix, matvec, shown
+from tensoradbook.integer.geometry import image_range
 
 # 6 x 4.5 inches at 80 dpi (480 x 360 pixels) keeps a redraw plus PNG encoding
 # well inside the 100 ms an interaction may take.

@@ -38,7 +38,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tensoradbook import chaining as jc
-from tensoradbook._matrix import as_int
+from tensoradbook.integer.matrix import as_int
 
 from ._common import (AXES_RECT, DPI, FIGSIZE, MessageBox, Plot, SliderSteps, canvas_png, choose, shows_errors,
                       subscript)

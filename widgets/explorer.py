@@ -8,7 +8,7 @@ the cokernel ``C``; the occurrence contributes only where ``C (beta - a) = 0``
 occurrence's adjoint over ``alpha = I (beta - a) + K z`` for ``z`` in
 ``Sigma(beta)`` (eq. 42), whose Fourier-Motzkin loop bounds (sec. 4.2,
 Algorithm 3, eq. 45) become the ``max``/``min`` bounds of the sums. The
-explorer shows these matrices and bounds as :func:`tensoradbook.derive` built
+explorer shows these matrices and bounds as :func:`tensoradbook.ad.derive` built
 them, the derivative it returns, and a finite-difference check of it.
 """
 
@@ -21,9 +21,9 @@ import ipywidgets as W
 import numpy as np
 
 import tensoradbook as tab
-from tensoradbook._matrix import shown, to_latex
-from tensoradbook.expr import If, Sum
-from tensoradbook.printer import atom_text, bound_text, expr_text
+from tensoradbook.integer.matrix import shown, to_latex
+from tensoradbook.lang.expr import If, Sum
+from tensoradbook.lang.printer import atom_text, bound_text, expr_text
 
 from ._common import CodeMessageBox, choose, function_entries, read_shapes, shapes_text, shows_errors
 
@@ -101,7 +101,7 @@ class DerivationExplorer(PresetChoice, W.VBox):
     Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or typed
     like ``f=3x4, d=8``), ``set_preset(name)``, ``presets`` (name -> (text,
     shapes)), ``argument`` (read/write), ``function``, ``gradients`` (the
-    :class:`~tensoradbook.derive.Gradients`), ``check`` (argument -> relative
+    :class:`~tensoradbook.ad.derive.Gradients`), ``check`` (argument -> relative
     error of the dot-product test) and ``error`` ("" if none).
     """
 

@@ -1,7 +1,7 @@
 """GradientLab: the generated gradient kernels (report sec. 6) run and checked against finite differences.
 
 Pick a preset or type a function with its shapes, a size (a scale factor)
-and a target of :mod:`tensoradbook.kernels`, and press Run. The lab derives
+and a target of :mod:`tensoradbook.codegen`, and press Run. The lab derives
 the gradients (Algorithm 4), generates and compiles the target's module,
 times the forward kernel alone and forward plus gradients (median of a few
 runs), and checks the kernels' output three ways:
@@ -11,7 +11,7 @@ runs), and checks the kernels' output three ways:
 * against finite differences by the dot-product test
   (:func:`tensoradbook.check_gradients`, run on the kernels' gradients);
 * for small sizes, element by element against central differences
-  (:func:`tensoradbook.gradcheck.numeric_gradient`), drawn as a heatmap.
+  (:func:`tensoradbook.ad.gradcheck.numeric_gradient`), drawn as a heatmap.
 
 The generated module of the chosen target can be shown: it is what chapter 6
 teaches (one thread per gradient element, no atomics).
@@ -43,8 +43,8 @@ from matplotlib.ticker import MaxNLocator, NullFormatter
 
 import tensoradbook as tab
 from tensoradbook import kernels
-from tensoradbook._matrix import shown
-from tensoradbook.gradcheck import numeric_gradient, random_arguments
+from tensoradbook.integer.matrix import shown
+from tensoradbook.ad.gradcheck import numeric_gradient, random_arguments
 
 from ._common import (CodeMessageBox, MessageBox, canvas_png, choose, function_entries, read_shapes, shapes_text,
                       shows_errors)

@@ -9,7 +9,7 @@ graphs for any function. The forward nodes (arguments, constants, operations)
 are drawn blue as a layered DAG, leaves at the bottom and the root on top as in
 the report; equal subexpressions are one node (the expression nodes compare by
 value), so a part used twice is drawn once with two parents. Stepping through
-:func:`tensoradbook.reverse.reverse_accumulate` adds the derivative graph: each
+:func:`tensoradbook.ad.reverse.reverse_accumulate` adds the derivative graph: each
 node ``v_j`` gets its adjoint ``Delta_j`` (red), and each red edge from
 ``Delta_p`` to ``Delta_j`` carries the local partial ``d v_p / d v_j``, so that
 ``Delta_j = sum over parents p of Delta_p * d v_p / d v_j`` (eq. 2). The title
@@ -38,10 +38,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 import tensoradbook as tab
-from tensoradbook.expr import Affine, Binary, Element, Expr, If, Sum, Unary
-from tensoradbook.printer import expr_latex, expr_text
-from tensoradbook.reverse import local_partials, reverse_accumulate
-from tensoradbook.simplify import ZERO, add
+from tensoradbook.lang.expr import Affine, Binary, Element, Expr, If, Sum, Unary
+from tensoradbook.lang.printer import expr_latex, expr_text
+from tensoradbook.ad.reverse import local_partials, reverse_accumulate
+from tensoradbook.lang.simplify import ZERO, add
 
 from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, shows_errors, subscript
 from .explorer import function_text
@@ -134,7 +134,7 @@ class SweepGraph:
 
     ``keys[j]`` is node ``v_{j+1}`` as the sweep keys it, ``(node, scope)``;
     ``states[k]`` maps keys to the adjoints known after ``k`` steps (the sweep
-    replayed with the core's own :func:`~tensoradbook.simplify.add`, so
+    replayed with the core's own :func:`~tensoradbook.lang.simplify.add`, so
     ``states[n]`` holds exactly the sweep's adjoints).
     """
 
@@ -269,7 +269,7 @@ class GraphView(SliderSteps, W.VBox):
     states), ``forward()``, ``back()``, ``set_function(text, shapes=None)``
     (shapes default to scalars for every name), ``error`` ("" if none),
     ``adjoints`` (node text -> adjoint text known at this step), ``current``
-    (the :class:`~tensoradbook.reverse.SweepStep` of this step, None at step
+    (the :class:`~tensoradbook.ad.reverse.SweepStep` of this step, None at step
     0), ``title`` (the picture's title and the line naming the report's
     figure, if the report draws this function) and ``graph`` (the
     :class:`SweepGraph`).

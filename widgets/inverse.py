@@ -37,7 +37,7 @@ from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.ticker import MaxNLocator, NullLocator
 
 from tensoradbook import inverse as ia
-from tensoradbook._matrix import as_int, shown
+from tensoradbook.integer.matrix import as_int, shown
 
 from ._common import DPI, FIGSIZE, MessageBox, SliderSteps, canvas_png, choose, move_sliders, shows_errors
 

@@ -12,7 +12,7 @@ import html
 import ipywidgets as W
 
 from tensoradbook import smith_normal_form
-from tensoradbook._matrix import as_int_matrix, matmul, to_latex
+from tensoradbook.integer.matrix import as_int_matrix, matmul, to_latex
 
 from ._common import MessageBox, SliderSteps, matrix_text, parse_matrix, shows_errors
 
@@ -24,8 +24,8 @@ class SmithStepper(SliderSteps, W.VBox):
 
     Python API: ``step`` (read/write, clamped), ``n_steps``, ``forward()``,
     ``back()``, ``set_matrix(A_or_text)``, ``result`` (the
-    :class:`~tensoradbook.intlinalg.SmithNormalForm`), ``current`` (the
-    :class:`~tensoradbook.intlinalg.SmithStep` shown) and ``error`` ("" if none).
+    :class:`~tensoradbook.integer.smith.SmithNormalForm`), ``current`` (the
+    :class:`~tensoradbook.integer.smith.SmithStep` shown) and ``error`` ("" if none).
     """
 
     def __init__(self, A=((2, 4, 4), (-6, 6, 12), (10, -4, -16))):

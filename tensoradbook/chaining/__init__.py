@@ -20,7 +20,7 @@ A :class:`Schedule` is a tree of these steps; there are 2, 8, 52, 396, 3332,
 notes): tangent preaccumulation 0, adjoint preaccumulation ``|E_j|``, MxM
 ``max(M_left, M_right)``, GxM ``M_right``, MxG ``M_left + |E_i| + ... + |E_k|``
 (an MxG continues the adjoint sweep that produced its seed). ``sweep_tape`` is
-the largest single adjoint sweep, what :mod:`tensoradbook.chain_programs`
+the largest single adjoint sweep, what :mod:`tensoradbook.chaining.programs`
 records when it runs a schedule.
 
 :func:`optimize` solves eq. 3.7 (unlimited tape) by dynamic programming in
@@ -76,7 +76,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._matrix import as_int, shown
+from ..integer.matrix import as_int, shown
 
 __all__ = [
     "ADJOINT",

@@ -8,8 +8,8 @@ notebooks' placeholder and gives "no answer yet" instead of an error.
 
 The checks never compare against a stored solution: they test the defining
 properties of a right answer exactly (integer arithmetic, sympy determinants)
-and compare with the core's algorithms (:mod:`tensoradbook.intlinalg`,
-:mod:`tensoradbook.fourier_motzkin`) or with brute-force enumeration. So any
+and compare with the core's algorithms (:mod:`tensoradbook.integer.smith`,
+:mod:`tensoradbook.integer.fourier_motzkin`) or with brute-force enumeration. So any
 right answer passes, not only the one the core happens to compute.
 
 Chapter 04a (integer equations, report sec. 4.1):
@@ -22,7 +22,7 @@ Chapters 01 and 05 (the introduction, sec. 1; Algorithm 4, sec. 5):
 Chapter 02 (reverse accumulation, sec. 2): :func:`check_adjoint`, :func:`check_scalar_gradient`.
 Chapter 03 (tensor-valued functions, sec. 3): :func:`check_vec_index`,
 :func:`check_jacobian_memory`, :func:`check_jacobian`. These compare with the
-core's derivation (:func:`tensoradbook.derive`, the reverse sweep) on random
+core's derivation (:func:`tensoradbook.ad.derive`, the reverse sweep) on random
 inputs, or with brute force and numpy.
 Chapter 06 (kernels, sec. 6; gather vs. scatter): :func:`check_gradient_element`,
 :func:`check_scatter_races`, :func:`check_max_contention`, :func:`check_gather_bounds`.
@@ -48,9 +48,9 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
-from ._matrix import as_int_matrix, as_rational_matrix, matmul, matvec, normalize
-from .fourier_motzkin import fourier_motzkin
-from .intlinalg import extended_gcd, integer_inverse, smith_normal_form
+from ..integer.matrix import as_int_matrix, as_rational_matrix, matmul, matvec, normalize
+from ..integer.fourier_motzkin import fourier_motzkin
+from ..integer.smith import extended_gcd, integer_inverse, smith_normal_form
 
 __all__ = [
     "CheckResult",
@@ -606,8 +606,8 @@ def check_redundant_rows(A, b, answer) -> CheckResult:
 # Chapter 03 (tensor-valued functions, sec. 3): :func:`check_vec_index`,
 # :func:`check_jacobian_memory`, :func:`check_jacobian`.
 #
-# These checks compare with the core's derivation (:func:`tensoradbook.derive`,
-# :func:`tensoradbook.reverse.reverse_accumulate`) numerically on random
+# These checks compare with the core's derivation (:func:`tensoradbook.ad.derive`,
+# :func:`tensoradbook.ad.reverse.reverse_accumulate`) numerically on random
 # inputs, or with brute-force enumeration and numpy, so any correct way of
 # writing an answer passes.
 
@@ -626,9 +626,9 @@ _RTOL, _ATOL = 1e-6, 1e-9
 
 
 def _function(fn, shapes):
-    """A :class:`~tensoradbook.expr.Function` from a Function or from its text and shapes."""
-    from .expr import Function
-    from .parser import parse
+    """A :class:`~tensoradbook.lang.expr.Function` from a Function or from its text and shapes."""
+    from ..lang.expr import Function
+    from ..lang.parser import parse
 
     if isinstance(fn, Function):
         return fn
@@ -651,8 +651,8 @@ def _scalar_shapes(text: str) -> dict:
 
 def _parse_answer(text, shapes, what: str):
     """The student's text parsed with ``shapes``, or a _Wrong with the parser's message (caret included)."""
-    from .expr import ExpressionError
-    from .parser import parse
+    from ..lang.expr import ExpressionError
+    from ..lang.parser import parse
 
     if not isinstance(text, str):
         raise _Wrong(f"{what} must be text in the report's notation, got {type(text).__name__}")
@@ -705,8 +705,8 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
     argument's name (``dx``), or what the core calls it when that name is taken
     (the gradient of a first derivative ``dx`` with respect to ``x`` is ``dx_1``).
     """
-    from .derive import derive
-    from .gradcheck import random_arguments
+    from ..ad.derive import derive
+    from ..ad.gradcheck import random_arguments
 
     fn = _function(fn, shapes)
     if argument not in fn.arguments:
@@ -762,7 +762,7 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
 
 def _element_points(fn, argument: str, beta: tuple) -> list:
     """Brute force: every (occurrence, extended index) at which ``fn`` reads ``argument[beta]``."""
-    from .expr import Element, If, Sum, bound_value
+    from ..lang.expr import Element, If, Sum, bound_value
 
     hits = set()
 
@@ -824,8 +824,8 @@ def check_term_count(fn, argument: str, beta, answer, shapes=None) -> CheckResul
 
 
 def _row_text(row, names) -> str:
-    from .expr import Affine
-    from .printer import affine_text
+    from ..lang.expr import Affine
+    from ..lang.printer import affine_text
 
     return affine_text(Affine.of({n: int(c) for n, c in zip(names, row) if c}))
 
@@ -837,14 +837,14 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
     then the sum indices from the outermost sum inwards; one row per index of
     the argument. Compared with the matrix Algorithm 4 uses.
     """
-    from .derive import derive
+    from ..ad.derive import derive
 
     fn = _function(fn, shapes)
     parts = derive(fn).contributions.get(argument)
     if not parts:
         raise ValueError(f"{argument!r} is not an argument of {fn.name} with a non-zero derivative")
     part = parts[occurrence]
-    from .printer import expr_text
+    from ..lang.printer import expr_text
 
     element = expr_text(part.element)
     alpha = ", ".join(part.alpha)
@@ -874,8 +874,8 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
 
 def _consumer_parts(root, node):
     """``[(parent, contribution, local partial)]`` for each edge into ``node`` in the sweep with seed 1 (eq. 1)."""
-    from .expr import Number
-    from .reverse import local_partials, reverse_accumulate
+    from ..lang.expr import Number
+    from ..ad.reverse import local_partials, reverse_accumulate
 
     sweep = reverse_accumulate(root, Number(1))
     found = any(step.node == node for step in sweep.steps)
@@ -890,7 +890,7 @@ def _consumer_parts(root, node):
 
 
 def _scalar_value(expr, shapes, values) -> float:
-    from .expr import Function
+    from ..lang.expr import Function
 
     return float(Function("v", (), expr, {**shapes, "v": ()}).evaluate(values))
 
@@ -905,7 +905,7 @@ def check_adjoint(fn, node, answer, shapes=None, points: int = 3, seed: int = 0)
     Typical slips get their own message: only the local derivative
     ``d parent / d node``, or only one of several consumers (eq. 2 sums them).
     """
-    from .printer import expr_text
+    from ..lang.printer import expr_text
 
     text = fn if isinstance(fn, str) else str(fn)
     shapes = dict(shapes) if shapes is not None else _scalar_shapes(text)
@@ -957,8 +957,8 @@ def check_scalar_gradient(fn, point: dict, answer, shapes=None, rtol: float = 1e
     fine). Compared with the core's derivative (tested against finite
     differences in the test suite).
     """
-    from .derive import derive
-    from .expr import Element
+    from ..ad.derive import derive
+    from ..lang.expr import Element
 
     text = fn if isinstance(fn, str) else str(fn)
     shapes = dict(shapes) if shapes is not None else _scalar_shapes(text)
@@ -1088,7 +1088,7 @@ def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckR
     fastest). Each row is the core's gradient with ``df`` a unit tensor
     (sec. 5.3: substitute ``df_alpha = prod delta``).
     """
-    from .derive import derive
+    from ..ad.derive import derive
 
     fn = _function(fn, shapes)
     out_shape, in_shape = tuple(fn.shapes[fn.name]), tuple(fn.shapes[argument])
@@ -1191,7 +1191,7 @@ def _reads(fn, argument: str):
     read to their values: the extended index alpha of sec. 5.2. Each sum
     index takes every value in its range; conditions are decided per point.
     """
-    from .expr import Element, If, Sum, bound_value
+    from ..lang.expr import Element, If, Sum, bound_value
 
     out = []
 
@@ -1262,8 +1262,8 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
     """
     import inspect
 
-    from .derive import derive
-    from .gradcheck import random_arguments
+    from ..ad.derive import derive
+    from ..ad.gradcheck import random_arguments
 
     fn = _function(fn, shapes)
     _checked_argument(fn, argument)
@@ -1495,8 +1495,8 @@ def check_max_contention(fn, argument: str, answer, shapes=None, threads: str = 
 
 def _loops_text(gradient_fn) -> str:
     """The sums of a derived gradient as loops: ``dd_z1 from max [dd_0 - 2; 0] to min [dd_0; 4]``."""
-    from .expr import Sum, walk
-    from .printer import bound_text
+    from ..lang.expr import Sum, walk
+    from ..lang.printer import bound_text
 
     loops = [f"{node.index} from {bound_text(node.lower, True, standalone=True)} to "
              f"{bound_text(node.upper, False, standalone=True)}"
@@ -1516,9 +1516,9 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
     step). Checked for every ``beta`` against brute-force enumeration; any
     way of writing the bounds passes.
     """
-    from .derive import derive
-    from .expr import Sum, walk
-    from .printer import expr_text
+    from ..ad.derive import derive
+    from ..lang.expr import Sum, walk
+    from ..lang.printer import expr_text
 
     fn = _function(fn, shapes)
     _checked_argument(fn, argument)
@@ -1708,7 +1708,7 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     if mine.name not in accepted:  # pragma: no cover -- caught from the text above
         return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient with respect to "
                                          f"{second} is called {result!r} (write {result}[...] = ...)"])
-    from .gradcheck import random_arguments
+    from ..ad.gradcheck import random_arguments
 
     rng = np.random.default_rng(seed)
     problems = []
@@ -1787,7 +1787,7 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
                                             f"to within {_FD_RTOL:g} of its largest element.")
     problems = []
     size = float(np.abs(right).max(initial=0.0))
-    from .gradcheck import numeric_gradient
+    from ..ad.gradcheck import numeric_gradient
 
     def like(candidate) -> bool:
         return bool(np.all(np.abs(mine - candidate) <= tolerance))
@@ -1861,7 +1861,7 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
         return _pending(name, f"Your answer is a list of the indices gamma of {argument} with "
                               f"{entry} != 0 ({'ints' if len(shape) == 1 else 'tuples'}), "
                               f"or their number.")
-    from .gradcheck import random_arguments
+    from ..ad.gradcheck import random_arguments
 
     rng = np.random.default_rng(seed)
     row = np.zeros(shape)
@@ -2205,7 +2205,7 @@ def check_lump_order(step, n: int, answer) -> CheckResult:
     """
     from itertools import permutations
 
-    from . import inverse
+    from .. import inverse
 
     program = inverse.trace(step, n)
     vertices = program.vertices
@@ -2264,7 +2264,7 @@ _CHAIN_EXERCISE_MAX_Q = 6  # brute force enumerates 29,948 schedules at q = 6
 
 def _exercise_chain(chain):
     """The exercise's chain (Chain, file text or triples), small enough for brute force."""
-    from .chaining import Chain
+    from ..chaining import Chain
 
     if not isinstance(chain, Chain):
         chain = Chain.parse(chain) if isinstance(chain, str) else Chain(chain)
@@ -2304,7 +2304,7 @@ def check_two_factor_optimum(sizes, answer) -> CheckResult:
     :mod:`tensoradbook.chaining` (``"(F2dot I4)(I4 F1bar)"``) or its cost in
     fma. Brute force over every schedule of the two-factor chain decides.
     """
-    from .chaining import Chain, schedules, two_factor_schedules
+    from ..chaining import Chain, schedules, two_factor_schedules
 
     try:
         n1, m1, m2, e1, e2 = (int(v) for v in sizes)
@@ -2408,7 +2408,7 @@ def check_homogeneous_costs(chain, answer) -> CheckResult:
 
 def _best_by_last_step(chain) -> dict[tuple[str, int], int]:
     """Brute force: per last step (op, k) of a schedule of the whole chain, the least fma."""
-    from .chaining import schedules
+    from ..chaining import schedules
 
     best: dict[tuple[str, int], int] = {}
     for s in schedules(chain):
@@ -2423,7 +2423,7 @@ def check_cell_fma(chain, j: int, i: int, answer) -> CheckResult:
     That is the least fma of any schedule for ``F'_{j,i} = F'_j ... F'_i``:
     here every schedule of the subchain ``F_i .. F_j`` is enumerated.
     """
-    from .chaining import Chain
+    from ..chaining import Chain
 
     chain = _exercise_chain(chain)
     if not 1 <= i <= j <= chain.q:
@@ -2459,7 +2459,7 @@ def check_bounded_optimum(chain, memory: int, answer) -> CheckResult:
     with). Every schedule is enumerated; the paper's single-value rule is
     consulted only to explain a typical wrong answer.
     """
-    from .chaining import optimize, schedules
+    from ..chaining import optimize, schedules
 
     chain = _exercise_chain(chain)
     name = f"least fma with tape at most {memory}"
@@ -2495,7 +2495,7 @@ def check_tape_threshold(chain, answer) -> CheckResult:
 
     Brute force: the least tape of a schedule of minimal fma.
     """
-    from .chaining import schedules
+    from ..chaining import schedules
 
     chain = _exercise_chain(chain)
     name = "least tape bound that keeps the unlimited optimum"

@@ -2,7 +2,7 @@
 
 :func:`to_text` writes what the report prints, ``f[i; j] = exp (-sum{k}_0^4 (...))``,
 with the fewest parentheses that keep the tree: ``parse(to_text(fn), fn.shapes) == fn``
-for every function :func:`tensoradbook.parser.parse` accepts, including the
+for every function :func:`tensoradbook.lang.parser.parse` accepts, including the
 derivatives of sec. 5.3 with their ``max``/``min`` and ``ceil``/``floor``
 bounds (eqs. 22-26) and their ``if`` conditions (eqs. 16, 17 and 34).
 :func:`to_latex` renders the same tree as mathematics: sums with bounds,
@@ -18,10 +18,8 @@ import re
 from numbers import Integral
 
 from .expr import Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary, postorder
+from .ops import ATOM, MUL, OPERATIONS, POWER, PREFIX, UNARY
 
-# Precedence, loosest first. Sums and ifs read to the right like a prefix operator.
-PREFIX, ADD, MUL, UNARY, POWER, ATOM = range(6)
-_BINARY = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "**": POWER}
 _AND = r" \wedge "
 _SINGLE_TOKEN = re.compile(r"\d+|[A-Za-z][A-Za-z0-9_]*")
 
@@ -112,7 +110,7 @@ class _Printer:
 
 
 class _TextPrinter(_Printer):
-    """The report's notation; every choice here is one :func:`~tensoradbook.parser.parse` reads back."""
+    """The report's notation; every choice here is one :func:`~tensoradbook.lang.parser.parse` reads back."""
 
     def _print_Number(self, node: Number):
         text = _number_text(node.value)
@@ -131,7 +129,7 @@ class _TextPrinter(_Printer):
         return "-" + self.show(arg, UNARY), UNARY
 
     def _print_Binary(self, node: Binary):
-        precedence = _BINARY[node.op]
+        precedence = OPERATIONS[node.op].precedence
         if node.op == "**":  # right-associative, and its exponent may carry a unary minus
             left, right = self.show(node.left, ATOM), self.show(node.right, UNARY)
         else:  # left-associative: an equal-precedence right operand keeps its parentheses
@@ -203,10 +201,8 @@ class _LatexPrinter(_Printer):
 
     def _print_Unary(self, node: Unary):
         arg = node.arg
-        if node.op == "sqrt":
-            return rf"\sqrt{{{self.show(arg)}}}", ATOM
         if node.op != "neg":
-            return rf"\{node.op}\left({self.show(arg)}\right)", ATOM
+            return OPERATIONS[node.op].latex.format(self.show(arg)), ATOM
         if isinstance(arg, Sum):
             return "-" + self.show(arg), UNARY
         if isinstance(arg, Unary) and arg.op == "neg":
@@ -214,16 +210,14 @@ class _LatexPrinter(_Printer):
         return "-" + self.show(arg, UNARY), UNARY
 
     def _print_Binary(self, node: Binary):
-        left, right = node.left, node.right
-        if node.op == "/":
-            return rf"\frac{{{self.show(left)}}}{{{self.show(right)}}}", MUL
-        if node.op == "**":
-            return f"{{{self.show(left, ATOM)}}}^{{{self.show(right)}}}", POWER
-        precedence = _BINARY[node.op]
+        row = OPERATIONS[node.op]
+        if node.op == "/":  # the fraction bar groups both operands
+            return row.latex.format(self.show(node.left), self.show(node.right)), MUL
+        if node.op == "**":  # the exponent is raised: only the base may need brackets
+            return row.latex.format(self.show(node.left, ATOM), self.show(node.right)), POWER
         # + and * are associative, so only - needs its right operand parenthesised at equal precedence
-        right_minimum = precedence + 1 if node.op == "-" else precedence
-        symbol = r" \cdot " if node.op == "*" else f" {node.op} "
-        return self.show(left, precedence) + symbol + self.show(right, right_minimum), precedence
+        right_minimum = row.precedence + 1 if node.op == "-" else row.precedence
+        return row.latex.format(self.show(node.left, row.precedence), self.show(node.right, right_minimum)), row.precedence
 
     def _print_Sum(self, node: Sum):
         body = self.factor(node.body)
@@ -277,7 +271,7 @@ def expr_latex(node: Expr) -> str:
 
 
 def to_text(fn: Function) -> str:
-    """``name[i; j] = body`` in the report's notation; :func:`~tensoradbook.parser.parse` reads it back."""
+    """``name[i; j] = body`` in the report's notation; :func:`~tensoradbook.lang.parser.parse` reads it back."""
     return f"{fn.name}[{'; '.join(fn.indices)}] = {expr_text(fn.body)}"
 
 

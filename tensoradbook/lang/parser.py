@@ -1,4 +1,4 @@
-"""Reading element-wise functions in the report's own notation (sec. 6) into :mod:`tensoradbook.expr` trees.
+"""Reading element-wise functions in the report's own notation (sec. 6) into :mod:`tensoradbook.lang.expr` trees.
 
 :func:`parse` accepts what the report prints, so an example can be pasted from it::
 
@@ -32,7 +32,7 @@ arithmetic stays below :data:`MAX_INTEGER` (64-bit kernels), a tensor has at
 most :data:`MAX_ELEMENTS` elements, and every number literal is one that
 float64 holds and the printer writes back (ASCII digits only).
 
-Every mistake is an :class:`~tensoradbook.expr.ExpressionError` that says what
+Every mistake is an :class:`~tensoradbook.lang.expr.ExpressionError` that says what
 is wrong and shows the source line with a caret under the offending token.
 """
 
@@ -61,7 +61,8 @@ from .expr import (
     Unary,
     sum_range,
 )
-from .fourier_motzkin import fourier_motzkin
+from ..integer.fourier_motzkin import fourier_motzkin
+from .ops import FUNCTIONS
 from .printer import affine_text, atom_text
 
 # Limits on what is accepted, so that everything accepted also derives, prints, reads back and compiles
@@ -75,7 +76,6 @@ MAX_BOUNDS = 64  # in one max [..] or min [..]: derivation takes 0.2 s at 64 and
 MAX_INTEGER = 2**53
 MAX_ELEMENTS = 2**32  # elements of one tensor (32 GiB of float64), so also its largest size
 
-FUNCTIONS = ("exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt")
 KEYWORDS = frozenset(("sum", "if", "then", "else", "and", "max", "min", "ceil", "floor") + FUNCTIONS)
 
 _TOKEN = re.compile(
@@ -881,10 +881,10 @@ def _cached_first_point(A: tuple, b: tuple, variables: tuple) -> tuple | None:
 
 
 def parse(text: str, shapes: Mapping) -> Function:
-    """The :class:`~tensoradbook.expr.Function` written as ``text`` in the report's notation (sec. 6).
+    """The :class:`~tensoradbook.lang.expr.Function` written as ``text`` in the report's notation (sec. 6).
 
     ``shapes`` maps the output and every argument to a tuple of positive
-    sizes. Raises :class:`~tensoradbook.expr.ExpressionError` (with a caret
+    sizes. Raises :class:`~tensoradbook.lang.expr.ExpressionError` (with a caret
     line) for anything that is not a well-defined element-wise function.
     """
     if not isinstance(text, str):

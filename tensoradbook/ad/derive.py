@@ -9,7 +9,7 @@ gradient of ``sum(df * f)`` with respect to an argument ``x`` is, per element
                sum_{z in Sigma(beta)} Delta(alpha = I (beta - a) + K z)
 
 where ``Delta`` is the occurrence's adjoint from reverse accumulation (sec. 2,
-:mod:`tensoradbook.reverse`), ``I``, ``K``, ``C`` come from the Smith normal form
+:mod:`tensoradbook.ad.reverse`), ``I``, ``K``, ``C`` come from the Smith normal form
 (sec. 4.1) and ``Sigma(beta)`` is the box of ``f`` and the liberated sums'
 ranges (sec. 5.2) solved by Fourier-Motzkin (sec. 4.2) into nested sums with
 ``max``/``min`` bounds. Each gradient element is an independent expression:
@@ -29,12 +29,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from .expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, memory_step, postorder,
+from ..lang.expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, memory_step, postorder,
                    rebuild, replace, substitute, with_children)
-from .fourier_motzkin import fourier_motzkin
-from .intlinalg import integer_inverse
+from ..integer.fourier_motzkin import fourier_motzkin
+from ..integer.smith import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
-from .simplify import ZERO, add, atom_truth, hoist_invariants, if_
+from ..lang.simplify import ZERO, add, atom_truth, hoist_invariants, if_
 
 
 def _fresh(base: str, used: set[str]) -> str:
@@ -303,7 +303,7 @@ class Gradients(Mapping):
         sums, kept in :attr:`intermediates` (``df_k[i; j] = -(df[i; j] * f[i; j])``
         for sec. 6). Factors and conditions that do not
         depend on a sum's index move out of it
-        (:func:`tensoradbook.simplify.hoist_invariants`), and nested sums are
+        (:func:`tensoradbook.lang.simplify.hoist_invariants`), and nested sums are
         ordered so the innermost walks memory with the smallest strides. For evaluation only:
         derive :attr:`functions`, not these, again, since here ``f`` is data.
         """
@@ -312,20 +312,20 @@ class Gradients(Mapping):
         return _derive(self.function, reads_forward=True)
 
     def compile(self, target: str = "numba"):
-        """``grad(args, df) -> {"a": dA, ...}`` running generated kernels (:mod:`tensoradbook.kernels`).
+        """``grad(args, df) -> {"a": dA, ...}`` running generated kernels (:mod:`tensoradbook.codegen`).
 
         Targets: ``"numpy"``, ``"numba"`` (CPU threads, one gradient element
         each), ``"cuda"`` (one GPU thread per gradient element), and the
         scatter baselines of eq. 40, ``"numba-scatter"`` and ``"cuda-scatter"``.
         ``grad`` computes ``f`` once itself; ``grad.forward`` is the forward kernel.
         """
-        from .kernels import compile_gradients
+        from ..codegen import compile_gradients
 
         return compile_gradients(self.simplified, target)
 
     def source(self, target: str = "numba") -> str:
         """The generated module behind :meth:`compile` (the forward kernel, one kernel per gradient)."""
-        from .kernels import gradients_source
+        from ..codegen import gradients_source
 
         return gradients_source(self.simplified, target)
 
@@ -340,7 +340,7 @@ class Gradients(Mapping):
 def derive(fn, shapes=None) -> Gradients:
     """Algorithm 4: the gradient functions of an element-wise function (or of its text and shapes)."""
     if isinstance(fn, str):
-        from .parser import parse
+        from ..lang.parser import parse
 
         fn = parse(fn, shapes or {})
     elif shapes is not None:

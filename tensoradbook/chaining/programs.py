@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ._matrix import as_int, shown
-from .chaining import ADJOINT, GXM, MXG, MXM, TANGENT, Chain, Plan, Schedule
+from ..integer.matrix import as_int, shown
+from . import ADJOINT, GXM, MXG, MXM, TANGENT, Chain, Plan, Schedule
 
 __all__ = ["ChainProgram", "Elemental", "Execution"]
 

@@ -36,7 +36,7 @@ per iteration.
 Every sweep has two engines over the same instruction arrays: plain Python
 (``engine="python"``, also the one that records the register values after each
 step, :func:`sweep`) and compiled Numba loops (``engine="numba"``, in
-:mod:`tensoradbook._inverse_kernels`) for programs of millions of steps.
+:mod:`tensoradbook.inverse.engine`) for programs of millions of steps.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _inverse_kernels as _kernels
-from ._matrix import as_int, shown
-from ._inverse_kernels import (ADD, ARITY, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT,
+from . import engine as _kernels
+from ..integer.matrix import as_int, shown
+from .engine import (ADD, ARITY, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT,
                                SUB, TANH)
 
 __all__ = [

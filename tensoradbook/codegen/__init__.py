@@ -17,7 +17,7 @@ one per function, into a real module file, and compiles it:
 Sums become loops with their ``max``/``min`` bounds, conditions become
 branches (masks in numpy), repeated subexpressions are computed once. Gradient
 modules compute the forward result ``f`` once and their kernels read it
-(:attr:`tensoradbook.derive.Gradients.simplified`).
+(:attr:`tensoradbook.ad.derive.Gradients.simplified`).
 
 Modules are written once per distinct source, named by its hash, into the
 cache directory (``$TENSORADBOOK_CACHE``, else ``$XDG_CACHE_HOME/tensoradbook``
@@ -40,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .derive import _all_names, _fresh, apart
-from .expr import (Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary,
+from ..ad.derive import _all_names, _fresh, apart
+from ..lang.expr import (Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary,
                    free_indices, memory_step, postorder, substitute)
-from .printer import expr_text, to_text
-from .simplify import hoist_invariants
+from ..lang.printer import expr_text, to_text
+from ..lang.simplify import hoist_invariants
 
 GATHER_TARGETS = ("numpy", "numba", "cuda")
 SCATTER_TARGETS = ("numba-scatter", "cuda-scatter")
@@ -479,7 +479,7 @@ def _lane(fn: Function, body: Expr) -> tuple[str, int] | None:
 def _module_functions(grads) -> tuple[dict[str, Function], dict[str, Function]]:
     """The element kernels of a gradient module by name: those that run first (the forward, the
     intermediates), and one per gradient (gather targets only). The derivation names every tensor
-    apart (:func:`tensoradbook.derive`), so the kernels' names differ too."""
+    apart (:func:`tensoradbook.ad.derive`), so the kernels' names differ too."""
     first = {f"{_py(g.name)}_kernel": g for g in [grads.function, *grads.intermediates.values()]}
     return first, {f"{_py(g.name)}_kernel": g for g in grads.functions.values()}
 

@@ -23,6 +23,8 @@ from functools import cached_property
 
 import numpy as np
 
+from .ops import OPERATIONS
+
 
 # Element-terms (output elements times sum ranges) the reference evaluator may visit: numpy over the grid
 # runs 10**7 to 10**8 of them a second for small bodies, so this is seconds, not minutes.
@@ -257,13 +259,11 @@ class Element(Expr):
         return (self.name, self.indices)
 
 
-UNARY_FUNCTIONS = ("neg", "exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt")
-BINARY_OPERATORS = ("+", "-", "*", "/", "**")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Unary(Expr):
-    """``op(arg)`` for ``op`` in :data:`UNARY_FUNCTIONS` (``neg`` is unary minus)."""
+    """``op(arg)`` for a unary ``op`` of :data:`tensoradbook.lang.ops.OPERATIONS` (``neg`` is unary minus)."""
 
     op: str
     arg: Expr
@@ -278,7 +278,7 @@ class Unary(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Binary(Expr):
-    """``left op right`` for ``op`` in :data:`BINARY_OPERATORS`."""
+    """``left op right`` for a binary ``op`` of :data:`tensoradbook.lang.ops.OPERATIONS`."""
 
     op: str
     left: Expr
@@ -422,9 +422,7 @@ def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
     return out
 
 
-_NUMPY_UNARY = {"neg": np.negative, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
-                "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "sqrt": np.sqrt}
-_NUMPY_BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power}
+_NUMPY = {name: getattr(np, row.numpy) for name, row in OPERATIONS.items()}
 
 
 def _clipped(index, size: int):
@@ -446,11 +444,11 @@ def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarra
         if kind is tuple:  # (node,): its children's values are on top of the operands
             node = node[0]
             if type(node) is Unary:
-                operands[-1] = _NUMPY_UNARY[node.op](operands[-1])
+                operands[-1] = _NUMPY[node.op](operands[-1])
             else:
                 second = operands.pop()
                 if type(node) is Binary:
-                    operands[-1] = _NUMPY_BINARY[node.op](operands[-1], second)
+                    operands[-1] = _NUMPY[node.op](operands[-1], second)
                 else:
                     operands[-1] = np.where(_holds(node.condition, env, grid_shape), operands[-1], second)
         elif kind is Number:
@@ -613,14 +611,14 @@ class Function:
 
     def compile(self, target: str = "numba"):
         """``fwd(args) -> ndarray``: generated kernels for ``"numpy"``, ``"numba"`` or ``"cuda"``
-        (:mod:`tensoradbook.kernels`), equal to :meth:`evaluate`."""
-        from .kernels import compile_function
+        (:mod:`tensoradbook.codegen`), equal to :meth:`evaluate`."""
+        from ..codegen import compile_function
 
         return compile_function(self, target)
 
     def kernel_source(self, target: str = "numba") -> str:
         """The generated module behind :meth:`compile`."""
-        from .kernels import function_source
+        from ..codegen import function_source
 
         return function_source(self, target)
 

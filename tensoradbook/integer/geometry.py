@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations, islice
 
-from ._matrix import as_exact_vector, as_int_matrix, as_rational_matrix, shown
+from .matrix import as_exact_vector, as_int_matrix, as_rational_matrix, shown
 from .fourier_motzkin import FourierMotzkin, fourier_motzkin
 
 

@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 import sympy
 
-from ._matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, shown, zeros
+from .matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, shown, zeros
 
 
 def euclid_table(a: int, b: int) -> list[tuple[int | None, int, int, int]]:

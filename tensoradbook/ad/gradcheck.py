@@ -6,14 +6,15 @@ the gradient of ``sum(df * f)``. This needs a few evaluations per argument
 instead of a whole Jacobian (as in HIPS autograd's ``check_grads``).
 Richardson extrapolation of the central differences at ``h`` and ``h / 2``
 cancels the ``h**2`` error term, so a moderate ``h`` keeps both truncation and
-round-off small.
+round-off small (the formulas: :mod:`tensoradbook.ad.finite_differences`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .expr import Function
+from ..lang.expr import Function
+from .finite_differences import central, richardson
 
 
 def random_arguments(fn: Function, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -62,15 +63,10 @@ def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 
         direction = rng.standard_normal(fn.shapes[name])
         direction /= max(np.linalg.norm(direction), np.finfo(np.float64).tiny)
 
-        def central(h):
-            shifted = {}
-            for sign in (1, -1):
-                values = dict(args)
-                values[name] = args[name] + sign * h * direction
-                shifted[sign] = np.sum(df * fn.evaluate(values))
-            return (shifted[1] - shifted[-1]) / (2 * h)
+        def loss(t, name=name, direction=direction):
+            return np.sum(df * fn.evaluate({**args, name: args[name] + t * direction}))
 
-        numeric = (4 * central(step / 2) - central(step)) / 3
+        numeric = richardson(lambda h, loss=loss: central(loss, h), step)
         out[name] = (float(numeric), float(np.sum(gradients[name] * direction)))
     return out
 

@@ -30,7 +30,7 @@ from functools import cached_property, lru_cache, reduce
 import numpy as np
 import sympy
 
-from ._matrix import as_exact_vector, as_lists, as_rational_matrix, normalize, shown, zeros
+from .matrix import as_exact_vector, as_lists, as_rational_matrix, normalize, shown, zeros
 
 
 def _array(rows: list[list], n_cols: int) -> np.ndarray:

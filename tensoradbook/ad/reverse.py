@@ -17,42 +17,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Binary, Element, Expr, If, Number, Sum, Unary
-from .simplify import ONE, ZERO, add, div, if_, mul, neg, number, power, sub, unary
+from ..lang import simplify
+from ..lang.expr import Binary, Element, Expr, If, Sum, Unary
+from ..lang.ops import OPERATIONS
+from ..lang.simplify import ZERO, add, if_, mul
 
 
 def local_partials(node: Expr) -> list[tuple[Expr, Expr]]:
-    """``(child, d node / d child)`` for each child: the derivative table, one line per operation."""
-    if isinstance(node, Unary):
-        u = node.arg
-        return [(u, {
-            "neg": lambda: number(-1),
-            "exp": lambda: node,                                   # exp' = exp
-            "log": lambda: div(ONE, u),
-            "sin": lambda: unary("cos", u),
-            "cos": lambda: neg(unary("sin", u)),
-            "sinh": lambda: unary("cosh", u),
-            "cosh": lambda: unary("sinh", u),                     # no minus sign, unlike cos
-            "tanh": lambda: sub(ONE, power(node, number(2))),      # 1 - tanh^2
-            "sqrt": lambda: div(ONE, mul(number(2), node)),        # 1 / (2 sqrt u)
-        }[node.op]())]
-    if isinstance(node, Binary):
-        left, right = node.left, node.right
-        if node.op == "+":
-            return [(left, ONE), (right, ONE)]
-        if node.op == "-":
-            return [(left, ONE), (right, number(-1))]
-        if node.op == "*":
-            return [(left, right), (right, left)]
-        if node.op == "/":
-            return [(left, div(ONE, right)), (right, neg(div(node, right)))]
-        if node.op == "**":
-            exponent = [(left, mul(right, power(left, sub(right, ONE))))]
-            if isinstance(right, Number):  # a constant exponent has no derivative to carry
-                return exponent
-            return exponent + [(right, mul(node, unary("log", left)))]
+    """``(child, d node / d child)`` for each child, from the operation table's derivative rules
+    (:data:`tensoradbook.lang.ops.OPERATIONS`); a sum's body has partial 1 (sec. 5.2)."""
+    if isinstance(node, (Unary, Binary)):
+        partials = OPERATIONS[node.op].partials(node, simplify)
+        return [(child, partial) for child, partial in zip(node.children(), partials) if partial is not None]
     if isinstance(node, Sum):
-        return [(node.body, ONE)]
+        return [(node.body, simplify.ONE)]
     return []
 
 

@@ -1,0 +1,165 @@
+"""The package's layout: imports go one way, with no cycles, and no module grows past a reader's patience.
+
+The core is layered (README, "How the code is laid out"): ``integer <- lang <- ad <- codegen``; the two
+papers' packages, ``inverse`` and ``chaining``, stand apart; ``exercises`` sits on top of the core and
+the widgets on top of everything. Every import statement counts, at module level and inside functions
+alike, except the documented facades that let a user write ``fn.compile("numba")``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "tensoradbook"
+WIDGETS = ROOT / "widgets"
+
+# What each part may import besides itself. The numpy-only leaves integer.matrix and
+# ad.finite_differences serve the papers' packages, which otherwise share nothing with the core.
+LEAVES = {"tensoradbook.integer.matrix", "tensoradbook.ad.finite_differences"}
+ALLOWED = {
+    "integer": {"integer"},
+    "lang": {"integer", "lang"},
+    "ad": {"integer", "lang", "ad"},
+    "codegen": {"integer", "lang", "ad", "codegen"},
+    "inverse": {"inverse"},
+    "chaining": {"chaining"},
+    "exercises": {"integer", "lang", "ad", "codegen", "inverse", "chaining", "exercises"},
+    "widgets": {"integer", "lang", "ad", "codegen", "inverse", "chaining", "exercises", "widgets", ""},
+    "": {"integer", "lang", "ad", "codegen", "inverse", "chaining", "exercises", ""},  # the package root
+}
+# (importing module, imported module): the upward imports inside methods that are documented facades.
+FACADES = {
+    ("tensoradbook.lang.expr", "tensoradbook.codegen"),  # Function.compile, Function.source
+    ("tensoradbook.ad.derive", "tensoradbook.codegen"),  # Gradients.compile, Gradients.source
+}
+MAX_LINES = 800
+FORBIDDEN_IN_CORE = ("ipywidgets", "IPython", "matplotlib", "jupyter", "notebook", "tensoradbook.widgets")
+
+
+def module_name(path: Path) -> str:
+    if path.is_relative_to(WIDGETS):
+        parts = ["tensoradbook", "widgets", *path.relative_to(WIDGETS).with_suffix("").parts]
+    else:
+        parts = ["tensoradbook", *path.relative_to(CORE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def sources() -> list[Path]:
+    return sorted(p for p in [*CORE.rglob("*.py"), *WIDGETS.rglob("*.py")] if "__pycache__" not in p.parts)
+
+
+MODULES = {module_name(p): p for p in sources()}
+
+
+def resolve(name: str) -> str | None:
+    """The module of ours that ``name`` (a module or a name inside one) is, or None for another package."""
+    while name and name.startswith("tensoradbook"):
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports(module: str) -> list[tuple[str, int, bool]]:
+    """``(imported module of ours, line, at module level)`` for every import statement in ``module``."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    top_level = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            # "from pkg import sub" imports the submodule pkg.sub where there is one, else a name of pkg
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            ours = resolve(target)
+            if ours is not None and ours != module:
+                found.append((ours, node.lineno, id(node) in top_level))
+    return found
+
+
+def part(module: str) -> str:
+    """The layer or package a module belongs to: 'lang', 'inverse', 'widgets', or '' for the root."""
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 and (pieces[1] in ALLOWED) else ""
+
+
+def test_imports_go_one_way():
+    wrong = []
+    for module in MODULES:
+        for target, line, _ in imports(module):
+            if target in LEAVES or (module, target) in FACADES or module.startswith("tensoradbook.__main__"):
+                continue
+            if part(target) not in ALLOWED[part(module)]:
+                wrong.append(f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}")
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def test_there_are_no_import_cycles():
+    graph = {m: {t for t, _, _ in imports(m) if (m, t) not in FACADES} for m in MODULES}
+    # A package's __init__ re-exporting its own modules is not a cycle of meaning: a module of the
+    # package importing a sibling goes through the package only by name.
+    for m in graph:
+        graph[m] = {t for t in graph[m] if not (MODULES[t].name == "__init__.py" and m.startswith(t + "."))}
+    state, cycles = {}, []
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(" -> ".join(path[path.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_core_never_imports_jupyter_or_drawing():
+    wrong = []
+    for module, path in MODULES.items():
+        if part(module) == "widgets":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            wrong += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names
+                      if n.split(".")[0] in FORBIDDEN_IN_CORE or n.startswith(FORBIDDEN_IN_CORE)]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_modules_stay_readable(module):
+    lines = len(MODULES[module].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{MODULES[module].relative_to(ROOT)} has {lines} lines; split it (at most {MAX_LINES})"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_says_what_it_is_for(module):
+    tree = ast.parse(MODULES[module].read_text())
+    docstring = ast.get_docstring(tree)
+    if MODULES[module].name == "__init__.py" and not tree.body:
+        pytest.skip("an empty package marker")
+    assert docstring and len(docstring.split()) >= 5, f"{MODULES[module].relative_to(ROOT)} needs a docstring"
+
+
+def test_the_layout_test_sees_the_layers():
+    """The checks above are only as good as the import reading: a known upward import must be seen."""
+    assert ("tensoradbook.lang.expr", "tensoradbook.codegen") in {
+        ("tensoradbook.lang.expr", t) for t, _, top in imports("tensoradbook.lang.expr") if not top}
+    assert any(t == "tensoradbook.lang.expr" for t, _, _ in imports("tensoradbook.ad.derive"))
