@@ -21,11 +21,12 @@ NBVAL_OPTS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_
               -p tests.plugins.nbval_semicolon
 PYTEST_OPTS ?= -p no:cacheprovider
 
-.PHONY: help install lab test notebooks clean
+.PHONY: help install lab test lint notebooks clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE) (IP=$(IP) PORT=$(PORT))"
-	@echo "make test       install, then run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
+	@echo "make test       install, then lint (ruff), run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
+	@echo "make lint       install, then ruff check (rules in pyproject.toml) over the code, tests and notebooks"
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
 	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
 	@echo "make clean      remove $(VENV)/ and build leftovers"
@@ -60,9 +61,13 @@ lab: install
 	  --LabApp.default_url=/lab/tree/$(START_PAGE) \
 	  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
-# One pytest run: tests/ (including the browser test) plus strict nbval over notebooks/.
-test: install
+# The linter first (seconds), then one pytest run: tests/ (including the browser test) plus strict nbval
+# over notebooks/.
+test: lint
 	$(VPY) -m pytest $(PYTEST_OPTS) $(NBVAL_OPTS) tests $(NOTEBOOKS) $(ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
 
 notebooks: install
 	@test -n "$(NOTEBOOKS)" || { echo "no notebooks/*.ipynb to execute"; exit 0; }
