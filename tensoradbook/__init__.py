@@ -24,7 +24,8 @@ chapters' exercise checks (:mod:`tensoradbook.exercises`) and the ipywidgets fro
 from . import codegen
 from . import codegen as kernels
 from .ad.derive import Gradients, derive
-from .lang.expr import ExpressionError, Function
+from .lang.expr import ExpressionError
+from .lang.function import Function
 from .integer.fourier_motzkin import BoxedSolutions, FourierMotzkin, fourier_motzkin
 from .ad.gradcheck import check_gradients
 from .lang.parser import parse

@@ -12,7 +12,8 @@ import hypothesis
 import numpy as np
 from hypothesis import strategies as st
 
-from tensoradbook.lang.expr import Affine, Atom, Binary, Element, Function, If, Number, Sum, Unary
+from tensoradbook.lang.expr import Affine, Atom, Binary, Element, If, Number, Sum, Unary
+from tensoradbook.lang.function import Function
 
 # The index patterns the authors' reference implementation tests, and more: (text, shapes, the kind
 # of condition the gradients must contain, if any).

@@ -14,7 +14,8 @@ from hypothesis import example, given, settings
 
 import tensoradbook as tab
 from tensoradbook.ad.gradcheck import directional_derivatives
-from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, Function, If, Number, Sum, walk
+from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, If, Number, Sum, walk
+from tensoradbook.lang.function import Function
 from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions, renamed_functions
 
 TOLERANCE = 1e-6

@@ -34,7 +34,8 @@ import numpy as np
 import pytest
 
 import tensoradbook as tab
-from tensoradbook.lang.expr import MAX_WORK, Element, ExpressionError, If, Number, Sum, bound_value, walk
+from tensoradbook.lang.expr import Element, ExpressionError, If, Number, Sum, walk
+from tensoradbook.lang.evaluate import MAX_WORK, bound_value
 from tensoradbook.ad.gradcheck import directional_derivatives, random_arguments
 from tensoradbook.codegen import GATHER_TARGETS
 from conftest import IN_CI

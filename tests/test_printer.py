@@ -15,18 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tensoradbook.lang.ops import BINARY_OPERATORS, UNARY_FUNCTIONS
-from tensoradbook.lang.expr import (
-    Affine,
-    Atom,
-    Binary,
-    Element,
-    Function,
-    If,
-    Number,
-    Sum,
-    Unary,
-    walk,
-)
+from tensoradbook.lang.expr import Affine, Atom, Binary, Element, If, Number, Sum, Unary, walk
+from tensoradbook.lang.function import Function
 from tensoradbook.lang.parser import parse
 from tensoradbook.lang.printer import affine_text, expr_latex, expr_text, to_latex, to_text
 

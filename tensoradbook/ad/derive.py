@@ -29,81 +29,15 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..lang.expr import (Affine, Atom, Element, ExpressionError, Expr, Function, If, Number, Sum, memory_step, postorder,
-                   rebuild, replace, substitute, with_children)
+from ..lang.expr import (Affine, Atom, Element, ExpressionError, Expr, If, Number, Sum, memory_step,
+                         postorder, rebuild, replace, substitute)
+from ..lang.function import Function
+from ..lang.names import all_names, apart, fresh_name
+from ..lang.parser import parse
 from ..integer.fourier_motzkin import fourier_motzkin
 from ..integer.smith import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
 from ..lang.simplify import ZERO, add, atom_truth, hoist_invariants, if_
-
-
-def _fresh(base: str, used: set[str]) -> str:
-    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``used``, which then holds it."""
-    name, n = base, 1
-    while name in used:
-        name, n = f"{base}_{n}", n + 1
-    used.add(name)
-    return name
-
-
-def _unique_sums(node: Expr, used: set[str]) -> Expr:
-    """Rename sum indices so that each sum of the function has its own (sec. 5.2 liberates them),
-    fresh in ``used``, outer sums first; unchanged subtrees are kept as they are."""
-    with_sums: set[int] = set()  # ids of the nodes with a sum below: nothing to rename elsewhere
-
-    def mark(current, below):
-        if isinstance(current, Sum) or any(below):
-            with_sums.add(id(current))
-            return True
-        return False
-
-    rebuild(node, mark)
-    results: list[Expr] = []
-    pending = [(node, None, False)]
-    while pending:  # a stack instead of recursion: derivative trees are deep
-        current, name, expanded = pending.pop()
-        children = current.children()
-        if id(current) not in with_sums:
-            results.append(current)
-            continue
-        if not expanded:
-            name = _fresh(current.index, used) if isinstance(current, Sum) else None
-            pending.append((current, name, True))
-            pending.extend((child, None, False) for child in reversed(children))
-            continue
-        rebuilt = results[len(results) - len(children):]
-        del results[len(results) - len(children):]
-        if isinstance(current, Sum) and name != current.index:
-            body = substitute(rebuilt[0], {current.index: Affine.index(name)})
-            current = Sum(name, current.lower, current.upper, body, current.span)
-        else:
-            current = with_children(current, rebuilt)
-        results.append(current)
-    return results[0]
-
-
-def _all_names(fn: Function) -> set[str]:
-    """Every name in ``fn``: its tensors (output and arguments), output indices and sum indices."""
-    sums = {node.index for node in postorder(fn.body) if isinstance(node, Sum)}
-    return set(fn.indices) | set(fn.shapes) | sums
-
-
-def apart(fn: Function) -> Function:
-    """``fn`` with its index names apart from its tensor names and each sum with an index of its own.
-
-    The notation tells the index of ``f[x] = x[x]`` from the tensor, but
-    generated code has one namespace, and the derivation liberates every sum
-    (sec. 5.2), so two sums over ``k`` must become ``k`` and ``k_1``.
-    Clashing names are renamed fresh; ``fn`` itself where nothing clashes.
-    """
-    taken = _all_names(fn)
-    renamed = {i: _fresh(i, taken) for i in fn.indices if i in fn.shapes}
-    indices = tuple(renamed.get(i, i) for i in fn.indices)
-    body = substitute(fn.body, {old: Affine.index(new) for old, new in renamed.items()})
-    body = _unique_sums(body, set(indices) | set(fn.shapes))
-    if indices == fn.indices and body is fn.body:
-        return fn
-    return Function(fn.name, indices, body, fn.shapes, fn.source)
 
 
 def extended_domain(fn: Function, scope: tuple[Sum, ...]) -> tuple[list[str], list[list[int]], list[int]]:
@@ -340,8 +274,6 @@ class Gradients(Mapping):
 def derive(fn, shapes=None) -> Gradients:
     """Algorithm 4: the gradient functions of an element-wise function (or of its text and shapes)."""
     if isinstance(fn, str):
-        from ..lang.parser import parse
-
         fn = parse(fn, shapes or {})
     elif shapes is not None:
         raise ExpressionError("derive: give shapes only with the function's text")
@@ -353,9 +285,9 @@ def _derive(fn: Function, reads_forward: bool) -> Gradients:
     # The adjoint df and the gradients dx get names of their own, fresh against every name of fn
     # (df_1 where df is an argument, dx_1 where dx is, or where fn itself is called dx: a second
     # derivative): a derivative that read a tensor of its own name would be wrong.
-    used = _all_names(fn)
-    adjoint = _fresh("d" + fn.name, used)
-    gradients = {name: _fresh("d" + name, used) for name in fn.arguments}
+    used = all_names(fn)
+    adjoint = fresh_name("d" + fn.name, used)
+    gradients = {name: fresh_name("d" + name, used) for name in fn.arguments}
     seed = Element(adjoint, tuple(Affine.index(i) for i in fn.indices))
     sweep = reverse_accumulate(fn.body, seed)
     shapes = dict(fn.shapes)
@@ -367,8 +299,8 @@ def _derive(fn: Function, reads_forward: bool) -> Gradients:
     for name in fn.arguments:
         gradient = gradients[name]
         names = set(used)
-        beta = [_fresh(f"{gradient}_{k}", names) for k in range(len(fn.shapes[name]))]
-        z_names = [_fresh(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + _depth(fn.body))]
+        beta = [fresh_name(f"{gradient}_{k}", names) for k in range(len(fn.shapes[name]))]
+        z_names = [fresh_name(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + _depth(fn.body))]
         parts = [_contribution(fn, occ, beta, z_names, shapes, fast_loop_order=reads_forward)
                  for occ in occurrences if occ.element.name == name]
         total = ZERO
@@ -397,7 +329,7 @@ def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set
     occurrences, intermediates, replaced = [], {}, set()
     for step in sweep.steps:
         if isinstance(step.node, Sum) and not step.scope and not isinstance(step.adjoint, (Element, Number)):
-            name = _fresh(f"{seed.name}_{step.node.index}", used)
+            name = fresh_name(f"{seed.name}_{step.node.index}", used)
             shapes[name] = shapes[fn.name]
             intermediates[name] = Function(name, fn.indices, replace(step.adjoint, fn.body, forward), dict(shapes))
             occurrences += reverse_accumulate(step.node, Element(name, seed.indices)).occurrences

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lang.expr import Function
+from ..lang.function import Function
+from .derive import derive
 from .finite_differences import central, richardson
 
 
@@ -49,8 +50,6 @@ def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 
     ``args`` defaults to random inputs; ``grads`` to ``derive(fn)``, or anything with
     ``evaluate(args, df)``, such as compiled kernels (``grads.compile("numba")``).
     """
-    from .derive import derive
-
     rng = np.random.default_rng(seed)
     args = fn.argument_arrays(args) if args is not None else random_arguments(fn, rng)
     grads = grads if grads is not None else derive(fn)

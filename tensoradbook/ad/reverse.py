@@ -78,7 +78,7 @@ def reverse_accumulate(root: Expr, seed: Expr) -> ReverseSweep:
             continue
         seen.add(key)
         stack.append((key, True))
-        stack.extend(((child, False) for child in _children(*key) if child not in seen))
+        stack.extend((child, False) for child in _children(*key) if child not in seen)
     order.reverse()
 
     adjoints: dict[tuple[Expr, tuple], Expr] = {(root, ()): seed}

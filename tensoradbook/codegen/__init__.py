@@ -40,9 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ad.derive import _all_names, _fresh, apart
-from ..lang.expr import (Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary,
-                   free_indices, memory_step, postorder, substitute)
+from ..lang.names import all_names, apart, fresh_name
+from ..lang.expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, free_indices, memory_step, postorder, substitute
+from ..lang.function import Function
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import hoist_invariants
 
@@ -296,7 +296,7 @@ class _Writer:
         total = self.temp("s")
         low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
-            fresh = _fresh(node.index, self.names)
+            fresh = fresh_name(node.index, self.names)
             node = Sum(fresh, node.lower, node.upper, substitute(node.body, {node.index: Affine.index(fresh)}))
         with self.binding(node.index):
             return self._sum(node, total, low, high)
@@ -417,7 +417,7 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
             "cuda": ["@cuda.jit(cache=True)"], "numpy": []}[target]
     lines = head + [f"def {name}({params}):"]
     if vector:
-        writer = _Writer(fn.shapes, _all_names(fn), vector=True, depth=1)
+        writer = _Writer(fn.shapes, all_names(fn), vector=True, depth=1)
         writer.active |= bound
         if shape:
             writer.line(f"{', '.join(_py(i) for i in fn.indices)}, = np.indices(_GRID, sparse=True)")
@@ -427,7 +427,7 @@ def _element_kernel(fn: Function, target: str, name: str) -> list[str]:
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
     lane = _lane(fn, body) if target == "numba" else None
     rows = size // lane[1] if lane else size
-    writer = _Writer(fn.shapes, _all_names(fn), vector=False, depth=2, lane=lane)
+    writer = _Writer(fn.shapes, all_names(fn), vector=False, depth=2, lane=lane)
     writer.active |= bound
     if target == "numba":
         # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one
@@ -509,7 +509,7 @@ def _scatter_kernel(grads, target: str) -> list[str]:
     shapes = _scatter_reads(grads)
     params = ", ".join(_py(a) for a in [*shapes, *(g.name for g in grads.functions.values())])
     shapes.update({g.name: g.shapes[g.name] for g in grads.functions.values()})
-    names = _all_names(fn) | set(shapes)
+    names = all_names(fn) | set(shapes)
     writer = _Writer(shapes, names, vector=False, depth=2)
     if target == "numba-scatter":
         lines = ['@numba.njit(cache=True, error_model="numpy")', f"def scatter({params}):",

@@ -626,8 +626,8 @@ _RTOL, _ATOL = 1e-6, 1e-9
 
 
 def _function(fn, shapes):
-    """A :class:`~tensoradbook.lang.expr.Function` from a Function or from its text and shapes."""
-    from ..lang.expr import Function
+    """A :class:`~tensoradbook.lang.function.Function` from a Function or from its text and shapes."""
+    from ..lang.function import Function
     from ..lang.parser import parse
 
     if isinstance(fn, Function):
@@ -762,7 +762,8 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
 
 def _element_points(fn, argument: str, beta: tuple) -> list:
     """Brute force: every (occurrence, extended index) at which ``fn`` reads ``argument[beta]``."""
-    from ..lang.expr import Element, If, Sum, bound_value
+    from ..lang.expr import Element, If, Sum
+    from ..lang.evaluate import bound_value
 
     hits = set()
 
@@ -890,7 +891,7 @@ def _consumer_parts(root, node):
 
 
 def _scalar_value(expr, shapes, values) -> float:
-    from ..lang.expr import Function
+    from ..lang.function import Function
 
     return float(Function("v", (), expr, {**shapes, "v": ()}).evaluate(values))
 
@@ -1191,7 +1192,8 @@ def _reads(fn, argument: str):
     read to their values: the extended index alpha of sec. 5.2. Each sum
     index takes every value in its range; conditions are decided per point.
     """
-    from ..lang.expr import Element, If, Sum, bound_value
+    from ..lang.expr import Element, If, Sum
+    from ..lang.evaluate import bound_value
 
     out = []
 

@@ -1,17 +1,16 @@
-"""Element-wise defined functions (report sec. 5): the expression tree and its reference evaluator.
+"""Expressions of element-wise defined functions (report sec. 5): the tree's nodes and its traversal.
 
-A function ``f[i; j] = body`` is a :class:`Function`: output index names,
-a scalar ``body`` built from the nodes below, and the shapes of the output and
-every argument. Argument indices are :class:`Affine` in the output and sum
+A function ``f[i; j] = body`` (:class:`tensoradbook.lang.function.Function`) has a scalar ``body``
+built from the nodes below. Argument indices are :class:`Affine` in the output and sum
 indices (integer coefficients; a denominator appears only in derivatives,
 guarded by a divisibility condition, e.g. ``if {b % 2 = 0} then (df[b / 2])``).
 
 Nodes are immutable and compare by value, so equal subexpressions are equal
 keys and the derivation can share them (the report's DAG, sec. 2).
 
-:meth:`Function.evaluate` is the reference evaluator: numpy over the whole
-output grid, one exact loop per sum index, used to check every other way of
-computing a function (derivatives, generated kernels).
+Every pass walks trees with the generic traversal here, without recursion (expressions may
+be deep): :func:`postorder`, :func:`rebuild` (bottom-up, on :func:`_fold`), :func:`with_children`,
+:func:`walk`, :func:`substitute`, :func:`replace`.
 """
 
 from __future__ import annotations
@@ -19,19 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from functools import cached_property
-
-import numpy as np
-
-from .ops import OPERATIONS
 
 
-# Element-terms (output elements times sum ranges) the reference evaluator may visit: numpy over the grid
-# runs 10**7 to 10**8 of them a second for small bodies, so this is seconds, not minutes.
-MAX_WORK = 10**8
-# One evaluation of a sum's body costs at least this many element-terms: the evaluator's overhead per
-# call (7 us for x[i], whose elements cost 9 ns each) dominates on small outputs with long sums.
-_CALL_ELEMENTS = 256
 
 
 class ExpressionError(ValueError):
@@ -400,227 +388,6 @@ def with_children(node: Expr, children: list) -> Expr:
         return Sum(node.index, node.lower, node.upper, *children, node.span)
     return If(node.condition, *children, node.span)
 
-
-def sum_range(lower: tuple[Affine, ...], upper: tuple[Affine, ...], intervals: dict) -> tuple[int, int]:
-    """An interval around the values a sum index with bounds ``lower`` .. ``upper`` takes while the indices
-    in them range over ``intervals``; empty (least > greatest) if the sum is empty everywhere."""
-    return (max(math.ceil(a.interval(intervals)[0]) for a in lower),
-            min(math.floor(a.interval(intervals)[1]) for a in upper))
-
-
-def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
-    """``max(ceil(...))`` of a lower bound or ``min(floor(...))`` of an upper bound."""
-    values = []
-    for a in affines:
-        numerator = a.numerator.evaluate(env)
-        # ceil(n / d) = -floor(-n / d)
-        values.append(-((-numerator) // a.denominator) if lower else numerator // a.denominator)
-    pick = np.maximum if lower else np.minimum
-    out = values[0]
-    for v in values[1:]:
-        out = pick(out, v)
-    return out
-
-
-_NUMPY = {name: getattr(np, row.numpy) for name, row in OPERATIONS.items()}
-
-
-def _clipped(index, size: int):
-    """Indices clipped into range: lanes outside a sum's range or a condition read a valid element,
-    and their value is masked out afterwards."""
-    if isinstance(index, (int, np.integer)):
-        return min(max(int(index), 0), size - 1)
-    return np.minimum(np.maximum(index, 0), size - 1)  # np.clip costs several times more on small arrays
-
-
-def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
-    """The value of ``root`` over the grid, with a stack of operands instead of recursion (only a sum's
-    body is a call of its own, so the recursion is as deep as the sums are nested)."""
-    operands: list = []
-    pending: list = [root]
-    while pending:
-        node = pending.pop()
-        kind = type(node)
-        if kind is tuple:  # (node,): its children's values are on top of the operands
-            node = node[0]
-            if type(node) is Unary:
-                operands[-1] = _NUMPY[node.op](operands[-1])
-            else:
-                second = operands.pop()
-                if type(node) is Binary:
-                    operands[-1] = _NUMPY[node.op](operands[-1], second)
-                else:
-                    operands[-1] = np.where(_holds(node.condition, env, grid_shape), operands[-1], second)
-        elif kind is Number:
-            operands.append(np.float64(node.value))
-        elif kind is Element:
-            array = args[node.name]
-            index = tuple(_clipped(a.evaluate(env), n) for a, n in zip(node.indices, array.shape))
-            operands.append(array[index] if index else array[()])
-        elif kind is Sum:
-            operands.append(_sum_value(node, env, args, grid_shape))
-        elif kind in (Unary, Binary, If):
-            pending.append((node,))
-            pending.extend(reversed(node.children()))
-        else:
-            raise TypeError(f"not an expression node: {kind.__name__}")
-    return operands[0]
-
-
-def _holds(condition: tuple[Atom, ...], env: dict, grid_shape: tuple) -> np.ndarray:
-    mask = np.ones(grid_shape, dtype=bool)
-    for atom in condition:
-        mask = mask & atom.holds(env)
-    return mask
-
-
-def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
-    low = np.broadcast_to(bound_value(node.lower, env, lower=True), grid_shape)
-    high = np.broadcast_to(bound_value(node.upper, env, lower=False), grid_shape)
-    total = np.zeros(grid_shape)
-    if low.size == 0 or high.size == 0:
-        return total
-    for k in range(int(low.min()), int(high.max()) + 1):
-        inner = dict(env)
-        inner[node.index] = k
-        value = _evaluate(node.body, inner, args, grid_shape)
-        total = total + np.where((low <= k) & (k <= high), value, 0.0)
-    return total
-
-
-@dataclass(frozen=True)
-class Function:
-    """``name[indices] = body`` with the shapes of the output and the arguments (report eq. 38).
-
-    Build one with :func:`tensoradbook.parse` (which checks it) or directly from nodes.
-    """
-
-    name: str
-    indices: tuple[str, ...]
-    body: Expr
-    shapes: dict = field(hash=False)
-    source: str | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def arguments(self) -> tuple[str, ...]:
-        """The argument names in order of first appearance."""
-        seen: dict[str, None] = {}
-        for node in postorder(self.body):  # leaves left to right, as a walk from the root meets them
-            if isinstance(node, Element):
-                seen.setdefault(node.name, None)
-        return tuple(seen)
-
-    def __str__(self) -> str:
-        """The report's notation (sec. 6); :func:`tensoradbook.parse` reads it back."""
-        from .printer import to_text
-
-        return to_text(self)
-
-    def _repr_latex_(self) -> str:
-        from .printer import to_latex
-
-        return to_latex(self)
-
-    def argument_arrays(self, args, adjoint: tuple[str, object] | None = None) -> dict[str, np.ndarray]:
-        """``args`` (a dict from argument names to arrays) as float64 arrays, each checked to be
-        there, to hold real numbers and to have its declared shape.
-
-        ``adjoint`` is ``(name, value)`` of the gradients' incoming adjoint
-        (``df``), checked the same way against the output's shape and
-        returned with the arguments. Complex values are refused: float64
-        would silently drop their imaginary parts.
-        """
-        from collections.abc import Mapping
-        from numbers import Complex, Real
-
-        if not isinstance(args, Mapping):
-            raise ExpressionError(f"{self.name}: expected a dict from argument names to arrays "
-                                  f"({', '.join(self.arguments) or 'no arguments'}), got {type(args).__name__}")
-        wanted = [(name, f"argument {name!r}", args, tuple(self.shapes[name])) for name in self.arguments]
-        if adjoint is not None:
-            wanted.append((adjoint[0], f"the adjoint {adjoint[0]!r}", {adjoint[0]: adjoint[1]},
-                           tuple(self.shapes[self.name])))
-        arrays = {}
-        for name, what, values, shape in wanted:
-            if name not in values:
-                raise ExpressionError(f"{self.name}: no value given for {what}")
-            try:
-                array = np.asarray(values[name])
-            except ValueError:  # numpy: "inhomogeneous shape"
-                raise ExpressionError(f"{self.name}: {what} is not a rectangular array (rows of different "
-                                      f"lengths?); expected shape {shape}") from None
-            items = array.ravel().tolist() if array.dtype.kind == "O" else []
-            if array.dtype.kind == "c" or any(isinstance(v, Complex) and not isinstance(v, Real) for v in items):
-                raise ExpressionError(f"{self.name}: {what} is complex; the functions compute with real numbers "
-                                      "(float64 would drop the imaginary part)")
-            if array.dtype.kind not in "biufO" or not all(isinstance(v, Real) for v in items):
-                raise ExpressionError(f"{self.name}: {what} is not an array of real numbers (dtype {array.dtype})")
-            try:
-                array = array.astype(np.float64, copy=False)
-            except OverflowError:
-                raise ExpressionError(f"{self.name}: {what} holds a number too large for float64") from None
-            if array.shape != shape:
-                raise ExpressionError(f"{self.name}: {what} has shape {array.shape}, expected {shape}")
-            arrays[name] = array
-        return arrays
-
-    @cached_property
-    def work(self) -> int:
-        """An upper bound on the element-terms :meth:`evaluate` visits: the output's elements, plus, per
-        sum, the lengths of its range and of the enclosing sums' ranges over the output box times the
-        output's elements (at least 256: the overhead of a call). The evaluator runs a sum's body over
-        the whole output grid for every value its index takes anywhere."""
-
-        def enter(node, intervals):
-            if not node.children():
-                return 0, None
-            if isinstance(node, Sum):
-                low, high = sum_range(node.lower, node.upper, intervals)
-                return (0, None) if low > high else (None, {**intervals, node.index: (low, high)})
-            return None, intervals
-
-        def leave(node, intervals, children):  # how many times the evaluator runs sums' bodies
-            if isinstance(node, Sum):
-                low, high = sum_range(node.lower, node.upper, intervals)
-                return (high - low + 1) * (1 + children[0])
-            return sum(children)
-
-        shape = tuple(self.shapes[self.name])
-        box = {name: (0, n - 1) for name, n in zip(self.indices, shape)}
-        size = math.prod(shape)
-        return size + max(size, _CALL_ELEMENTS) * _fold(self.body, box, enter, leave)
-
-    def evaluate(self, args: dict) -> np.ndarray:
-        """The reference value of the whole output as a float64 array of the output's shape.
-
-        Refused where :attr:`work` is above :data:`MAX_WORK`: numpy over the
-        whole grid per sum index value would run for minutes.
-        """
-        if self.work > MAX_WORK:
-            raise ExpressionError(
-                f"{self.name}: the reference evaluator would visit up to {self.work:.3g} element-terms (the "
-                f"output's elements times its sums' ranges), more than MAX_WORK = {MAX_WORK:.0e}; use smaller "
-                "shapes or sum bounds, or a compiled kernel: fn.compile('numba')")
-        shape = tuple(self.shapes[self.name])
-        arrays = self.argument_arrays(args)
-        grid = np.indices(shape, sparse=True) if shape else ()
-        env = dict(zip(self.indices, grid))
-        with np.errstate(all="ignore"):  # masked-out lanes may overflow or divide by zero harmlessly
-            value = _evaluate(self.body, env, arrays, shape)
-        return np.array(np.broadcast_to(value, shape), dtype=np.float64)
-
-    def compile(self, target: str = "numba"):
-        """``fwd(args) -> ndarray``: generated kernels for ``"numpy"``, ``"numba"`` or ``"cuda"``
-        (:mod:`tensoradbook.codegen`), equal to :meth:`evaluate`."""
-        from ..codegen import compile_function
-
-        return compile_function(self, target)
-
-    def kernel_source(self, target: str = "numba") -> str:
-        """The generated module behind :meth:`compile`."""
-        from ..codegen import function_source
-
-        return function_source(self, target)
 
 
 def substitute(node: Expr, mapping: dict[str, Affine]) -> Expr:

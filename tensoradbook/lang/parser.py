@@ -46,21 +46,9 @@ from functools import lru_cache
 from fractions import Fraction
 from numbers import Integral
 
-from .expr import (
-    Affine,
-    Atom,
-    Binary,
-    Element,
-    Expr,
-    ExpressionError,
-    Function,
-    If,
-    Number,
-    Span,
-    Sum,
-    Unary,
-    sum_range,
-)
+from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Span, Sum, Unary
+from .evaluate import sum_range
+from .function import Function
 from ..integer.fourier_motzkin import fourier_motzkin
 from .ops import FUNCTIONS
 from .printer import affine_text, atom_text
@@ -744,7 +732,7 @@ class _Parser:
         for affine, size, span in zip(use.element.indices, shape, use.spans):
             numerator, limit = affine.numerator, affine.denominator * (size - 1)
             sums = use.scope.sums
-            if 0 <= -_above(-numerator, sums, intervals) and _above(numerator, sums, intervals) <= limit:
+            if -_above(-numerator, sums, intervals) >= 0 and _above(numerator, sums, intervals) <= limit:
                 continue  # a cheap bound already shows it fits
             # numerator <= -1, or numerator >= limit + 1
             for extra in (-numerator - 1, numerator - (limit + 1)):
@@ -881,7 +869,7 @@ def _cached_first_point(A: tuple, b: tuple, variables: tuple) -> tuple | None:
 
 
 def parse(text: str, shapes: Mapping) -> Function:
-    """The :class:`~tensoradbook.lang.expr.Function` written as ``text`` in the report's notation (sec. 6).
+    """The :class:`~tensoradbook.lang.function.Function` written as ``text`` in the report's notation (sec. 6).
 
     ``shapes`` maps the output and every argument to a tuple of positive
     sizes. Raises :class:`~tensoradbook.lang.expr.ExpressionError` (with a caret

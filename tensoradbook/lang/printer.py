@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import re
 from numbers import Integral
+from typing import TYPE_CHECKING
 
-from .expr import Affine, Atom, Binary, Element, Expr, Function, If, Number, Sum, Unary, postorder
+from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, postorder
 from .ops import ATOM, MUL, OPERATIONS, POWER, PREFIX, UNARY
+
+if TYPE_CHECKING:  # Function prints itself with this module
+    from .function import Function
 
 _AND = r" \wedge "
 _SINGLE_TOKEN = re.compile(r"\d+|[A-Za-z][A-Za-z0-9_]*")
@@ -216,8 +220,9 @@ class _LatexPrinter(_Printer):
         if node.op == "**":  # the exponent is raised: only the base may need brackets
             return row.latex.format(self.show(node.left, ATOM), self.show(node.right)), POWER
         # + and * are associative, so only - needs its right operand parenthesised at equal precedence
-        right_minimum = row.precedence + 1 if node.op == "-" else row.precedence
-        return row.latex.format(self.show(node.left, row.precedence), self.show(node.right, right_minimum)), row.precedence
+        precedence = row.precedence
+        right_minimum = precedence + 1 if node.op == "-" else precedence
+        return row.latex.format(self.show(node.left, precedence), self.show(node.right, right_minimum)), precedence
 
     def _print_Sum(self, node: Sum):
         body = self.factor(node.body)
@@ -228,7 +233,7 @@ class _LatexPrinter(_Printer):
         if node.otherwise == Number(0):
             deltas = [a for a in node.condition if not (a.modulus or a.inequality)]
             others = [self.atom(a) for a in node.condition if a not in deltas]
-            factors = [r"\delta_{%s,%s}" % _sides(a.affine)[:2] for a in deltas]
+            factors = [r"\delta_{{{},{}}}".format(*_sides(a.affine)[:2]) for a in deltas]
             if others:  # an Iverson bracket: 1 where the conditions hold, else 0
                 factors.append(r"\left[\," + _AND.join(others) + r"\,\right]")
             return r" \, ".join(factors + [self.factor(node.then)]), PREFIX

@@ -1,0 +1,158 @@
+"""The reference evaluator (report sec. 5): numpy over the whole output grid, one exact loop per sum index.
+
+Every other way of computing a function (its derivatives, the generated kernels of sec. 6, finite
+differences) is checked against it. It walks the tree with a stack of operands rather than recursion
+(only a sum's body is a call of its own), applies each operation's numpy function from the operation
+table (:data:`tensoradbook.lang.ops.OPERATIONS`), and estimates its work before it starts
+(:func:`work`), so that a huge sum is refused in milliseconds rather than run for minutes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Sum, Unary, _fold
+from .ops import OPERATIONS
+
+# Element-terms (output elements times sum ranges) the reference evaluator may visit: numpy over the grid
+# runs 10**7 to 10**8 of them a second for small bodies, so this is seconds, not minutes.
+MAX_WORK = 10**8
+# One evaluation of a sum's body costs at least this many element-terms: the evaluator's overhead per
+# call (7 us for x[i], whose elements cost 9 ns each) dominates on small outputs with long sums.
+_CALL_ELEMENTS = 256
+
+
+
+def sum_range(lower: tuple[Affine, ...], upper: tuple[Affine, ...], intervals: dict) -> tuple[int, int]:
+    """An interval around the values a sum index with bounds ``lower`` .. ``upper`` takes while the indices
+    in them range over ``intervals``; empty (least > greatest) if the sum is empty everywhere."""
+    return (max(math.ceil(a.interval(intervals)[0]) for a in lower),
+            min(math.floor(a.interval(intervals)[1]) for a in upper))
+
+
+def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
+    """``max(ceil(...))`` of a lower bound or ``min(floor(...))`` of an upper bound."""
+    values = []
+    for a in affines:
+        numerator = a.numerator.evaluate(env)
+        # ceil(n / d) = -floor(-n / d)
+        values.append(-((-numerator) // a.denominator) if lower else numerator // a.denominator)
+    pick = np.maximum if lower else np.minimum
+    out = values[0]
+    for v in values[1:]:
+        out = pick(out, v)
+    return out
+
+
+_NUMPY = {name: getattr(np, row.numpy) for name, row in OPERATIONS.items()}
+
+
+def _clipped(index, size: int):
+    """Indices clipped into range: lanes outside a sum's range or a condition read a valid element,
+    and their value is masked out afterwards."""
+    if isinstance(index, (int, np.integer)):
+        return min(max(int(index), 0), size - 1)
+    return np.minimum(np.maximum(index, 0), size - 1)  # np.clip costs several times more on small arrays
+
+
+def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
+    """The value of ``root`` over the grid, with a stack of operands instead of recursion (only a sum's
+    body is a call of its own, so the recursion is as deep as the sums are nested)."""
+    operands: list = []
+    pending: list = [root]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is tuple:  # (node,): its children's values are on top of the operands
+            node = node[0]
+            if type(node) is Unary:
+                operands[-1] = _NUMPY[node.op](operands[-1])
+            else:
+                second = operands.pop()
+                if type(node) is Binary:
+                    operands[-1] = _NUMPY[node.op](operands[-1], second)
+                else:
+                    operands[-1] = np.where(_holds(node.condition, env, grid_shape), operands[-1], second)
+        elif kind is Number:
+            operands.append(np.float64(node.value))
+        elif kind is Element:
+            array = args[node.name]
+            index = tuple(_clipped(a.evaluate(env), n) for a, n in zip(node.indices, array.shape))
+            operands.append(array[index] if index else array[()])
+        elif kind is Sum:
+            operands.append(_sum_value(node, env, args, grid_shape))
+        elif kind in (Unary, Binary, If):
+            pending.append((node,))
+            pending.extend(reversed(node.children()))
+        else:
+            raise TypeError(f"not an expression node: {kind.__name__}")
+    return operands[0]
+
+
+def _holds(condition: tuple[Atom, ...], env: dict, grid_shape: tuple) -> np.ndarray:
+    mask = np.ones(grid_shape, dtype=bool)
+    for atom in condition:
+        mask = mask & atom.holds(env)
+    return mask
+
+
+def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
+    low = np.broadcast_to(bound_value(node.lower, env, lower=True), grid_shape)
+    high = np.broadcast_to(bound_value(node.upper, env, lower=False), grid_shape)
+    total = np.zeros(grid_shape)
+    if low.size == 0 or high.size == 0:
+        return total
+    for k in range(int(low.min()), int(high.max()) + 1):
+        inner = dict(env)
+        inner[node.index] = k
+        value = _evaluate(node.body, inner, args, grid_shape)
+        total = total + np.where((low <= k) & (k <= high), value, 0.0)
+    return total
+
+
+def work(fn) -> int:
+    """An upper bound on the element-terms :func:`evaluate` visits for ``fn``: the output's elements, plus,
+    per sum, the lengths of its range and of the enclosing sums' ranges over the output box times the
+    output's elements (at least 256: the overhead of a call). The evaluator runs a sum's body over
+    the whole output grid for every value its index takes anywhere."""
+
+    def enter(node, intervals):
+        if not node.children():
+            return 0, None
+        if isinstance(node, Sum):
+            low, high = sum_range(node.lower, node.upper, intervals)
+            return (0, None) if low > high else (None, {**intervals, node.index: (low, high)})
+        return None, intervals
+
+    def leave(node, intervals, children):  # how many times the evaluator runs sums' bodies
+        if isinstance(node, Sum):
+            low, high = sum_range(node.lower, node.upper, intervals)
+            return (high - low + 1) * (1 + children[0])
+        return sum(children)
+
+    shape = tuple(fn.shapes[fn.name])
+    box = {name: (0, n - 1) for name, n in zip(fn.indices, shape)}
+    size = math.prod(shape)
+    return size + max(size, _CALL_ELEMENTS) * _fold(fn.body, box, enter, leave)
+
+
+def evaluate(fn, args: dict) -> np.ndarray:
+    """The reference value of ``fn``'s whole output as a float64 array of the output's shape.
+
+    Refused where :func:`work` is above :data:`MAX_WORK`: numpy over the
+    whole grid per sum index value would run for minutes.
+    """
+    if fn.work > MAX_WORK:
+        raise ExpressionError(
+            f"{fn.name}: the reference evaluator would visit up to {fn.work:.3g} element-terms (the "
+            f"output's elements times its sums' ranges), more than MAX_WORK = {MAX_WORK:.0e}; use smaller "
+            "shapes or sum bounds, or a compiled kernel: fn.compile('numba')")
+    shape = tuple(fn.shapes[fn.name])
+    arrays = fn.argument_arrays(args)
+    grid = np.indices(shape, sparse=True) if shape else ()
+    env = dict(zip(fn.indices, grid))
+    with np.errstate(all="ignore"):  # masked-out lanes may overflow or divide by zero harmlessly
+        value = _evaluate(fn.body, env, arrays, shape)
+    return np.array(np.broadcast_to(value, shape), dtype=np.float64)
