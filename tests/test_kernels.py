@@ -191,7 +191,7 @@ def _at_the_limits():
     """The deepest functions the parser accepts (issue 10), at MAX_DEPTH and MAX_NESTED_SUMS, and whether
     to check their second derivatives here too: not the product of exps, whose report-form second
     derivative the reference evaluator takes ~15 s for, nor the nested sums, ~20 s in Fourier-Motzkin."""
-    from tensoradbook.lang.parser import MAX_DEPTH, MAX_NESTED_SUMS as S
+    from tensoradbook.lang.limits import MAX_DEPTH, MAX_NESTED_SUMS as S
 
     n = MAX_DEPTH - 2  # f[] = and the outermost node take levels of their own
     scalar = {"f": (), "x": ()}

@@ -15,7 +15,7 @@ from tensoradbook.lang import evaluate as reference
 from tensoradbook.lang.expr import Affine, Atom, Binary, Element, ExpressionError, If, Number, Sum, Unary, free_indices, replace, substitute
 from tensoradbook.lang.evaluate import MAX_WORK
 from tensoradbook.lang.function import Function
-from tensoradbook.lang.parser import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
+from tensoradbook.lang.limits import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
 from tensoradbook.lang.printer import to_latex
 from test_printer import functions
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensoradbook as tab
-from tensoradbook.lang.parser import MAX_DEPTH
+from tensoradbook.lang.limits import MAX_DEPTH
 from tensoradbook.lang.printer import expr_text
 from tensoradbook.widgets import GraphView
 from tensoradbook.widgets.graph import DEFAULT, FIG1, FIG2, MAX_NODES, _LEGEND, default_shapes, report_figure

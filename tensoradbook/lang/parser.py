@@ -27,7 +27,7 @@ Fourier-Motzkin elimination (sec. 4.2).
 
 It also keeps everything it accepts computable: the tree is at most
 :data:`MAX_DEPTH` deep with at most :data:`MAX_NESTED_SUMS` nested sums (and
-:data:`MAX_BOUNDS` bounds in a ``max``/``min`` list), index
+:data:`MAX_BOUNDS` bounds in a ``max``/``min`` list; all in :mod:`tensoradbook.lang.limits`), index
 arithmetic stays below :data:`MAX_INTEGER` (64-bit kernels), a tensor has at
 most :data:`MAX_ELEMENTS` elements, and every number literal is one that
 float64 holds and the printer writes back (ASCII digits only).
@@ -39,121 +39,18 @@ is wrong and shows the source line with a caret under the offending token.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from fractions import Fraction
 from numbers import Integral
 
 from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Span, Sum, Unary
-from .evaluate import sum_range
 from .function import Function
-from ..integer.fourier_motzkin import fourier_motzkin
+from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS
 from .ops import FUNCTIONS
+from .scope import Polytope, Scope, SumFrame, failures, implies_divisible, index_box, upper_bound
+from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block
 from .printer import affine_text, atom_text
-
-# Limits on what is accepted, so that everything accepted also derives, prints, reads back and compiles
-# without running into Python's recursion limit or taking minutes (issue 10).
-MAX_DEPTH = 100  # depth of the expression tree (a chain a + b + ... of n terms has depth n) and of nesting
-MAX_NESTED_SUMS = 8  # sums inside sums: derivatives of 8 whose bounds depend on each other take ~1 s, of 12 ~20 s
-MAX_BOUNDS = 64  # in one max [..] or min [..]: derivation takes 0.2 s at 64 and grows as the square
-# Integer literals, and in index arithmetic every coefficient, constant, divisor and modulus and every value
-# an index expression can reach on its box (each partial sum of its terms), are below this in magnitude:
-# exact in float64 and 2**10 below int64's range, which the kernels and the derivatives' bounds compute in.
-MAX_INTEGER = 2**53
-MAX_ELEMENTS = 2**32  # elements of one tensor (32 GiB of float64), so also its largest size
-
-KEYWORDS = frozenset(("sum", "if", "then", "else", "and", "max", "min", "ceil", "floor") + FUNCTIONS)
-
-_TOKEN = re.compile(
-    r"(?P<space>\s+)"
-    r"|(?P<number>(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)"  # ASCII digits only, not \d
-    r"|(?P<name>[A-Za-z][A-Za-z0-9_]*)"
-    r"|(?P<op>\*\*|>=|<=|[-+*/%=()\[\]{};,_^])"
-)
-_SEPARATORS = (";", ",")
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # "number", "name", the operator itself, or "end"
-    text: str
-    start: int
-    end: int
-
-    def describe(self) -> str:
-        return "the end of the text" if self.kind == "end" else repr(self.text)
-
-
-def caret_block(text: str, start: int, end: int) -> str:
-    """The source line holding ``start`` with carets under ``start:end`` (clipped to that line)."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", start)
-    line_end = len(text) if line_end < 0 else line_end
-    line = text[line_start:line_end]
-    # keep tabs so the carets line up under them
-    pad = "".join("\t" if ch == "\t" else " " for ch in line[:start - line_start])
-    width = max(1, min(end, line_end) - start)
-    return f"  {line}\n  {pad}{'^' * width}"
-
-
-@dataclass(frozen=True)
-class _Sum:
-    index: str
-    lower: tuple[Affine, ...]
-    upper: tuple[Affine, ...]
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """What is in force at a point of the text: bound index names, enclosing sums and conditions."""
-
-    indices: tuple[str, ...]  # output indices, then sum indices outermost first
-    sums: tuple[_Sum, ...] = ()
-    conditions: tuple[Atom, ...] = ()  # atoms of the enclosing if-thens
-    negations: tuple[tuple[Atom, ...], ...] = ()  # conditions of the enclosing if-elses: each fails
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return self.indices[:len(self.indices) - len(self.sums)]
-
-    def with_sum(self, frame: _Sum) -> _Scope:
-        return _Scope(self.indices + (frame.index,), self.sums + (frame,), self.conditions, self.negations)
-
-    def with_conditions(self, atoms: tuple[Atom, ...]) -> _Scope:
-        return _Scope(self.indices, self.sums, self.conditions + atoms, self.negations)
-
-    def with_negation(self, atoms: tuple[Atom, ...]) -> _Scope:
-        return _Scope(self.indices, self.sums, self.conditions, self.negations + (atoms,))
-
-    def pieces(self) -> list[tuple[Atom, ...]]:
-        """The conditions in force as a union of conjunctions: the enclosing thens' atoms and, per
-        enclosing else, one way in which its condition fails (:func:`_failures`)."""
-        pieces = [self.conditions]
-        for n, atoms in enumerate(self.negations):
-            ways = [way for k, atom in enumerate(atoms) for way in _failures(atom, f"%r{n}_{k}")]
-            # leaving an else's condition out only adds points: the check stays safe, if less exact
-            if len(pieces) * len(ways) <= _MAX_PIECES:
-                pieces = [piece + way for piece in pieces for way in ways]
-        return pieces
-
-
-# Polytopes searched for one element at most: nested elses multiply the ways their conditions fail.
-_MAX_PIECES = 64
-
-
-def _failures(atom: Atom, fresh: str) -> list[tuple[Atom, ...]]:
-    """The ways ``atom`` fails, each a conjunction of atoms: ``a >= 0`` as ``a <= -1``; ``a = 0`` as
-    ``a >= 1`` or ``a <= -1``; ``a % m = 0`` as ``a = m q + r`` with a fresh integer ``r`` in 1..m-1."""
-    a = atom.affine
-    if atom.inequality:
-        return [(Atom(-a - 1, inequality=True),)]
-    if not atom.modulus:
-        return [(Atom(a - 1, inequality=True),), (Atom(-a - 1, inequality=True),)]
-    r = Affine.index(fresh)
-    return [(Atom(a - r, atom.modulus), Atom(r - 1, inequality=True),
-             Atom(Affine.constant_value(atom.modulus - 1) - r, inequality=True))]
 
 
 @dataclass(frozen=True)
@@ -172,7 +69,7 @@ class _Use:
 
     element: Element
     spans: tuple[tuple[int, int], ...]
-    scope: _Scope
+    scope: Scope
 
 
 def _shape_text(shape: tuple) -> str:
@@ -212,8 +109,8 @@ class _Parser:
         self.tokens = self._tokenize(text)
         self.pos = 0
         self.uses: list[_Use] = []
-        self.arithmetic: list[tuple[Affine, int, int, _Scope]] = []  # sum bounds and conditions, for check_reach
-        self.polytopes: dict[_Scope, list[_Polytope]] = {}  # the non-empty pieces where an element is read
+        self.arithmetic: list[tuple[Affine, int, int, Scope]] = []  # sum bounds and conditions, for check_reach
+        self.polytopes: dict[Scope, list[Polytope]] = {}  # the non-empty pieces where an element is read
         self.name = ""
         self.out_shape: tuple[int, ...] = ()
         # parentheses, exponents and unparenthesised if branches open around the current token: the
@@ -223,7 +120,7 @@ class _Parser:
 
     # --- limits on nesting ---------------------------------------------------
 
-    def enter(self, token: _Token):
+    def enter(self, token: Token):
         """One more level of nesting at ``token``: refused past MAX_DEPTH, long before the recursion of
         this parser (a few Python frames per level) nears Python's limit. The printer writes at most
         one per node, so any tree within MAX_DEPTH reads back."""
@@ -235,7 +132,7 @@ class _Parser:
     def leave(self):
         self.nesting -= 1
 
-    def made(self, node: Expr, token: _Token) -> Expr:
+    def made(self, node: Expr, token: Token) -> Expr:
         """``node``, checked to be at most MAX_DEPTH deep; ``token`` is the operator that made it."""
         depth = 1 + max(self.depths.get(id(child), 1) for child in node.children())
         if depth > MAX_DEPTH:
@@ -249,40 +146,40 @@ class _Parser:
     def fail(self, message: str, start: int, end: int):
         raise ExpressionError(f"{message}\n{caret_block(self.text, start, end)}")
 
-    def fail_at(self, message: str, token: _Token):
+    def fail_at(self, message: str, token: Token):
         self.fail(message, token.start, token.end)
 
-    def _tokenize(self, text: str) -> list[_Token]:
+    def _tokenize(self, text: str) -> list[Token]:
         tokens, pos = [], 0
         while pos < len(text):
-            match = _TOKEN.match(text, pos)
+            match = TOKEN.match(text, pos)
             if match is None:
                 self.fail(f"unexpected character {text[pos]!r}", pos, pos + 1)
             kind = match.lastgroup
             if kind != "space":
-                tokens.append(_Token(match.group() if kind == "op" else kind, match.group(), pos, match.end()))
+                tokens.append(Token(match.group() if kind == "op" else kind, match.group(), pos, match.end()))
             pos = match.end()
         for before, after in zip(tokens, tokens[1:]):
             if before.kind == "number" and after.kind == "name" and before.end == after.start:
                 self.fail(f"write a product with '*': {before.text} * {after.text}", before.start, after.end)
-        tokens.append(_Token("end", "", len(text), len(text)))
+        tokens.append(Token("end", "", len(text), len(text)))
         return tokens
 
-    def peek(self, ahead: int = 0) -> _Token:
+    def peek(self, ahead: int = 0) -> Token:
         return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
 
-    def advance(self) -> _Token:
+    def advance(self) -> Token:
         token = self.peek()
         self.pos = min(self.pos + 1, len(self.tokens) - 1)
         return token
 
-    def expect(self, kind: str, what: str, hint: str = "") -> _Token:
+    def expect(self, kind: str, what: str, hint: str = "") -> Token:
         token = self.peek()
         if token.kind != kind:
             self.fail_at(f"expected {what}, found {token.describe()}{hint}", token)
         return self.advance()
 
-    def expect_name(self, what: str) -> _Token:
+    def expect_name(self, what: str) -> Token:
         token = self.expect("name", what)
         if token.text in KEYWORDS:
             self.fail_at(f"{token.text!r} is a reserved word and cannot be {what}", token)
@@ -296,10 +193,10 @@ class _Parser:
         head = self.expect_name("the output's name")
         self.name = head.text
         self.expect("[", f"'[' after the output's name (a scalar output is written {head.text}[])")
-        names: list[_Token] = []
+        names: list[Token] = []
         if self.peek().kind != "]":
             names.append(self.expect_name("an output index"))
-            while self.peek().kind in _SEPARATORS:
+            while self.peek().kind in SEPARATORS:
                 self.advance()
                 names.append(self.expect_name("an output index"))
         close = self.expect("]", "';', ',' or ']' in the output's indices")
@@ -310,7 +207,7 @@ class _Parser:
             seen.add(token.text)
         shape = self.out_shape = self.shape_of(head.text, len(names), "the output", head.start, close.end)
         self.expect("=", "'=' after the output")
-        body = self.expression(_Scope(tuple(t.text for t in names)))
+        body = self.expression(Scope(tuple(t.text for t in names)))
         if self.peek().kind != "end":
             self.fail_at(f"unexpected {self.peek().describe()} after the end of the expression", self.peek())
         intervals = {}
@@ -318,7 +215,7 @@ class _Parser:
                 (affine, start, end, use.scope) for use in self.uses
                 for affine, (start, end) in zip(use.element.indices, use.spans)]:
             if scope not in intervals:
-                intervals[scope] = _intervals(scope, shape)
+                intervals[scope] = index_box(scope, shape)
             if intervals[scope] is not None:  # else inside a sum that is empty everywhere: never computed
                 self.check_reach(affine, start, end, intervals[scope])
         for use in self.uses:
@@ -339,7 +236,7 @@ class _Parser:
 
     # --- scalar expressions: + -, then * /, then unary minus, then ** ------
 
-    def expression(self, scope: _Scope) -> Expr:
+    def expression(self, scope: Scope) -> Expr:
         left = self.term(scope)
         while self.peek().kind in ("+", "-"):
             op = self.advance()
@@ -347,7 +244,7 @@ class _Parser:
             left = self.made(Binary(op.text, left, right, span=Span(left.span.start, right.span.end)), op)
         return left
 
-    def term(self, scope: _Scope) -> Expr:
+    def term(self, scope: Scope) -> Expr:
         left = self.unary(scope)
         while self.peek().kind in ("*", "/"):
             op = self.advance()
@@ -355,7 +252,7 @@ class _Parser:
             left = self.made(Binary(op.text, left, right, span=Span(left.span.start, right.span.end)), op)
         return left
 
-    def unary(self, scope: _Scope) -> Expr:
+    def unary(self, scope: Scope) -> Expr:
         # "-2" is the number -2, but "-2 ** x" is -(2 ** x), as in Python
         def negative_number() -> bool:
             return self.peek().kind == "-" and self.peek(1).kind == "number" and self.peek(2).kind != "**"
@@ -372,7 +269,7 @@ class _Parser:
             node = self.made(Unary("neg", node, span=Span(sign.start, node.span.end)), sign)
         return node
 
-    def power(self, scope: _Scope) -> Expr:
+    def power(self, scope: Scope) -> Expr:
         bare_sum = self.peek().kind == "name" and self.peek().text == "sum"
         base = self.primary(scope)
         if self.peek().kind != "**":
@@ -387,7 +284,7 @@ class _Parser:
         self.leave()
         return self.made(Binary("**", base, exponent, span=Span(base.span.start, exponent.span.end)), operator)
 
-    def number_value(self, token: _Token) -> int | float:
+    def number_value(self, token: Token) -> int | float:
         """The literal's value: an int below MAX_INTEGER, or a finite, non-zero-rounding float (whose repr,
         which the printer writes, reads back as the same float)."""
         if token.text.isdigit():
@@ -400,7 +297,7 @@ class _Parser:
                          "read as 0", token)
         return value
 
-    def integer_value(self, token: _Token, hint: str) -> int:
+    def integer_value(self, token: Token, hint: str) -> int:
         digits = token.text.lstrip("0")
         # the length first: int() of thousands of digits is slow and refused by Python itself
         if len(digits) > len(str(MAX_INTEGER)) or int(digits or "0") >= MAX_INTEGER:
@@ -409,7 +306,7 @@ class _Parser:
                          f"{MAX_INTEGER}; {hint}", token)
         return int(digits or "0")
 
-    def primary(self, scope: _Scope) -> Expr:
+    def primary(self, scope: Scope) -> Expr:
         token = self.peek()
         if token.kind == "number":
             self.advance()
@@ -445,13 +342,13 @@ class _Parser:
             self.fail_at(f"the index {token.text!r} can only be used inside an argument's brackets", token)
         self.fail_at(f"expected '[' after {token.text!r} (a scalar argument is written {token.text}[])", token)
 
-    def element(self, scope: _Scope) -> Element:
+    def element(self, scope: Scope) -> Element:
         name = self.advance()
         self.advance()  # "["
         indices: list[_Index] = []
         if self.peek().kind != "]":
             indices.append(self.index(scope))
-            while self.peek().kind in _SEPARATORS:
+            while self.peek().kind in SEPARATORS:
                 self.advance()
                 indices.append(self.index(scope))
         token = self.peek()
@@ -475,27 +372,27 @@ class _Parser:
         self.uses.append(_Use(element, tuple((i.start, i.end) for i in indices), scope))
         return element
 
-    def always_integral(self, affine: Affine, scope: _Scope) -> bool:
+    def always_integral(self, affine: Affine, scope: Scope) -> bool:
         """Whether ``affine`` is an integer wherever ``scope`` is in force: its numerator is a multiple of
         its denominator at every point of the output box, the sums and the conditions (exactly, as the
         range check: ``if {-b % 2 = 0}`` or an else of ``b % 2 = 1`` guard ``b / 2`` too)."""
         divisible = Atom(affine.numerator, affine.denominator)
-        if divisible in scope.conditions or any(_implies_divisible(atom, divisible) for atom in scope.conditions):
+        if divisible in scope.conditions or any(implies_divisible(atom, divisible) for atom in scope.conditions):
             return True  # the guard as the derivation writes it, or one that differs by multiples
-        failure = _failures(divisible, "%div")[0]
-        return all(_Polytope(scope, self.out_shape, piece.conditions + failure).empty
+        failure = failures(divisible, "%div")[0]
+        return all(Polytope(scope, self.out_shape, piece.conditions + failure).empty
                    for piece in self.reachable(scope))
 
-    def reachable(self, scope: _Scope) -> list[_Polytope]:
-        """The non-empty pieces of the points where ``scope`` is in force (:meth:`_Scope.pieces`)."""
+    def reachable(self, scope: Scope) -> list[Polytope]:
+        """The non-empty pieces of the points where ``scope`` is in force (:meth:`Scope.pieces`)."""
         if scope not in self.polytopes:
-            pieces = (_Polytope(scope, self.out_shape, conditions) for conditions in scope.pieces())
+            pieces = (Polytope(scope, self.out_shape, conditions) for conditions in scope.pieces())
             self.polytopes[scope] = [polytope for polytope in pieces if not polytope.empty]
         return self.polytopes[scope]
 
     # --- sums and conditions -------------------------------------------------
 
-    def sum(self, scope: _Scope) -> Sum:
+    def sum(self, scope: Scope) -> Sum:
         keyword = self.advance()
         if len(scope.sums) == MAX_NESTED_SUMS:
             self.fail_at(f"more than {MAX_NESTED_SUMS} nested sums (MAX_NESTED_SUMS): their derivatives take too "
@@ -518,7 +415,7 @@ class _Parser:
             x = f"x[{index.text}]"
             self.fail_at(f"the body of a sum is written in parentheses: {header} (...); e.g. {header} ({x} ** 2) "
                          f"is a sum of squares, ({header} ({x})) ** 2 the square of a sum", self.peek())
-        body = self.primary(scope.with_sum(_Sum(index.text, lower, upper)))
+        body = self.primary(scope.with_sum(SumFrame(index.text, lower, upper)))
         return self.made(Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end)), keyword)
 
     def paren_hint(self) -> str:
@@ -526,7 +423,7 @@ class _Parser:
             return "; a bound of more than one token is parenthesised, e.g. sum{k}_(i + 1)^(n - 1) (...)"
         return ""
 
-    def bound(self, scope: _Scope, lower: bool) -> tuple[Affine, ...]:
+    def bound(self, scope: Scope, lower: bool) -> tuple[Affine, ...]:
         """``INT``, ``NAME``, or a parenthesised affine, ``max``/``min`` list or ``ceil``/``floor``."""
         token = self.peek()
         if token.kind == "(":
@@ -542,7 +439,7 @@ class _Parser:
             self.fail_at("a bound of more than one token is parenthesised, e.g. sum{k}_(-1)^3 (...)", token)
         self.fail_at(f"expected {_side(lower)}, found {token.describe()}", token)
 
-    def bound_list(self, scope: _Scope, lower: bool) -> tuple[Affine, ...]:
+    def bound_list(self, scope: Scope, lower: bool) -> tuple[Affine, ...]:
         token = self.peek()
         if token.kind == "name" and token.text in ("max", "min"):
             wanted = "max" if lower else "min"
@@ -552,7 +449,7 @@ class _Parser:
             self.advance()
             self.expect("[", f"'[' after {token.text}")
             items = [self.bound_item(scope, lower)]
-            while self.peek().kind in _SEPARATORS:
+            while self.peek().kind in SEPARATORS:
                 self.advance()
                 if len(items) == MAX_BOUNDS:
                     self.fail_at(f"more than {MAX_BOUNDS} bounds in one {token.text} list (MAX_BOUNDS)", self.peek())
@@ -561,7 +458,7 @@ class _Parser:
             return tuple(items)
         return (self.bound_item(scope, lower),)
 
-    def bound_item(self, scope: _Scope, lower: bool) -> Affine:
+    def bound_item(self, scope: Scope, lower: bool) -> Affine:
         token = self.peek()
         rounding = "ceil" if lower else "floor"
         if token.kind == "name" and token.text in ("ceil", "floor"):
@@ -580,7 +477,7 @@ class _Parser:
         self.arithmetic.append((index.affine, index.start, index.end, scope))
         return index.affine
 
-    def condition(self, scope: _Scope) -> If:
+    def condition(self, scope: Scope) -> If:
         keyword = self.advance()
         self.expect("{", "'{' after if")
         atoms = [self.atom(scope)]
@@ -597,7 +494,7 @@ class _Parser:
         otherwise = self.primary(inner) if self.peek().kind == "(" else self.bare_branch(inner)
         return self.made(If(tuple(atoms), then, otherwise, span=Span(keyword.start, otherwise.span.end)), keyword)
 
-    def bare_branch(self, scope: _Scope) -> Expr:
+    def bare_branch(self, scope: Scope) -> Expr:
         """A then or else branch without parentheses (``else if ...``): a level of nesting of its own."""
         self.enter(self.peek())
         node = self.primary(scope)
@@ -610,7 +507,7 @@ class _Parser:
             self.fail_at(f"expected {word!r}, found {token.describe()}", token)
         self.advance()
 
-    def atom(self, scope: _Scope) -> Atom:
+    def atom(self, scope: Scope) -> Atom:
         """``lhs = rhs``, ``lhs % m = rhs``, ``lhs >= rhs`` or ``lhs <= rhs``, kept as ``Atom(lhs - rhs, ...)``."""
         lhs = self.index(scope)
         modulus = 0
@@ -646,7 +543,7 @@ class _Parser:
 
     # --- affine index expressions -------------------------------------------
 
-    def index(self, scope: _Scope) -> _Index:
+    def index(self, scope: Scope) -> _Index:
         left = self.index_term(scope)
         additive = False
         while self.peek().kind in ("+", "-"):
@@ -656,7 +553,7 @@ class _Parser:
             left, additive = self.sized(value, left.start, right.end), True
         return _Index(left.affine, left.start, left.end, additive)
 
-    def index_term(self, scope: _Scope) -> _Index:
+    def index_term(self, scope: Scope) -> _Index:
         left = self.index_factor(scope)
         while self.peek().kind in ("*", "/"):
             op = self.advance()
@@ -688,7 +585,7 @@ class _Parser:
             self.fail(f"{self.text[start:end]} can reach {reach:.3g} on the output's box and the sums' ranges: "
                       f"index arithmetic stays below MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)
 
-    def index_factor(self, scope: _Scope) -> _Index:
+    def index_factor(self, scope: Scope) -> _Index:
         token = self.peek()
         if token.kind == "-":
             # minus signs in a row are read without recursion
@@ -707,7 +604,7 @@ class _Parser:
         close = self.expect(")", "')'")
         return _Index(inner.affine, token.start, close.end)
 
-    def index_atom(self, scope: _Scope) -> _Index:
+    def index_atom(self, scope: Scope) -> _Index:
         token = self.advance()
         if token.kind == "number":
             if not token.text.isdigit():
@@ -726,13 +623,13 @@ class _Parser:
 
     def check_range(self, use: _Use):
         shape = self.shapes[use.element.name]
-        intervals = _intervals(use.scope, self.out_shape)
+        intervals = index_box(use.scope, self.out_shape)
         if intervals is None:  # some enclosing sum is empty everywhere: the element is never read
             return
         for affine, size, span in zip(use.element.indices, shape, use.spans):
             numerator, limit = affine.numerator, affine.denominator * (size - 1)
             sums = use.scope.sums
-            if -_above(-numerator, sums, intervals) >= 0 and _above(numerator, sums, intervals) <= limit:
+            if -upper_bound(-numerator, sums, intervals) >= 0 and upper_bound(numerator, sums, intervals) <= limit:
                 continue  # a cheap bound already shows it fits
             # numerator <= -1, or numerator >= limit + 1
             for extra in (-numerator - 1, numerator - (limit + 1)):
@@ -748,124 +645,6 @@ class _Parser:
         source = self.text[use.element.span.start:use.element.span.end]
         self.fail(f"{source} leaves {use.element.name}'s shape {_shape_text(shape)}{' at ' + at if at else ''}: "
                   f"index {relation}", *span)
-
-
-# _above substitutes every combination of bounds; nested sums with several bounds each (derivatives'
-# max/min lists) multiply them, so past this many candidates a candidate keeps its sum index.
-_ABOVE_CANDIDATES = 64
-
-
-def _above(affine: Affine, sums: tuple[_Sum, ...], intervals: dict) -> Fraction:
-    """An upper bound of ``affine`` over the polytope, often its maximum.
-
-    From the innermost sum out, each sum index is replaced by its upper bound
-    (its lower bound where its coefficient is negative); with several bounds,
-    each gives an upper bound and the least is kept. What is left, sum indices
-    kept past :data:`_ABOVE_CANDIDATES` included, ranges over the box.
-    """
-    candidates = [affine]
-    for frame in reversed(sums):
-        widened = []
-        for candidate in candidates:
-            c = candidate.coefficient(frame.index)
-            bounds = frame.upper if c > 0 else frame.lower
-            if c and len(candidates) * len(bounds) <= _ABOVE_CANDIDATES:
-                widened += [candidate.substitute({frame.index: bound}) for bound in bounds]
-            else:
-                widened.append(candidate)
-        candidates = widened
-    return min(candidate.interval(intervals)[1] for candidate in candidates)
-
-
-def _intervals(scope: _Scope, out_shape: tuple) -> dict | None:
-    """A box around every index's reachable values, or None if an enclosing sum is empty everywhere."""
-    intervals = {name: (0, n - 1) for name, n in zip(scope.outputs, out_shape)}
-    for frame in scope.sums:
-        low, high = sum_range(frame.lower, frame.upper, intervals)
-        if low > high:
-            return None
-        intervals[frame.index] = (low, high)
-    return intervals
-
-
-def _implies_divisible(atom: Atom, divisible: Atom) -> bool:
-    """Whether ``atom``, ``a % m = 0`` with ``m`` a multiple of ``d``, shows ``n % d = 0`` at once: ``n - a``
-    or ``n + a`` has every coefficient and its constant divisible by ``d``. A cheap sufficient test that
-    spares the exact one (Fourier-Motzkin over the whole scope, which can take minutes on a derivative's
-    nested sums with many bounds)."""
-    if atom.inequality or not atom.modulus or atom.modulus % divisible.modulus:
-        return False
-    d = divisible.modulus
-    for rest in (divisible.affine - atom.affine, divisible.affine + atom.affine):
-        if rest.denominator == 1 and rest.constant % d == 0 and all(c % d == 0 for _, c in rest.terms):
-            return True
-    return False
-
-
-class _Polytope:
-    """The integer points of the indices at an element (one piece of them): ``rows`` of ``affine >= 0``.
-
-    The output box, each enclosing sum's bounds multiplied through by their
-    denominators, and each of ``conditions``: ``a >= 0`` as it is, ``a = 0``
-    as two inequalities, ``a % m = 0`` exactly as ``a = m q`` with a fresh
-    integer ``q``. Names in ``conditions`` that are not indices (an else's
-    remainders) are integer variables too.
-    """
-
-    def __init__(self, scope: _Scope, out_shape: tuple, conditions: tuple[Atom, ...]):
-        self.conditions = conditions
-        rows = []
-        for name, n in zip(scope.outputs, out_shape):
-            rows += [Affine.index(name), Affine.constant_value(n - 1) - Affine.index(name)]
-        for frame in scope.sums:
-            k = Affine.index(frame.index)
-            rows += [k.scale(a.denominator) - a.numerator for a in frame.lower]
-            rows += [a.numerator - k.scale(a.denominator) for a in frame.upper]
-        multiples = []
-        for atom in conditions:
-            if atom.inequality:
-                rows.append(atom.affine)
-                continue
-            equal = atom.affine
-            if atom.modulus:
-                # '%' cannot be a name in the text, so these never clash with an index
-                multiples.append(f"%{len(multiples)}")
-                equal = equal - Affine.index(multiples[-1]).scale(atom.modulus)
-            rows += [equal, -equal]
-        self.rows = rows
-        fresh = sorted({name for atom in conditions for name in atom.affine.names} - set(scope.indices))
-        # Fourier-Motzkin loops x_{M-1} outermost: outputs outside, then the sums, multiples innermost.
-        self.variables = tuple(multiples) + tuple(fresh) + tuple(reversed(scope.indices))
-        # Indices that share no row are independent; eliminating each group alone is much cheaper.
-        self.groups: list[set[str]] = []
-        for row in rows:
-            joined = set(row.names).union(*(g for g in self.groups if g & set(row.names)))
-            self.groups = [g for g in self.groups if not g & joined] + [joined]
-        # a row without indices is a condition such as 1 = 0: false everywhere or true everywhere
-        self.empty = any(row.constant < 0 for row in rows if row.is_constant) or \
-            any(self.point(group) is None for group in self.groups if group)
-
-    def point(self, group: set[str], extra: tuple[Affine, ...] = ()) -> dict | None:
-        """The first integer point of the rows on ``group`` (and ``extra``), or None."""
-        rows = [row for row in self.rows if set(row.names) & group] + list(extra)
-        return _first_point(rows, tuple(v for v in self.variables if v in group))
-
-    def search(self, extra: Affine) -> dict | None:
-        """An integer point with ``extra >= 0`` (on the indices tied to it), given that the polytope is not empty."""
-        return self.point(set(extra.names).union(*(g for g in self.groups if g & set(extra.names))), (extra,))
-
-
-def _first_point(rows: list[Affine], variables: tuple[str, ...]) -> dict | None:
-    """The first integer point with every row ``>= 0``, in Fourier-Motzkin's loop order, or None."""
-    A = tuple(tuple(int(row.coefficient(v)) for v in variables) for row in rows)
-    point = _cached_first_point(A, tuple(-row.constant for row in rows), variables)
-    return None if point is None else dict(zip(variables, point))
-
-
-@lru_cache(maxsize=4096)
-def _cached_first_point(A: tuple, b: tuple, variables: tuple) -> tuple | None:
-    # the elements of a derivative repeat the same indices under the same sums many times
-    return next(fourier_motzkin(A, names=variables).iter_integer_points(b), None)
 
 
 def parse(text: str, shapes: Mapping) -> Function:

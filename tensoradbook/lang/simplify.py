@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, postorder, rebuild
-from .parser import MAX_INTEGER
+from .limits import MAX_INTEGER
 
 
 def number(value) -> Number:

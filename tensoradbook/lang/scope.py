@@ -1,0 +1,193 @@
+"""What holds at a point of a function's text, for the parser's exact range checks (report sec. 4.2).
+
+The index values reachable at an argument element form a union of integer polytopes: the output box,
+the enclosing sums' bounds, the enclosing thens' conditions and, per enclosing else, one way its
+condition fails (:class:`Scope`, :class:`Polytope`). The parser searches them for a point where an
+index leaves its argument's shape or a division is not exact, with Fourier-Motzkin elimination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from ..integer.fourier_motzkin import fourier_motzkin
+from .evaluate import sum_range
+from .expr import Affine, Atom
+
+@dataclass(frozen=True)
+class SumFrame:
+    index: str
+    lower: tuple[Affine, ...]
+    upper: tuple[Affine, ...]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What is in force at a point of the text: bound index names, enclosing sums and conditions."""
+
+    indices: tuple[str, ...]  # output indices, then sum indices outermost first
+    sums: tuple[SumFrame, ...] = ()
+    conditions: tuple[Atom, ...] = ()  # atoms of the enclosing if-thens
+    negations: tuple[tuple[Atom, ...], ...] = ()  # conditions of the enclosing if-elses: each fails
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.indices[:len(self.indices) - len(self.sums)]
+
+    def with_sum(self, frame: SumFrame) -> Scope:
+        return Scope(self.indices + (frame.index,), self.sums + (frame,), self.conditions, self.negations)
+
+    def with_conditions(self, atoms: tuple[Atom, ...]) -> Scope:
+        return Scope(self.indices, self.sums, self.conditions + atoms, self.negations)
+
+    def with_negation(self, atoms: tuple[Atom, ...]) -> Scope:
+        return Scope(self.indices, self.sums, self.conditions, self.negations + (atoms,))
+
+    def pieces(self) -> list[tuple[Atom, ...]]:
+        """The conditions in force as a union of conjunctions: the enclosing thens' atoms and, per
+        enclosing else, one way in which its condition fails (:func:`failures`)."""
+        pieces = [self.conditions]
+        for n, atoms in enumerate(self.negations):
+            ways = [way for k, atom in enumerate(atoms) for way in failures(atom, f"%r{n}_{k}")]
+            # leaving an else's condition out only adds points: the check stays safe, if less exact
+            if len(pieces) * len(ways) <= MAX_PIECES:
+                pieces = [piece + way for piece in pieces for way in ways]
+        return pieces
+
+
+# Polytopes searched for one element at most: nested elses multiply the ways their conditions fail.
+MAX_PIECES = 64
+
+
+def failures(atom: Atom, fresh: str) -> list[tuple[Atom, ...]]:
+    """The ways ``atom`` fails, each a conjunction of atoms: ``a >= 0`` as ``a <= -1``; ``a = 0`` as
+    ``a >= 1`` or ``a <= -1``; ``a % m = 0`` as ``a = m q + r`` with a fresh integer ``r`` in 1..m-1."""
+    a = atom.affine
+    if atom.inequality:
+        return [(Atom(-a - 1, inequality=True),)]
+    if not atom.modulus:
+        return [(Atom(a - 1, inequality=True),), (Atom(-a - 1, inequality=True),)]
+    r = Affine.index(fresh)
+    return [(Atom(a - r, atom.modulus), Atom(r - 1, inequality=True),
+             Atom(Affine.constant_value(atom.modulus - 1) - r, inequality=True))]
+
+
+
+# upper_bound substitutes every combination of bounds; nested sums with several bounds each (derivatives'
+# max/min lists) multiply them, so past this many candidates a candidate keeps its sum index.
+ABOVE_CANDIDATES = 64
+
+
+def upper_bound(affine: Affine, sums: tuple[SumFrame, ...], intervals: dict) -> Fraction:
+    """An upper bound of ``affine`` over the polytope, often its maximum.
+
+    From the innermost sum out, each sum index is replaced by its upper bound
+    (its lower bound where its coefficient is negative); with several bounds,
+    each gives an upper bound and the least is kept. What is left, sum indices
+    kept past :data:`ABOVE_CANDIDATES` included, ranges over the box.
+    """
+    candidates = [affine]
+    for frame in reversed(sums):
+        widened = []
+        for candidate in candidates:
+            c = candidate.coefficient(frame.index)
+            bounds = frame.upper if c > 0 else frame.lower
+            if c and len(candidates) * len(bounds) <= ABOVE_CANDIDATES:
+                widened += [candidate.substitute({frame.index: bound}) for bound in bounds]
+            else:
+                widened.append(candidate)
+        candidates = widened
+    return min(candidate.interval(intervals)[1] for candidate in candidates)
+
+
+def index_box(scope: Scope, out_shape: tuple) -> dict | None:
+    """A box around every index's reachable values, or None if an enclosing sum is empty everywhere."""
+    intervals = {name: (0, n - 1) for name, n in zip(scope.outputs, out_shape)}
+    for frame in scope.sums:
+        low, high = sum_range(frame.lower, frame.upper, intervals)
+        if low > high:
+            return None
+        intervals[frame.index] = (low, high)
+    return intervals
+
+
+def implies_divisible(atom: Atom, divisible: Atom) -> bool:
+    """Whether ``atom``, ``a % m = 0`` with ``m`` a multiple of ``d``, shows ``n % d = 0`` at once: ``n - a``
+    or ``n + a`` has every coefficient and its constant divisible by ``d``. A cheap sufficient test that
+    spares the exact one (Fourier-Motzkin over the whole scope, which can take minutes on a derivative's
+    nested sums with many bounds)."""
+    if atom.inequality or not atom.modulus or atom.modulus % divisible.modulus:
+        return False
+    d = divisible.modulus
+    for rest in (divisible.affine - atom.affine, divisible.affine + atom.affine):
+        if rest.denominator == 1 and rest.constant % d == 0 and all(c % d == 0 for _, c in rest.terms):
+            return True
+    return False
+
+
+class Polytope:
+    """The integer points of the indices at an element (one piece of them): ``rows`` of ``affine >= 0``.
+
+    The output box, each enclosing sum's bounds multiplied through by their
+    denominators, and each of ``conditions``: ``a >= 0`` as it is, ``a = 0``
+    as two inequalities, ``a % m = 0`` exactly as ``a = m q`` with a fresh
+    integer ``q``. Names in ``conditions`` that are not indices (an else's
+    remainders) are integer variables too.
+    """
+
+    def __init__(self, scope: Scope, out_shape: tuple, conditions: tuple[Atom, ...]):
+        self.conditions = conditions
+        rows = []
+        for name, n in zip(scope.outputs, out_shape):
+            rows += [Affine.index(name), Affine.constant_value(n - 1) - Affine.index(name)]
+        for frame in scope.sums:
+            k = Affine.index(frame.index)
+            rows += [k.scale(a.denominator) - a.numerator for a in frame.lower]
+            rows += [a.numerator - k.scale(a.denominator) for a in frame.upper]
+        multiples = []
+        for atom in conditions:
+            if atom.inequality:
+                rows.append(atom.affine)
+                continue
+            equal = atom.affine
+            if atom.modulus:
+                # '%' cannot be a name in the text, so these never clash with an index
+                multiples.append(f"%{len(multiples)}")
+                equal = equal - Affine.index(multiples[-1]).scale(atom.modulus)
+            rows += [equal, -equal]
+        self.rows = rows
+        fresh = sorted({name for atom in conditions for name in atom.affine.names} - set(scope.indices))
+        # Fourier-Motzkin loops x_{M-1} outermost: outputs outside, then the sums, multiples innermost.
+        self.variables = tuple(multiples) + tuple(fresh) + tuple(reversed(scope.indices))
+        # Indices that share no row are independent; eliminating each group alone is much cheaper.
+        self.groups: list[set[str]] = []
+        for row in rows:
+            joined = set(row.names).union(*(g for g in self.groups if g & set(row.names)))
+            self.groups = [g for g in self.groups if not g & joined] + [joined]
+        # a row without indices is a condition such as 1 = 0: false everywhere or true everywhere
+        self.empty = any(row.constant < 0 for row in rows if row.is_constant) or \
+            any(self.point(group) is None for group in self.groups if group)
+
+    def point(self, group: set[str], extra: tuple[Affine, ...] = ()) -> dict | None:
+        """The first integer point of the rows on ``group`` (and ``extra``), or None."""
+        rows = [row for row in self.rows if set(row.names) & group] + list(extra)
+        return first_point(rows, tuple(v for v in self.variables if v in group))
+
+    def search(self, extra: Affine) -> dict | None:
+        """An integer point with ``extra >= 0`` (on the indices tied to it), given that the polytope is not empty."""
+        return self.point(set(extra.names).union(*(g for g in self.groups if g & set(extra.names))), (extra,))
+
+
+def first_point(rows: list[Affine], variables: tuple[str, ...]) -> dict | None:
+    """The first integer point with every row ``>= 0``, in Fourier-Motzkin's loop order, or None."""
+    A = tuple(tuple(int(row.coefficient(v)) for v in variables) for row in rows)
+    point = _cached_first_point(A, tuple(-row.constant for row in rows), variables)
+    return None if point is None else dict(zip(variables, point))
+
+
+@lru_cache(maxsize=4096)
+def _cached_first_point(A: tuple, b: tuple, variables: tuple) -> tuple | None:
+    # the elements of a derivative repeat the same indices under the same sums many times
+    return next(fourier_motzkin(A, names=variables).iter_integer_points(b), None)
