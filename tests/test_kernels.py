@@ -20,8 +20,10 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook import kernels
-from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, Number, Sum, Unary
+from tensoradbook import codegen
+from tensoradbook.codegen import printer
+from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, Number, Sum, Unary, postorder
+from tensoradbook.lang.ops import OPERATIONS
 from tensoradbook.lang.evaluate import MAX_WORK
 from tensoradbook.ad.gradcheck import random_arguments
 from tensoradbook.lang.printer import expr_text
@@ -57,7 +59,7 @@ def _data(fn, seed=0):
 
 def assert_matches_reference(fn, grads, target, seed=0):
     args, df = _data(fn, seed)
-    if target in kernels.GATHER_TARGETS:
+    if target in codegen.GATHER_TARGETS:
         np.testing.assert_allclose(fn.compile(target)(args), fn.evaluate(args), rtol=RTOL, atol=ATOL)
     compiled = grads.compile(target)
     expected = grads.evaluate(args, df)
@@ -69,11 +71,33 @@ def assert_matches_reference(fn, grads, target, seed=0):
     np.testing.assert_allclose(compiled.forward(args), fn.evaluate(args), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("target", kernels.TARGETS)
+@pytest.mark.parametrize("target", codegen.TARGETS)
 @pytest.mark.parametrize("text, shapes", CORPUS, ids=[text for text, _ in CORPUS])
 def test_every_target_equals_the_reference(text, shapes, target):
     fn = tab.parse(text, shapes)
     assert_matches_reference(fn, tab.derive(fn), target)
+
+
+def every_operation() -> tuple[str, dict]:
+    """One function that uses every row of the operation table, written from the table itself: a row
+    added there is compiled and differentiated on every target by the test below."""
+    terms = []
+    for k, row in enumerate(OPERATIONS.values()):
+        x, y = f"x[i; {k}]", f"y[i; {k}]"
+        if row.arity == 1:
+            terms.append(f"{row.name} ({x})" if row.is_function else f"-{x}")
+        else:
+            terms.append(f"({x} {row.name} {y})")
+    n = len(OPERATIONS)
+    return "f[i] = " + " + ".join(terms), {"f": (3,), "x": (3, n), "y": (3, n)}
+
+
+@pytest.mark.parametrize("target", codegen.TARGETS)
+def test_every_operation_compiles_on_every_target(target):
+    text, shapes = every_operation()
+    fn = tab.parse(text, shapes)
+    assert {node.op for node in postorder(fn.body) if isinstance(node, (Unary, Binary))} == set(OPERATIONS)
+    assert_matches_reference(fn, tab.derive(fn), target)  # inputs in [0.5, 1.5]: every row's domain
 
 
 # Constants whose arithmetic overflows or divides by zero: the reference gives inf and nan as numpy does,
@@ -168,17 +192,18 @@ def test_hoisting_walks_deep_trees_without_recursion():
 
 @pytest.mark.parametrize("vector", [False, True], ids=["scalar", "numpy"])
 def test_generated_code_stays_flat_for_long_chains(vector):
+
     """A chain of 200 additions was one expression with 200 nested brackets: Python refuses it (issue 10).
     The writer walks the chain from a stack and moves deep parts into temporaries."""
     n = 3 * sys.getrecursionlimit()
     chain = Element("x", ())
     for k in range(n):
         chain = Binary("+", Unary("sin", chain), Number(k))
-    writer = kernels._Writer({"x": ()}, {"x"}, vector=vector, depth=0)
+    writer = (printer.VectorPrinter if vector else printer.ScalarPrinter)({"x": ()}, {"x"}, depth=0)
     writer.share(chain)
     result = writer.value(chain)
     source = "\n".join(writer.lines + [f"_result = {result}"])
-    assert max(map(kernels._nesting, source.splitlines())) <= kernels._MAX_NESTING + 5
+    assert max(map(printer._nesting, source.splitlines())) <= printer._MAX_NESTING + 5
     namespace = {"math": math, "np": np, "x": np.array(0.5) if vector else np.array([0.5])}
     exec(compile(source, "<generated>", "exec"), namespace)
     expected = 0.5
@@ -218,7 +243,7 @@ def test_functions_at_the_parser_limits_derive_print_and_compile(text, shapes, s
     first = grads[fn.arguments[0]]
     for function, derived in [(fn, grads)] + ([(first, tab.derive(first))] if second else []):
         assert str(derived)
-        for target in kernels.TARGETS:  # every module is Python that compiles
+        for target in codegen.TARGETS:  # every module is Python that compiles
             compile(derived.source(target), "<generated>", "exec")
         assert_matches_reference(function, derived, "numpy")
 
@@ -328,7 +353,7 @@ BAD_INPUTS = [  # (arguments, adjoint, what the message must say); issue 10
 ]
 
 
-@pytest.mark.parametrize("target", ["reference", *kernels.TARGETS])
+@pytest.mark.parametrize("target", ["reference", *codegen.TARGETS])
 def test_inputs_that_are_not_real_arrays_are_refused_by_name(target):
     fn = tab.parse("f[i] = x[i] * y[]", {"f": (2,), "x": (2,), "y": ()})
     grads = tab.derive(fn)
@@ -336,7 +361,7 @@ def test_inputs_that_are_not_real_arrays_are_refused_by_name(target):
         forward, gradients = fn.evaluate, grads.evaluate
     else:
         gradients = grads.compile(target)
-        forward = fn.compile(target) if target in kernels.GATHER_TARGETS else gradients.forward
+        forward = fn.compile(target) if target in codegen.GATHER_TARGETS else gradients.forward
     for args, df, message in BAD_INPUTS:
         if df is None:
             with pytest.raises(ExpressionError, match=message):
@@ -359,7 +384,7 @@ def test_cuda_without_a_gpu_or_simulator_says_what_to_do():
 PTX_PROBE = """
 import json, sys
 import tensoradbook as tab
-from tensoradbook import kernels
+from tensoradbook import codegen
 from numba import cuda, float64
 try:  # is NVVM (the cuda extra) there at all?
     cuda.compile_ptx(lambda x: None, (float64[::1],), cc=(7, 5))
@@ -371,9 +396,9 @@ for text, shapes in json.loads(sys.argv[1]):
     fn = tab.parse(text, shapes)
     grads = tab.derive(fn)
     second = tab.derive(grads[fn.arguments[0]])
-    ptx = {**kernels.compile_ptx(fn), **kernels.compile_ptx(grads, "cuda")}
-    ptx.update({"scatter": kernels.compile_ptx(grads, "cuda-scatter")["scatter"]})
-    ptx.update({"second " + k: v for k, v in kernels.compile_ptx(second, "cuda").items()})
+    ptx = {**codegen.compile_ptx(fn), **codegen.compile_ptx(grads, "cuda")}
+    ptx.update({"scatter": codegen.compile_ptx(grads, "cuda-scatter")["scatter"]})
+    ptx.update({"second " + k: v for k, v in codegen.compile_ptx(second, "cuda").items()})
     assert all(".visible .entry" in p for p in ptx.values()), text
     counts[text] = len(ptx)
 print(json.dumps({"compiled": counts}))

@@ -180,7 +180,7 @@ class Expr:
     def children(self) -> tuple[Expr, ...]:
         return ()
 
-    def _fields(self) -> tuple:
+    def own_fields(self) -> tuple:
         """What tells this node from another of its class with equal children."""
         raise NotImplementedError
 
@@ -191,7 +191,7 @@ class Expr:
             pass
         for node in postorder(self, below=lambda node: not hasattr(node, "_hash")):
             if not hasattr(node, "_hash"):
-                key = (type(node).__name__, node._fields(), *(child._hash for child in node.children()))
+                key = (type(node).__name__, node.own_fields(), *(child._hash for child in node.children()))
                 object.__setattr__(node, "_hash", hash(key))
         return self._hash
 
@@ -203,7 +203,7 @@ class Expr:
             a, b = pending.pop()
             if a is b or (id(a), id(b)) in compared:
                 continue
-            if type(a) is not type(b) or hash(a) != hash(b) or a._fields() != b._fields():
+            if type(a) is not type(b) or hash(a) != hash(b) or a.own_fields() != b.own_fields():
                 return False
             compared.add((id(a), id(b)))  # shared subtrees of a derivative are compared once
             pending.extend(zip(a.children(), b.children()))
@@ -231,7 +231,7 @@ class Number(Expr):
     value: int | float
     span: Span | None = field(default=None, compare=False, repr=False)
 
-    def _fields(self):
+    def own_fields(self):
         return (self.value,)
 
 
@@ -243,7 +243,7 @@ class Element(Expr):
     indices: tuple[Affine, ...]
     span: Span | None = field(default=None, compare=False, repr=False)
 
-    def _fields(self):
+    def own_fields(self):
         return (self.name, self.indices)
 
 
@@ -260,7 +260,7 @@ class Unary(Expr):
     def children(self):
         return (self.arg,)
 
-    def _fields(self):
+    def own_fields(self):
         return (self.op,)
 
 
@@ -276,7 +276,7 @@ class Binary(Expr):
     def children(self):
         return (self.left, self.right)
 
-    def _fields(self):
+    def own_fields(self):
         return (self.op,)
 
 
@@ -298,7 +298,7 @@ class Sum(Expr):
     def children(self):
         return (self.body,)
 
-    def _fields(self):
+    def own_fields(self):
         return (self.index, self.lower, self.upper)
 
 
@@ -314,7 +314,7 @@ class If(Expr):
     def children(self):
         return (self.then, self.otherwise)
 
-    def _fields(self):
+    def own_fields(self):
         return (self.condition,)
 
 

@@ -1,0 +1,372 @@
+"""Kernel printers (report sec. 6): Python statements computing one expression, one ``_print_<Node>`` per node.
+
+:class:`KernelPrinter` holds what every target shares: shared subexpressions computed once into
+temporaries, sums as loops, conditions as branches, an explicit stack instead of recursion for long
+chains of operations, and integer index arithmetic. How a value is written is the subclass's:
+
+* :class:`ScalarPrinter` (Numba on the CPU): one element at a time, Python's ``math`` functions,
+  optionally a row of *lanes* (the last output index innermost, see ``codegen.module``);
+* :class:`CudaPrinter`: the same for one GPU thread, with the CUDA names of the operation table;
+* :class:`VectorPrinter` (numpy): the whole output grid at once, masks instead of branches.
+
+Operation names come from the operation table (:data:`tensoradbook.lang.ops.OPERATIONS`), as sympy's
+code printers take a function table per language.
+"""
+
+from __future__ import annotations
+
+import keyword
+from contextlib import contextmanager
+
+from ..lang.expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, free_indices, substitute
+from ..lang.names import fresh_name
+from ..lang.ops import OPERATIONS
+
+# Names the generated code uses itself; user names that clash get a suffix.
+_RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter", "THREADS"}
+_MAX_NESTING = 50  # brackets in one generated expression, well below Python's limit of 200
+
+
+def py_name(name: str) -> str:
+    """A user's tensor or index name as a Python identifier that cannot clash with the generated code's.
+
+    Generated temporaries start with ``_``, kernels end with ``_kernel``, and
+    Numba, compiling a ``prange`` loop, renames variables by doubling their
+    underscores, which must not give the name of another variable (``a_``
+    beside ``a__``). So a plain name (no ``_`` first or last, no ``__``, not a
+    keyword, not a name the module uses, not ending with ``_kernel``) stays,
+    and any other has each ``_`` written ``_u`` and a ``_`` appended: ``np``
+    becomes ``np_`` and ``np_`` becomes ``np_u_``. No identifier has a double
+    underscore, and no two names meet.
+    """
+    if (keyword.iskeyword(name) or name in _RESERVED or name.startswith("_") or name.endswith(("_", "_kernel"))
+            or "__" in name):
+        return name.replace("_", "_u") + "_"
+    return name
+
+
+class KernelPrinter:
+    """Python statements computing one expression; :meth:`value` returns the text of its value and writes,
+    before it, the statements it needs (sum loops, branches, shared temporaries)."""
+
+    column = "scalar"  # which code template of the operation table (lang.ops.Operation) this printer writes
+
+    def __init__(self, shapes: dict, names: set[str], depth: int, lane: tuple[str, int] | None = None):
+        self.shapes = shapes
+        self.names = set(names)  # every tensor and index name the code may meet: fresh ones avoid them
+        self.lines: list[str] = []
+        self.depth = depth
+        self.known: list[dict] = [{}]   # per block: key of a node -> text valid in that block and below
+        self.counter = 0
+        self.repeated: set[int] = set()  # keys of the nodes that occur more than once
+        self.keys: dict[int, tuple[Expr, int]] = {}  # id -> (node, key); the node is kept alive
+        self.signatures: dict[tuple, int] = {}
+        self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
+        self.lane, self.width = lane if lane else (None, 0)
+        self.declarations: list[str] = []
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def varies(self, node: Expr) -> bool:
+        """Whether ``node``'s value differs between lanes (it depends on the lane index)."""
+        return self.lane is not None and self.lane in free_indices(node)
+
+    def store(self, name: str, text: str, lanes: bool, op: str = "=") -> str:
+        """``name op text``, as a row of lanes when ``lanes``; returns how to read ``name`` back."""
+        if not lanes:
+            self.line(f"{name} {op} {text}")
+            return name
+        if op == "=" and f"{name} = np.empty({self.width})" not in self.declarations:
+            self.declarations.append(f"{name} = np.empty({self.width})")
+        lane = py_name(self.lane)
+        with self.block(f"for {lane} in range({self.width}):"):
+            self.line(f"{name}[{lane}] {op} {text}")
+        return f"{name}[{lane}]"
+
+    def key(self, node: Expr) -> int:
+        """A number per distinct subexpression (equal subtrees, equal numbers), found once per node object.
+
+        The nodes' own hashes walk their whole subtree every time: on the
+        deep, widely shared trees of derivatives that costs the cube of the
+        depth, and recursion as deep as the tree.
+        """
+        pending = [node]
+        while pending:
+            current = pending[-1]
+            if id(current) in self.keys:
+                pending.pop()
+                continue
+            children = current.children()
+            missing = [child for child in children if id(child) not in self.keys]
+            if missing:
+                pending += missing
+                continue
+            pending.pop()
+            signature = (type(current), *current.own_fields(), *(self.keys[id(child)][1] for child in children))
+            self.keys[id(current)] = (current, self.signatures.setdefault(signature, len(self.signatures)))
+        return self.keys[id(node)][1]
+
+    def share(self, root: Expr) -> None:
+        """Compute operations that occur more than once in ``root`` (read as a tree) into temporaries."""
+        order = _parents_first(root)
+        count = {id(root): 1}  # occurrences in the tree, counted on the shared nodes, up to 2
+        for node in order:
+            for child in node.children():
+                count[id(child)] = min(2, count.get(id(child), 0) + count[id(node)])
+        total: dict[int, int] = {}
+        for node in order:
+            if isinstance(node, (Unary, Binary)):
+                key = self.key(node)
+                total[key] = min(2, total.get(key, 0) + count[id(node)])
+        self.repeated |= {key for key, n in total.items() if n > 1}
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def block(self, header: str):
+        self.line(header)
+        self.depth += 1
+        self.known.append({})
+        try:
+            yield
+        finally:
+            self.known.pop()
+            self.depth -= 1
+
+    @contextmanager
+    def binding(self, name: str):
+        self.active.add(name)
+        try:
+            yield
+        finally:
+            self.active.discard(name)
+
+    def temp(self, prefix: str) -> str:
+        self.counter += 1
+        return f"_{prefix}{self.counter}"
+
+    # -- integer parts ---------------------------------------------------------------------
+    def affine(self, a: Affine, floor: bool = True) -> str:
+        """``a`` as integer code; with a denominator, floor (or, ``floor=False``, ceiling) division."""
+        parts = []
+        for name, c in a.terms:
+            term = py_name(name) if abs(c) == 1 else f"{abs(c)} * {py_name(name)}"
+            parts.append(("- " if c < 0 else "+ ") + term)
+        if a.constant or not parts:
+            parts.append(("- " if a.constant < 0 else "+ ") + str(abs(a.constant)))
+        text = " ".join(parts)
+        text = text[2:] if text.startswith("+ ") else "-" + text[2:]
+        if a.denominator == 1:
+            return text
+        if floor:
+            return f"({text}) // {a.denominator}"
+        return f"-(-({text}) // {a.denominator})"
+
+    def bound(self, affines: tuple[Affine, ...], lower: bool) -> str:
+        """``max`` of the ceilings of lower bounds, ``min`` of the floors of upper ones (eqs. 22-26)."""
+        pick = self.maximum if lower else self.minimum
+        texts = [self.affine(a, floor=not lower) for a in affines]
+        out = texts[0]
+        for text in texts[1:]:
+            out = f"{pick}({out}, {text})"
+        return out
+
+    maximum, minimum = "max", "min"
+
+    def condition(self, atoms: tuple[Atom, ...]) -> str:
+        parts = []
+        for atom in atoms:
+            value = self.affine(atom.affine)
+            if atom.inequality:
+                parts.append(f"{value} >= 0")
+            elif atom.modulus:
+                parts.append(f"({value}) % {atom.modulus} == 0")
+            else:
+                parts.append(f"{value} == 0")
+        return self.conjunction(parts)
+
+    def conjunction(self, parts: list[str]) -> str:
+        return " and ".join(parts)
+
+    def element(self, name: str, indices) -> str:
+        """``x[...]`` for index texts; a 0-d tensor is stored as one element."""
+        if not self.shapes[name]:
+            return f"{py_name(name)}[0]"
+        return f"{py_name(name)}[{', '.join(indices)}]"
+
+    # -- values --------------------------------------------------------------------------
+    def lookup(self, node: Expr) -> str | None:
+        key = self.key(node)
+        for known in reversed(self.known):
+            if key in known:
+                return known[key]
+        return None
+
+    def value(self, node: Expr) -> str:
+        """The text of ``node``'s value; the statements it needs are written before it.
+
+        Chains of operations are written bottom-up from an explicit stack: a
+        sum of hundreds of terms must not recurse hundreds of levels. Sums and
+        conditions open blocks of their own and recurse once per level.
+        """
+        pending = [(node, False)]
+        while pending:
+            current, expanded = pending.pop()
+            if self.text(current) is not None:
+                continue
+            if isinstance(current, (Unary, Binary)) and not expanded:  # children first, left to right
+                pending.append((current, True))
+                pending.extend((child, False) for child in reversed(current.children()))
+            else:
+                self.write(current)
+        return self.text(node)
+
+    def text(self, node: Expr) -> str | None:
+        """How to read ``node`` here: a constant, an element, or what was written for it; None if not yet."""
+        if isinstance(node, Number):
+            return self._print_Number(node)
+        if isinstance(node, Element):
+            return self._print_Element(node)
+        return self.lookup(node)
+
+    def write(self, node: Expr) -> None:
+        """Write ``node``, whose operands (for an operation) are written already, and remember its text."""
+        method = getattr(self, f"_print_{type(node).__name__}", None)
+        if method is None or isinstance(node, (Number, Element)):
+            raise TypeError(f"not an expression node: {node!r}")
+        text = method(node)
+        # A temporary for what is used twice, and where brackets nest deeply: Python's parser stops at
+        # 200 levels (a chain of 200 additions is one expression).
+        if (self.key(node) in self.repeated or _nesting(text) > _MAX_NESTING) and not text.startswith("_"):
+            text = self.store(self.temp("t"), text, self.varies(node))
+        self.known[-1][self.key(node)] = text
+
+    def _print_Number(self, node: Number) -> str:
+        return f"({float(node.value)!r})" if node.value < 0 else repr(float(node.value))
+
+    def _print_Element(self, node: Element) -> str:
+        return self.element(node.name, [self.affine(a) for a in node.indices])
+
+    def template(self, op: str) -> str:
+        """The code of operation ``op`` as a format string over its operands' texts."""
+        return getattr(OPERATIONS[op], self.column)
+
+    def _print_Unary(self, node: Unary) -> str:
+        return self.template(node.op).format(self.value(node.arg))
+
+    def _print_Binary(self, node: Binary) -> str:
+        left = self.value(node.left)
+        exponent = node.right.value if isinstance(node.right, Number) else None
+        if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call (also for 2.0 and 3.0)
+            if not left.startswith("_") and not left.isidentifier():
+                left = self.store(self.temp("t"), left, self.varies(node.left))
+            return "(" + " * ".join([left] * int(exponent)) + ")"
+        return self.template(node.op).format(left, self.value(node.right))
+
+    def _print_Sum(self, node: Sum) -> str:
+        total = self.temp("s")
+        low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
+        if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
+            fresh = fresh_name(node.index, self.names)
+            node = Sum(fresh, node.lower, node.upper, substitute(node.body, {node.index: Affine.index(fresh)}))
+        with self.binding(node.index):
+            return self.loop(node, total, low, high)
+
+    def loop(self, node: Sum, total: str, low: str, high: str) -> str:
+        """The sum as a loop accumulating into ``total`` (per lane where the body varies across lanes)."""
+        lanes = self.varies(node)
+        if lanes:
+            self.declarations.append(f"{total} = np.empty({self.width})")
+            self.line(f"{total}[:] = 0.0")
+        else:
+            self.line(f"{total} = 0.0")
+        with self.block(f"for {py_name(node.index)} in range({low}, {high} + 1):"):
+            return self.store(total, self.value(node.body), lanes, op="+=")
+
+    def _print_If(self, node: If) -> str:
+        condition = self.condition(node.condition)
+        result, lanes = self.temp("c"), self.varies(node)
+        with self.block(f"if {condition}:"):
+            read = self.store(result, self.value(node.then), lanes)
+        with self.block("else:"):
+            self.store(result, self.value(node.otherwise), lanes)
+        return read
+
+
+class ScalarPrinter(KernelPrinter):
+    """Numba on the CPU: one output element (or one row of lanes) per iteration of a ``prange``."""
+
+
+class CudaPrinter(ScalarPrinter):
+    """Numba CUDA: one output element per GPU thread, with the device functions of the operation table."""
+
+    column = "cuda"
+
+
+class VectorPrinter(KernelPrinter):
+    """numpy: every output element at once over the grid ``_GRID``; conditions are masks, and indices are
+    clipped, since masked-out lanes still read."""
+
+    maximum, minimum = "np.maximum", "np.minimum"
+
+    def template(self, op: str) -> str:
+        row = OPERATIONS[op]  # numpy's ufunc for a function, Python's operators (numpy overloads them)
+        return f"np.{row.numpy}({{0}})" if row.is_function else row.scalar
+
+    def conjunction(self, parts: list[str]) -> str:
+        return " & ".join(f"({p})" for p in parts)
+
+    def element(self, name: str, indices) -> str:
+        shape = self.shapes[name]
+        if not shape:
+            return f"{py_name(name)}[()]"
+        indices = [f"np.clip({i}, 0, {n - 1})" for i, n in zip(indices, shape)]
+        return f"{py_name(name)}[{', '.join(indices)}]"
+
+    def _print_Number(self, node: Number) -> str:
+        # numpy scalars: 1e308 ** 7.25 is inf and 1.0 / 0 is inf, as in the reference
+        return f"np.float64({float(node.value)!r})"
+
+    def loop(self, node: Sum, total: str, low: str, high: str) -> str:
+        index = py_name(node.index)
+        self.line(f"{total} = np.zeros(_GRID)")
+        if all(a.is_constant for a in node.lower + node.upper):
+            with self.block(f"for {index} in range({low}, {high} + 1):"):
+                self.line(f"{total} = {total} + {self.value(node.body)}")
+            return total
+        lo, hi = self.temp("lo"), self.temp("hi")
+        self.line(f"{lo}, {hi} = {low}, {high}")
+        with self.block(f"for {index} in range(np.min({lo}), np.max({hi}) + 1):"):
+            body = self.value(node.body)
+            self.line(f"{total} = {total} + np.where(({lo} <= {index}) & ({index} <= {hi}), {body}, 0.0)")
+        return total
+
+    def _print_If(self, node: If) -> str:
+        condition = self.condition(node.condition)
+        return f"np.where({condition}, {self.value(node.then)}, {self.value(node.otherwise)})"
+
+
+def _parents_first(root: Expr) -> list[Expr]:
+    """Every node object below ``root`` once, each after all the nodes that have it as a child."""
+    done, order, pending = set(), [], [(root, False)]
+    while pending:  # depth first; finished nodes in reverse are a topological order
+        node, expanded = pending.pop()
+        if expanded:
+            order.append(node)
+        elif id(node) not in done:
+            done.add(id(node))
+            pending.append((node, True))
+            pending.extend((child, False) for child in node.children() if id(child) not in done)
+    return order[::-1]
+
+
+def _nesting(text: str) -> int:
+    """How deeply brackets nest in ``text``."""
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest

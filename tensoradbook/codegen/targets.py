@@ -1,0 +1,177 @@
+"""The kernel targets (report sec. 6): what differs between numpy, Numba on the CPU and Numba CUDA.
+
+One class per target; everything target-specific lives here and in the printers
+(:mod:`tensoradbook.codegen.printer`), so the module writer (:mod:`tensoradbook.codegen.module`) and
+the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which target they serve:
+
+* ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
+* ``"numba"``: ``numba.njit(parallel=True)``, a ``prange`` over the elements (or rows of lanes);
+* ``"cuda"``: ``numba.cuda.jit``, one GPU thread per element (on the CUDA simulator when
+  ``NUMBA_ENABLE_CUDASIM=1`` is set before numba is imported);
+* ``"numba-scatter"`` and ``"cuda-scatter"``: the baseline of eq. 40, a loop over the *forward*
+  elements adding each occurrence's adjoint into the gradient element it reads; parallel only with
+  atomics (CUDA), so serial on the CPU. This is what the report's gather form replaces.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
+
+THREADS_PER_BLOCK = 128
+
+
+def storage_shape(shape: tuple, vector: bool) -> tuple:
+    """Scalar kernels keep a 0-d tensor as one element ``x[0]``; numpy handles 0-d natively."""
+    return tuple(shape) if (shape or vector) else (1,)
+
+
+def size_of(shape) -> int:
+    return int(np.prod(shape, dtype=object))
+
+
+class Target:
+    """A kernel target: its printer, the module's imports, and how kernels are declared, looped,
+    allocated for, launched, fed and read back."""
+
+    name: str
+    printer: type[KernelPrinter]
+    vector = False        # kernels compute whole grids (numpy) rather than one element
+    scatter = False       # the gradients are one scatter kernel (eq. 40) rather than one gather kernel each
+    lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
+    imports: tuple[str, ...] = ()
+    kernel_decorator: tuple[str, ...] = ()
+
+    def element_loop(self, count: int) -> list[str]:
+        """The lines that open the loop over ``count`` elements, binding the element number ``_flat``."""
+        raise NotImplementedError
+
+    def allocate(self, name: str, shape: tuple, zero: bool = False) -> str:
+        return f"{name} = np.{'zeros' if zero else 'empty'}({storage_shape(shape, self.vector)!r})"
+
+    def call(self, kernel: str, args: str, size: int) -> str:
+        return f"{kernel}({args})"
+
+    def guarded(self, statements: list[str]) -> list[str]:
+        """An entry point's statements as its body: indented, and for numpy under ``np.errstate``."""
+        return ["    " + line for line in statements]
+
+    # -- in the compiled callables
+    def check_available(self) -> None:
+        """Raise where this process cannot run the target."""
+
+    def to_device(self, arrays: list[np.ndarray]) -> list:
+        return arrays
+
+    def to_host(self, array) -> np.ndarray:
+        return array
+
+
+class NumpyTarget(Target):
+    name = "numpy"
+    printer = VectorPrinter
+    vector = True
+    imports = ("import numpy as np",)
+
+    def guarded(self, statements: list[str]) -> list[str]:
+        return ["    with np.errstate(all=\"ignore\"):  # masked-out lanes may divide by zero harmlessly",
+                *("        " + line for line in statements)]
+
+
+class NumbaTarget(Target):
+    name = "numba"
+    printer = ScalarPrinter
+    lanes = True
+    imports = ("import math", "", "import numba", "import numpy as np")
+    kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy")',)
+
+    def element_loop(self, count: int) -> list[str]:
+        # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one
+        return [f"    for _element in numba.prange({count}):", "        _flat = np.int64(_element)"]
+
+
+class CudaTarget(Target):
+    name = "cuda"
+    printer = CudaPrinter
+    imports = ("import math", "", "import numpy as np", "from numba import cuda", "", f"THREADS = {THREADS_PER_BLOCK}")
+    kernel_decorator = ("@cuda.jit(cache=True)",)
+
+    def element_loop(self, count: int) -> list[str]:
+        return ["    _flat = cuda.grid(1)", f"    if _flat < {count}:"]
+
+    def allocate(self, name: str, shape: tuple, zero: bool = False) -> str:
+        shape = storage_shape(shape, self.vector)
+        return f"{name} = cuda.to_device(np.zeros({shape!r}))" if zero else f"{name} = cuda.device_array({shape!r})"
+
+    def call(self, kernel: str, args: str, size: int) -> str:
+        return f"{kernel}[{-(-size // THREADS_PER_BLOCK)}, THREADS]({args})"
+
+    def check_available(self) -> None:
+        problem = cuda_problem()
+        if problem:
+            raise RuntimeError(problem)
+
+    def to_device(self, arrays: list[np.ndarray]) -> list:
+        from numba import cuda  # only here: importing numba.cuda costs a second and needs numba-cuda
+
+        return [cuda.to_device(a) for a in arrays]
+
+    def to_host(self, array) -> np.ndarray:
+        return array.copy_to_host()
+
+
+class NumbaScatterTarget(NumbaTarget):
+    """Eq. 40 on the CPU: serial, since concurrent adds into one gradient element would race."""
+
+    name = "numba-scatter"
+    scatter = True
+    scatter_decorator = ('@numba.njit(cache=True, error_model="numpy")',)
+
+    def scatter_loop(self, count: int) -> list[str]:
+        return [f"    for _flat in range({count}):"]
+
+    def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
+        return f"{element} += {value}"
+
+
+class CudaScatterTarget(CudaTarget):
+    """Eq. 40 on the GPU: one thread per forward element, atomic adds into the gradients."""
+
+    name = "cuda-scatter"
+    scatter = True
+    scatter_decorator = CudaTarget.kernel_decorator
+
+    def scatter_loop(self, count: int) -> list[str]:
+        return self.element_loop(count)
+
+    def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
+        # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple
+        where = index[0] if len(index) == 1 else f"({', '.join(index)})" if index else "0"
+        return f"cuda.atomic.add({gradient}, {where}, {value})"
+
+
+KERNEL_TARGETS: dict[str, Target] = {t.name: t for t in (NumpyTarget(), NumbaTarget(), CudaTarget(),
+                                                         NumbaScatterTarget(), CudaScatterTarget())}
+GATHER_TARGETS = tuple(name for name, t in KERNEL_TARGETS.items() if not t.scatter)
+SCATTER_TARGETS = tuple(name for name, t in KERNEL_TARGETS.items() if t.scatter)
+TARGETS = GATHER_TARGETS + SCATTER_TARGETS
+
+
+def target_named(name: str, allowed: tuple[str, ...] = TARGETS) -> Target:
+    """The target called ``name``, which must be one of ``allowed``."""
+    if name not in allowed:
+        raise ValueError(f"unknown target {name!r}: choose one of {', '.join(map(repr, allowed))}")
+    return KERNEL_TARGETS[name]
+
+
+def cuda_problem() -> str:
+    """Why the ``"cuda"`` targets cannot run in this process, or ``""`` (a GPU, or the simulator)."""
+    try:
+        from numba import config, cuda  # numba-cuda is optional: only the CUDA targets need it
+    except ImportError as error:
+        return f"target 'cuda' needs numba-cuda ({error})"
+    if config.ENABLE_CUDASIM or cuda.is_available():
+        return ""
+    return ("target 'cuda' needs an NVIDIA GPU, or the CUDA simulator: set the environment "
+            "variable NUMBA_ENABLE_CUDASIM=1 before numba is first imported")
