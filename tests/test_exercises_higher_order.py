@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import exercises as ex
+from tensoradbook.exercises import ch07_higher_order as second_order
 from tensoradbook.ad.gradcheck import random_arguments
 from feedback import messages
 
@@ -76,12 +77,12 @@ def test_second_differences_agree_with_the_core(fn):
     for first in fn.arguments:
         v = rng.standard_normal(fn.shapes[first])
         exact = core_second(fn, first, args, df, v)
-        scale = ex._loss_terms(fn, args, df)[1]
+        scale = second_order._loss_terms(fn, args, df)[1]
         for second in fn.arguments:
-            numeric = ex._second_differences(fn, args, df, first, v, second)
+            numeric = second_order._second_differences(fn, args, df, first, v, second)
             # an argument the first derivative does not read has no entry: its block is 0
             right = exact.get(second, np.zeros(fn.shapes[second]))
-            assert np.abs(numeric - right).max() <= ex._hv_tolerance(numeric, scale) / 10
+            assert np.abs(numeric - right).max() <= second_order._hv_tolerance(numeric, scale) / 10
 
 
 def test_second_differences_match_the_closed_form_hessian():
@@ -91,10 +92,10 @@ def test_second_differences_match_the_closed_form_hessian():
     W, x = args["w"], args["x"]
     t = np.tanh(W @ x)
     H = W.T @ np.diag(df * (-2 * t * (1 - t ** 2))) @ W
-    scale = ex._loss_terms(fn, args, df)[1]
+    scale = second_order._loss_terms(fn, args, df)[1]
     for k in range(4):
-        numeric = ex._second_differences(fn, args, df, "x", np.eye(4)[k], "x")
-        assert np.abs(numeric - H[:, k]).max() <= ex._hv_tolerance(H[:, k], scale) / 10
+        numeric = second_order._second_differences(fn, args, df, "x", np.eye(4)[k], "x")
+        assert np.abs(numeric - H[:, k]).max() <= second_order._hv_tolerance(H[:, k], scale) / 10
 
 
 # --- check_second_derivative ------------------------------------------------------------------------

@@ -1,0 +1,445 @@
+"""Chapter 06: kernels (report sec. 6; gather, eq. 47, against scatter, eq. 40).
+
+:func:`check_gradient_element` runs the student's Python code for one
+gradient element (what one thread of a gather kernel computes) on random
+inputs against the core's derivative and finite differences;
+:func:`check_scatter_races` and :func:`check_max_contention` are about the
+scatter kernel of eq. 40 (who writes which gradient element), and
+:func:`check_gather_bounds` about the loops of a gather kernel. The last
+three enumerate every read of the argument by brute force.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+
+from ..ad.derive import derive
+from ..ad.gradcheck import random_arguments
+from ..lang.evaluate import bound_value
+from ..lang.expr import Element, If, Sum, walk
+from ..lang.printer import bound_text, expr_text
+from .answers import _ATOL, _RTOL, _Wrong, _function, _index_text, _range
+from .feedback import CheckResult, _element_problems, _pending
+
+__all__ = ["check_gradient_element", "check_scatter_races", "check_max_contention", "check_gather_bounds"]
+
+
+class _Guarded(np.ndarray):
+    """A read-only array whose integer indexing refuses indices outside the shape.
+
+    numpy wraps ``x[-1]`` around to the last element without a word; a kernel
+    on a GPU reads whatever lies before the array. Both hide wrong loop bounds,
+    so the checks hand the student's code these instead.
+    """
+
+    def __new__(cls, array, label: str):
+        out = np.array(array, dtype=np.float64).view(cls)
+        out.label = label
+        out.flags.writeable = False
+        return out
+
+    def __array_finalize__(self, obj):
+        self.label = getattr(obj, "label", "the array")
+
+    def __getitem__(self, key):
+        parts = key if isinstance(key, tuple) else (key,)
+        if parts and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in parts):
+            for v, n in zip(parts, self.shape):
+                if not 0 <= int(v) < n:
+                    raise IndexError(f"it reads {self.label}{_index_text(parts)}, outside the shape "
+                                     f"{tuple(self.shape)} of {self.label} (numpy would wrap a negative index "
+                                     f"around silently, a GPU would read foreign memory)")
+        out = super().__getitem__(key)
+        return out.view(np.ndarray) if isinstance(out, np.ndarray) else out
+
+
+def _reads(fn, argument: str):
+    """Brute force: every read of ``argument`` by ``fn`` as ``(occurrence, beta, env)``.
+
+    ``env`` maps the output indices and the indices of the sums around the
+    read to their values: the extended index alpha of sec. 5.2. Each sum
+    index takes every value in its range; conditions are decided per point.
+    """
+    out = []
+
+    def visit(node, env):
+        if isinstance(node, Element):
+            if node.name == argument:
+                beta = tuple(int(a.evaluate(env)) for a in node.indices)
+                out.append((node, beta, dict(env)))
+            return
+        if isinstance(node, Sum):
+            low = int(bound_value(node.lower, env, lower=True))
+            high = int(bound_value(node.upper, env, lower=False))
+            for k in range(low, high + 1):
+                visit(node.body, {**env, node.index: k})
+            return
+        if isinstance(node, If):
+            visit(node.then if all(atom.holds(env) for atom in node.condition) else node.otherwise, env)
+            return
+        for child in node.children():
+            visit(child, env)
+
+    for point in np.ndindex(*fn.shapes[fn.name]):
+        visit(fn.body, dict(zip(fn.indices, (int(v) for v in point))))
+    return out
+
+
+def _checked_argument(fn, argument: str) -> None:
+    if argument not in fn.arguments:
+        raise ValueError(f"{argument!r} is not an argument of {fn.name}; it has {fn.arguments}")
+
+
+def _gradient_by_elements(answer, pass_names: list[str], arrays: dict, shape: tuple, gradient: str):
+    """The student's element function evaluated at every gradient index, or a _Wrong naming the first failure."""
+    out = np.zeros(shape)
+    for beta in np.ndindex(*shape):
+        try:
+            value = answer(*(int(v) for v in beta), **{p: arrays[p] for p in pass_names})
+        except IndexError as err:
+            raise _Wrong(f"your function fails at {gradient}{_index_text(beta)}: {err}") from None
+        except Exception as err:  # the student's code: report any error with the element it happened at
+            raise _Wrong(f"your function raised {type(err).__name__} at {gradient}{_index_text(beta)}: "
+                         f"{err}") from None
+        try:
+            out[beta] = float(value)
+        except (TypeError, ValueError):
+            raise _Wrong(f"at {gradient}{_index_text(beta)} your function returned {value!r}, "
+                         f"not a number") from None
+    return out
+
+
+def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int = 3, seed: int = 0) -> CheckResult:
+    """Exercise: the Python code one thread of a gather kernel runs, for one element ``dx[beta]``.
+
+    The answer is a function whose first parameters are the indices of the
+    gradient element (one per index of ``x``) and whose further parameters
+    are arrays by name: any of the arguments of ``fn``, the adjoint ``df`` and
+    the forward result ``f``, e.g. for the matrix product::
+
+        def dx_element(i, k, y, df):
+            return sum(df[i, j] * y[k, j] for j in range(4))
+
+    It is run for every element on ``trials`` random inputs and random
+    ``df`` and compared with the core's derivative (Algorithm 4, the
+    reference evaluator); a right answer is also confirmed by a
+    finite-difference dot-product test, which does not use the core. The
+    arrays it gets are read-only and refuse indices outside their shape
+    (numpy would wrap ``x[-1]`` around silently).
+    """
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    grads = derive(fn)
+    gradient, adjoint = "d" + argument, grads.adjoint_name
+    shape = tuple(fn.shapes[argument])
+    index_names = list(grads[argument].indices)
+    available = list(fn.arguments) + [adjoint, fn.name]
+    name = f"one element of {gradient}, the gradient of {fn.name} with respect to {argument}"
+    if answer is None:
+        example = ", ".join(index_names + ["...", adjoint])
+        return _pending(name, f"Your answer is a Python function like def {gradient}_element({example}): "
+                              f"{len(shape)} index parameter(s) first, then any of the arrays "
+                              f"{', '.join(available)} by name; it returns the number {gradient}[...].")
+    if not callable(answer):
+        return CheckResult(name, False, [f"the answer must be a function returning one element of {gradient}, "
+                                         f"got {type(answer).__name__}"])
+    try:
+        params = list(inspect.signature(answer).parameters.values())
+    except (TypeError, ValueError):
+        return CheckResult(name, False, ["cannot read the parameters of your function; define it with def"])
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return CheckResult(name, False, ["name every parameter: no *args or **kwargs"])
+    if len(params) < len(shape):
+        return CheckResult(name, False, [f"{gradient} has {len(shape)} ind{'ex' if len(shape) == 1 else 'ices'}, "
+                                         f"so your function must take {len(shape)} index parameter(s) first; "
+                                         f"it has {len(params)} parameter(s)"])
+    pass_names = [p.name for p in params[len(shape):]]
+    unknown = [p for p in pass_names if p not in available]
+    if unknown:
+        return CheckResult(name, False, [f"parameter {unknown[0]!r} is not an array your kernel can read: after "
+                                         f"the {len(shape)} index parameter(s) come arrays by name, any of "
+                                         f"{', '.join(available)}"])
+    if adjoint not in pass_names:
+        return CheckResult(name, False, [f"your function does not read {adjoint}: {gradient} is the gradient of "
+                                         f"sum({adjoint} * {fn.name}), which is linear in {adjoint}; "
+                                         f"take {adjoint} as a parameter and use it"])
+    plain = hasattr(answer, "py_func")  # a numba function: it cannot take the guarded array type
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        args = random_arguments(fn, rng)
+        df = rng.standard_normal(fn.shapes[fn.name])
+        values = {**args, adjoint: df, fn.name: fn.evaluate(args)}
+        arrays = {k: (np.array(v, dtype=np.float64) if plain else _Guarded(v, k)) for k, v in values.items()}
+        try:
+            yours = _gradient_by_elements(answer, pass_names, arrays, shape, gradient)
+        except _Wrong as err:
+            return CheckResult(name, False, [str(err)])
+        right = grads.evaluate(args, df)[argument]
+        scale = max(1.0, float(np.abs(right).max(initial=0)))
+        close = np.isclose(yours, right, rtol=_RTOL, atol=_ATOL * scale)
+        if close.all():
+            continue
+        problems = _element_problems(gradient, yours, right, close, _ATOL,
+                                     lambda b: f"{fn.name} never reads {argument}{_index_text(b)}",
+                                     "a condition is missing, or a loop runs too far")
+        return CheckResult(name, False, problems)
+    # The defining property, without the core: <dx, v> = d/dt sum(df * f(x + t v)) at t = 0.
+    direction = rng.standard_normal(shape)
+    shifted = []
+    for h in (1e-3, 5e-4):
+        sides = []
+        for sign in (1, -1):
+            moved = dict(args)
+            moved[argument] = args[argument] + sign * h * direction
+            sides.append(float(np.sum(df * fn.evaluate(moved))))
+        shifted.append((sides[0] - sides[1]) / (2 * h))
+    numeric = (4 * shifted[1] - shifted[0]) / 3
+    exact = float(np.sum(yours * direction))
+    error = abs(numeric - exact) / max(abs(numeric), abs(exact), 1e-300)
+    if error > 1e-6 and abs(numeric - exact) > 1e-8:  # pragma: no cover -- would be a bug in the core
+        raise AssertionError(f"the core's derivative fails the finite-difference test (error {error:.2g})")
+    return CheckResult(name, True, note=f"Your kernel agrees with the core's derivative on {trials} random inputs, "
+                                        f"and with finite differences (relative error below 1e-6).")
+
+
+def _thread_of(fn, env: dict, threads: str) -> tuple:
+    return tuple(env[i] for i in fn.indices) if threads == "output" else tuple(sorted(env.items()))
+
+
+def _thread_text(fn, thread: tuple, threads: str) -> str:
+    if threads == "output":
+        return f"{fn.name}{_index_text(thread)}"
+    return "(" + ", ".join(f"{k} = {v}" for k, v in thread) + ")"
+
+
+def _writers(fn, argument: str, threads: str) -> tuple[dict, dict]:
+    """Per gradient element: the threads of the scatter kernel that add into it, and the number of adds."""
+    if threads not in ("output", "extended"):
+        raise ValueError(f"threads must be 'output' (one thread per element of the result, as the core's "
+                         f"scatter kernels) or 'extended' (one per extended index), not {threads!r}")
+    writers, adds = {}, {}
+    for _, beta, env in _reads(fn, argument):
+        writers.setdefault(beta, set()).add(_thread_of(fn, env, threads))
+        adds[beta] = adds.get(beta, 0) + 1
+    return writers, adds
+
+
+def _gradient_indices(answer, shape: tuple, gradient: str) -> set:
+    """A set of gradient indices from a set/list of tuples (ints for one index) or a boolean mask."""
+    if isinstance(answer, np.ndarray) and answer.dtype == bool:
+        if answer.shape != shape:
+            raise _Wrong(f"a mask must have the shape {shape} of {gradient}, yours has {answer.shape}")
+        return {tuple(int(v) for v in idx) for idx in np.argwhere(answer)}
+    if isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
+        raise _Wrong(f"the answer must be a set of indices of {gradient} (tuples, or integers for one index), "
+                     f"got {answer!r}")
+    out = set()
+    for item in answer:
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            item = (item,)
+        try:
+            index = tuple(item)
+        except TypeError:
+            raise _Wrong(f"{item!r} is not an index of {gradient}") from None
+        if len(index) != len(shape) or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                                           for v in index):
+            raise _Wrong(f"{item!r} is not an index of {gradient}: it needs {len(shape)} integer(s)")
+        index = tuple(int(v) for v in index)
+        if any(not 0 <= v < n for v, n in zip(index, shape)):
+            raise _Wrong(f"{gradient}{_index_text(index)} is not an element: {gradient} has shape {shape}")
+        out.add(index)
+    return out
+
+
+def _threads_list(fn, threads_set, threads: str, limit: int = 3) -> str:
+    ordered = sorted(threads_set)
+    text = ", ".join(_thread_text(fn, t, threads) for t in ordered[:limit])
+    return text + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+def check_scatter_races(fn, argument: str, answer, shapes=None, threads: str = "output") -> CheckResult:
+    """Exercise: which elements of ``dx`` do two or more threads of the scatter kernel add into?
+
+    The scatter kernel of eq. 40 runs one thread per element of the result
+    (``threads="output"``, like the core's ``"cuda-scatter"`` target; the
+    sums run serially inside the thread) or one per extended index
+    (``threads="extended"``, the sums' indices too), and each thread adds
+    into ``dx`` at every index at which it reads ``x``. An element written
+    by two threads is a race: without ``atomic.add`` an update can be lost.
+    The answer is a set of indices of ``x`` (tuples; plain integers for a
+    vector), or a boolean mask of ``x``'s shape. Checked by enumerating every
+    read by brute force.
+    """
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    gradient, shape = "d" + argument, tuple(fn.shapes[argument])
+    per = "element of " + fn.name if threads == "output" else "extended index"
+    name = f"races in the scatter kernel of {gradient} (one thread per {per})"
+    writers, adds = _writers(fn, argument, threads)
+    if answer is None:
+        return _pending(name, f"Your answer is a set of indices of {gradient}, e.g. "
+                              f"{'{(0, 1), (2, 2)}' if len(shape) > 1 else '{0, 3}'}; set() if there are none.")
+    try:
+        claimed = _gradient_indices(answer, shape, gradient)
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+    races = {beta for beta, who in writers.items() if len(who) > 1}
+    problems = []
+    missed = sorted(races - claimed)
+    if missed:
+        one = "one thread per element of " + fn.name if threads == "output" else "one thread per extended index"
+        problems.append(f"some element of {gradient} that you did not list is written by two or more threads: "
+                        f"with {one}, write down which elements of {argument} each thread reads; an element "
+                        f"read by two threads is a race")
+    wrong = sorted(claimed - races)
+    for beta in wrong[:3]:
+        if beta not in writers:
+            problems.append(f"{gradient}{_index_text(beta)} is never written: {fn.name} does not read "
+                            f"{argument}{_index_text(beta)}")
+        else:
+            (thread,) = writers[beta]
+            again = (f", {adds[beta]} times in its loop, one add after the other: no race"
+                     if adds[beta] > 1 else ": no race")
+            problems.append(f"{gradient}{_index_text(beta)} is written by one thread only "
+                            f"({_thread_text(fn, thread, threads)}){again}")
+    if len(wrong) > 3:
+        problems.append(f"... and {len(wrong) - 3} more elements that do not race")
+    if problems:
+        return CheckResult(name, False, problems)
+    if not races:
+        note = "Indeed no element is written by two threads: this scatter kernel needs no atomics."
+    else:
+        top = max(sorted(races), key=lambda b: len(writers[b]))
+        note = (f"{len(races)} of {math.prod(shape)} elements race; the most contended, "
+                f"{gradient}{_index_text(top)}, gets adds from {len(writers[top])} threads.")
+    return CheckResult(name, True, note=note)
+
+
+def check_max_contention(fn, argument: str, answer, shapes=None, threads: str = "output") -> CheckResult:
+    """Exercise: at most how many threads of the scatter kernel add into one element of ``dx``?
+
+    With ``atomic.add`` these adds are serialised, so the most contended
+    element bounds the kernel's speed (the report's footnote 4). Threads as
+    in :func:`check_scatter_races`; adds of one thread (its sum loop) count
+    once. Checked by brute-force enumeration.
+    """
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    gradient = "d" + argument
+    per = "element of " + fn.name if threads == "output" else "extended index"
+    name = f"largest number of threads adding into one element of {gradient} (one thread per {per})"
+    writers, adds = _writers(fn, argument, threads)
+    if answer is None:
+        return _pending(name, "Your answer is a non-negative integer.")
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        return CheckResult(name, False, [f"the answer must be an integer count, got {answer!r}"])
+    answer = int(answer)
+    counts = {beta: len(who) for beta, who in writers.items()}
+    most = max(counts.values(), default=0)
+    top = min(b for b, c in counts.items() if c == most) if counts else None
+    if answer == most:
+        note = (f"{gradient}{_index_text(top)} gets adds from {most} threads: "
+                f"{_threads_list(fn, writers[top], threads)}." if top is not None else "")
+        return CheckResult(name, True, note=note)
+    problems = []
+    if answer in adds.values() and answer not in counts.values():
+        beta = min(b for b, n in adds.items() if n == answer)
+        problems.append(f"{answer} is the number of adds into {gradient}{_index_text(beta)}, not of threads: "
+                        f"the adds of one thread (its loop over a sum) come one after another and do not race")
+    elif answer < most:
+        problems.append(f"too low: some element of {gradient} gets adds from more than {answer} threads; "
+                        f"look for the element of {argument} that the most threads read")
+    else:
+        problems.append(f"too high: no element of {gradient} is written by as many as {answer} threads; count "
+                        f"the threads that read one element of {argument}, each thread once")
+    return CheckResult(name, False, problems)
+
+
+def _loops_text(gradient_fn) -> str:
+    """The sums of a derived gradient as loops: ``dd_z1 from max [dd_0 - 2; 0] to min [dd_0; 4]``."""
+    loops = [f"{node.index} from {bound_text(node.lower, True, standalone=True)} to "
+             f"{bound_text(node.upper, False, standalone=True)}"
+             for node in walk(gradient_fn.body) if isinstance(node, Sum)]
+    return "; ".join(loops) if loops else "no loop"
+
+
+def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> CheckResult:
+    """Exercise: the bounds of the loop over ``index`` in the gather kernel of ``dx[beta]``.
+
+    ``index`` is an index of the extended index alpha (an output index of
+    ``fn`` or one of its sum indices) that ``x``'s indices do not fix. For a
+    gradient element ``beta`` the kernel must visit exactly the values of
+    ``index`` at which some in-range alpha reads ``x[beta]`` (the projection
+    of Sigma(beta), eqs. 42-45). The answer is a function of the gradient
+    indices returning ``(low, high)``, both inclusive (or a ``range``, for a
+    step). Checked for every ``beta`` against brute-force enumeration; any
+    way of writing the bounds passes.
+    """
+    fn = _function(fn, shapes)
+    _checked_argument(fn, argument)
+    sums = [node.index for node in walk(fn.body) if isinstance(node, Sum)]
+    if index not in fn.indices and index not in sums:
+        raise ValueError(f"{index!r} is neither an output index {fn.indices} nor a sum index {tuple(sums)} "
+                         f"of {fn.name}")
+    reads = _reads(fn, argument)
+    elements = sorted({expr_text(node) for node, _, _ in reads})
+    if len(elements) > 1:
+        raise ValueError(f"{argument} occurs {len(elements)} times in {fn.name} ({', '.join(elements)}): "
+                         f"its gather kernel has one loop nest per occurrence; pick a function with one")
+    if sums.count(index) > 1:
+        raise ValueError(f"{fn.name} has several sums over {index!r}")
+    gradient, shape = "d" + argument, tuple(fn.shapes[argument])
+    beta_names = list(derive(fn)[argument].indices)
+    name = f"bounds of the loop over {index} in the gather kernel of {gradient}"
+    if answer is None:
+        return _pending(name, f"Your answer is a function of {', '.join(beta_names)} returning (low, high) for "
+                              f"{index}, both ends inclusive, e.g. lambda {', '.join(beta_names)}: (0, 3).")
+    if not callable(answer):
+        return CheckResult(name, False, [f"the answer must be a function of the index of {gradient} returning "
+                                         f"(low, high), got {type(answer).__name__}"])
+    truth: dict[tuple, dict] = {beta: {} for beta in np.ndindex(*shape)}
+    for _, beta, env in reads:
+        truth[beta].setdefault(env[index], env)  # value of the loop index -> a witness alpha
+    element = elements[0] if elements else f"{argument}[...]"
+    alpha = ", ".join(reads[0][2] if reads else fn.indices)
+    problems, extra_count, missing_count = [], 0, 0
+    for beta in truth:
+        at = f"{gradient}{_index_text(beta)}"
+        try:
+            result = answer(*(int(v) for v in beta))
+        except Exception as err:  # the student's code: say where it failed
+            return CheckResult(name, False, [f"your function raised {type(err).__name__} at {at}: {err}"])
+        try:
+            visited = result if isinstance(result, range) else _range(result, f"your function at {at}")
+        except _Wrong as err:
+            return CheckResult(name, False, [str(err)])
+        if len(visited) > 10_000:
+            return CheckResult(name, False, [f"at {at} your loop visits {len(visited)} values: "
+                                             f"are the bounds finite?"])
+        visited = set(visited)
+        extra = sorted(visited - truth[beta].keys())
+        missing = sorted(truth[beta].keys() - visited)
+        extra_count += len(extra)
+        missing_count += len(missing)
+        if extra and len(problems) < 3:
+            problems.append(f"at {at} your loop visits {index} = {extra[0]}, but no in-range ({alpha}) with "
+                            f"{index} = {extra[0]} has {element} = {argument}{_index_text(beta)}")
+        if missing and len(problems) < 3:
+            env = truth[beta][missing[0]]
+            witness = ", ".join(f"{k} = {v}" for k, v in env.items())
+            problems.append(f"at {at} your loop misses {index} = {missing[0]}: {witness} reads "
+                            f"{argument}{_index_text(beta)}")
+    if problems:
+        counts = []
+        if extra_count:
+            counts.append(f"{extra_count} value(s) too many")
+        if missing_count:
+            counts.append(f"{missing_count} missing")
+        problems.append("in all, over every element of " + gradient + ": " + " and ".join(counts))
+        return CheckResult(name, False, problems)
+    loops = _loops_text(derive(fn).simplified[argument])
+    return CheckResult(name, True, note=f"Your loop visits exactly the right values for all {len(truth)} elements. "
+                                        f"For comparison, the core's {gradient} sums over: {loops}.")
