@@ -18,6 +18,7 @@ import tensoradbook as tab
 from tensoradbook import chaining as jc
 from tensoradbook import exercises as ex
 from tensoradbook import inverse as ia
+from tensoradbook.inverse.examples import circle_and_line, fig2_transcendental
 from feedback import feedback, hides
 
 
@@ -151,17 +152,6 @@ def test_step_inverse_hides_the_row():
         shown = [v for v in right if not any(math.isclose(v, w) for w in wrong)]
         assert hides(ex.check_step_inverse(4, [2, -1], wrong), *shown, "1/a", "-b_i / a")
     assert hides(ex.check_step_inverse(0, [2], [0, 0]), "no inverse")
-
-
-def fig2_transcendental(x):  # chapter 08: the paper's Fig. 2 program with p = exp(x1) + x2^2, q = sin(z1) + x3^3
-    x[0] = ia.exp(x[0]) + x[1] ** 2
-    x[2] = ia.sin(x[0]) + x[2] ** 3
-
-
-def circle_and_line(x):  # chapter 08: the circle u^2 + v^2 = 4 and the line u = v
-    u, v = x[0], x[1]
-    x[0] = u * u + v * v - 4
-    x[1] = u - v
 
 
 def fractional(values):

@@ -15,20 +15,18 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tensoradbook import inverse as ia
+from tensoradbook.inverse import engine as numba_engine
+from tensoradbook.inverse import examples, lumps
+from tensoradbook.inverse import registers as traced
+from tensoradbook.lang import simplify
+from tensoradbook.lang.expr import Binary, Element, Number, Unary
+from tensoradbook.lang.function import Function
+from tensoradbook.lang.ops import OPERATIONS
 
 ENGINES = ("python", "numba")
 
 
-def fig2(p, q):
-    """The paper's Fig. 2 program: r1 <- p(r1, r2); r3 <- q(r1, r3)."""
-    def step(x):
-        x[0] = p(x[0], x[1])
-        x[2] = q(x[0], x[2])
-    return step
-
-
-PRODUCT = fig2(lambda x1, x2: x1 * x2, lambda z1, x3: z1 * x3)
-TRANSCENDENTAL = fig2(lambda x1, x2: ia.exp(x1) + x2 ** 2, lambda z1, x3: ia.sin(z1) + x3 ** 3)
+PRODUCT, TRANSCENDENTAL = examples.fig2_products, examples.fig2_transcendental
 
 
 def native(step, x):
@@ -409,7 +407,7 @@ def test_lump_blocks_are_the_lump_jacobian():
     assert tape.nbytes == (4 + 2 + 1 + 1) * 8 == prog.tape_bytes
     assert prog.steps[2].lump == 1 and prog.lumps[0].describe() == "lump 0 (steps 1, 2; writes x[0], x[1])"
     with pytest.raises(ValueError, match="lumps of several outputs"):
-        tape.a
+        _ = tape.a
 
 
 @st.composite
@@ -702,3 +700,30 @@ def test_the_unlayered_graph_of_fig2_is_fig2f():
         assert weight == pytest.approx(expected[(source, target)], rel=1e-12)
     with pytest.raises(ValueError, match=r"layer 1 is \(3, 3\) with registers \[5\] written, for 3 inputs"):
         ia.unlayer(ia.partials(prog, x).inverse_layers(), ["x1", "x2", "x3"], [{0: "z1"}, {5: "z2"}])
+
+
+# The engine's numeric rules against the one operation table (tensoradbook.lang.ops): the inverse
+# package stands alone, so only this test ties its derivatives to the language's.
+ENGINE_OPS = {**traced._UNARY, **traced._BINARY, numba_engine.NEG: "neg"}
+
+
+@pytest.mark.parametrize("op", sorted(ENGINE_OPS), ids=lambda op: ENGINE_OPS[op])
+def test_the_engines_local_partials_are_the_operation_tables(op):
+    row = OPERATIONS[ENGINE_OPS[op]]
+    x, y = Element("x", ()), Element("y", ())
+    node = Unary(row.name, x) if row.arity == 1 else Binary(row.name, x, y)
+    for a, b in [(0.7, 1.3), (1.9, 0.4), (0.2, 2.5)]:
+        mine = lumps._local_partials(op, a, b, 0.0, lumps._numeric(op, a, b, 0.0))
+        for k, partial in enumerate(row.partials(node, simplify)):
+            value = Function("d", (), partial, {"d": (), "x": (), "y": ()}).evaluate({"x": a, "y": b})
+            assert mine[k] == pytest.approx(float(value), rel=1e-12), (row.name, k, a, b)
+
+
+def test_the_engines_constant_power_is_the_tables_power_by_a_number():
+    row = OPERATIONS["**"]
+    for a, c in [(0.7, 3.0), (1.9, -0.5), (2.5, 0.25)]:
+        by_base, by_exponent = row.partials(Binary("**", Element("x", ()), Number(c)), simplify)
+        assert by_exponent is None  # a constant exponent carries no adjoint
+        mine = lumps._local_partials(numba_engine.POWC, a, 0.0, c, a ** c)
+        expected = Function("d", (), by_base, {"d": (), "x": ()}).evaluate({"x": a})
+        assert mine[0] == pytest.approx(float(expected), rel=1e-12)

@@ -38,6 +38,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import as_int, shown
+from tensoradbook.inverse import examples
 
 from ._common import DPI, FIGSIZE, MessageBox, SliderSteps, canvas_png, choose, move_sliders, shows_errors
 
@@ -332,7 +333,7 @@ class StepInverse(W.VBox):
         if a != 0:
             values.update({"1/a": 1 / a, "−b/a": -b / a})
         artists = []
-        for ax, (_, _, _, up, edges) in zip(self._fig1_axes, _FIG1):
+        for ax, (_, _, _, _, edges) in zip(self._fig1_axes, _FIG1):
             for i, j, symbol in edges:
                 if not symbol or symbol == "f":
                     continue
@@ -395,20 +396,10 @@ class StepInverse(W.VBox):
 # RegisterMachine: the program of Fig. 2, swept in each mode one step at a time.
 
 
-def _fig2_products(x):
-    x[0] = x[0] * x[1]   # r1 <- p(r1, r2) = x1 x2
-    x[2] = x[0] * x[2]   # r3 <- q(r1, r3) = z1 x3
-
-
-def _fig2_transcendental(x):
-    x[0] = ia.exp(x[0]) + x[1] ** 2   # r1 <- p(r1, r2)
-    x[2] = ia.sin(x[0]) + x[2] ** 3   # r3 <- q(r1, r3)
-
-
 #: The program of Fig. 2 with the two choices of p and q worked out in the notes, and their points.
 FIG2_PRESETS = {
-    "p = x₁x₂, q = z₁x₃": (_fig2_products, (2.0, 3.0, 5.0)),
-    "p = exp x₁ + x₂², q = sin z₁ + x₃³": (_fig2_transcendental, (0.0, 1.0, 1.0)),
+    "p = x₁x₂, q = z₁x₃": (examples.fig2_products, (2.0, 3.0, 5.0)),
+    "p = exp x₁ + x₂², q = sin z₁ + x₃³": (examples.fig2_transcendental, (0.0, 1.0, 1.0)),
 }
 
 #: Per mode: its label, the seed's and the result's symbols, and the product it computes.
@@ -751,38 +742,12 @@ class RegisterMachine(SliderSteps, W.VBox):
 # LumpExplorer: a program with temporaries, cut into lumps along a chosen order (sec. 3, Fig. 4).
 
 
-def _two_chains(x):
-    t1 = ia.exp(x[0])       # each temporary is read by two steps, so it is a vertex of its own
-    t2 = ia.sin(x[1])
-    x[0] = x[0] * t1
-    x[1] = x[1] * t2
-    x[0] = x[0] + t1
-    x[1] = x[1] + t2
-
-
-def _shared_temporary(x):
-    t = x[0] * x[1]         # both new values need t: whatever the order, one lump writes both
-    x[0] = x[0] + t
-    x[1] = x[1] - t ** 2
-    x[2] = x[2] * x[0]
-
-
-def _dense_matvec(x):
-    # x <- M x in scalar steps: every new value reads every old one, so all n are one lump (Gaussian elimination)
-    y0 = 2 * x[0] + x[1] + 0.5 * x[2]
-    y1 = x[0] + 3 * x[1] + x[2]
-    y2 = 0.5 * x[0] + x[1] + 4 * x[2]
-    x[0] = y0
-    x[1] = y1
-    x[2] = y2
-
-
 #: Programs with temporaries, with the point at which the lumps' blocks are shown.
 LUMP_PRESETS = {
-    "two chains (Fig. 4)": (_two_chains, (0.5, 0.3)),
-    "shared temporary": (_shared_temporary, (0.5, 0.8, 1.5)),
-    "dense mat-vec (counter-example)": (_dense_matvec, (1.0, 1.0, 1.0)),
-    "Fig. 2 (constant width)": (_fig2_transcendental, (0.0, 1.0, 1.0)),
+    "two chains (Fig. 4)": (examples.two_chains, (0.5, 0.3)),
+    "shared temporary": (examples.shared_temporary, (0.5, 0.8, 1.5)),
+    "dense mat-vec (counter-example)": (examples.dense_matvec, (1.0, 1.0, 1.0)),
+    "Fig. 2 (constant width)": (examples.fig2_transcendental, (0.0, 1.0, 1.0)),
 }
 _LUMP_COLOURS = ("#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#c7e9c0")
 
@@ -1016,32 +981,12 @@ class LumpExplorer(W.VBox):
 # NewtonDemo: Newton's method with the reverse-inverse sweep against finite differences.
 
 
-def _circle_and_line(x):
-    u, v = x[0], x[1]   # x[1] = u - v reads u after x[0] is overwritten: one lump of size 2
-    x[0] = u * u + v * v - 4
-    x[1] = u - v
-
-
-def _fig2_target(x):
-    x[0] = x[0] * x[1] - 6          # Fig. 2's program minus its value (6, 3, 30) at x = (2, 3, 5)
-    x[2] = (x[0] + 6) * x[2] - 30
-    x[1] = x[1] - 3
-
-
-def _kepler(x):
-    x[0] = x[0] - 0.9 * ia.sin(x[0]) - 1.0   # Kepler's equation E - e sin E = M, e = 0.9, M = 1
-
-
-def _no_real_root(x):
-    x[0] = x[0] ** 2 + 1
-
-
 #: Systems F(x) = 0 as register programs, with a starting point.
 NEWTON_PRESETS = {
-    "circle ∩ line: u² + v² = 4, u = v": (_circle_and_line, (1.0, 0.5)),
-    "Fig. 2 program = (6, 3, 30)": (_fig2_target, (1.0, 1.0, 1.0)),
-    "Kepler: E − 0.9 sin E = 1": (_kepler, (3.5,)),
-    "x² + 1 = 0 (no real root)": (_no_real_root, (0.5,)),
+    "circle ∩ line: u² + v² = 4, u = v": (examples.circle_and_line, (1.0, 0.5)),
+    "Fig. 2 program = (6, 3, 30)": (examples.fig2_target, (1.0, 1.0, 1.0)),
+    "Kepler: E − 0.9 sin E = 1": (examples.kepler, (3.5,)),
+    "x² + 1 = 0 (no real root)": (examples.no_real_root, (0.5,)),
 }
 NEWTON_TOL, NEWTON_MAX_ITER = 1e-12, 30
 

@@ -640,10 +640,8 @@ def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, a
                 for k in range(ARITY[ops[node]]):
                     a = arg0[node] if k == 0 else arg1[node]
                     p = value[a]
-                    if ops[a] == CONST or p < 0 or lump_of[p] == j:
-                        operand = local[a]
-                    else:
-                        operand = -1 - slot[p]
+                    inside = ops[a] == CONST or p < 0 or lump_of[p] == j
+                    operand = local[a] if inside else -1 - slot[p]
                     if k == 0:
                         out_arg0[size] = operand
                     else:
