@@ -27,7 +27,9 @@ import numba
 import numpy as np
 
 from ..integer.matrix import as_int, shown
-from . import ADJOINT, GXM, MXG, MXM, TANGENT, Chain, Plan, Schedule
+from .chain import ADJOINT, GXM, MXG, MXM, TANGENT, Chain
+from .plan import Plan
+from .schedules import Schedule
 
 __all__ = ["ChainProgram", "Elemental", "Execution"]
 
@@ -146,7 +148,8 @@ class Elemental:
         """``seeds F'`` for ``seeds`` of shape (r, m), and the fma performed (``r |E|``)."""
         seeds = np.ascontiguousarray(seeds, dtype=float)
         if seeds.ndim != 2 or seeds.shape[1] != self.m:
-            raise ValueError(f"adjoint of an R^{self.n} -> R^{self.m} function needs {self.m} columns, got {seeds.shape}")
+            raise ValueError(f"adjoint of an R^{self.n} -> R^{self.m} function needs {self.m} columns, "
+                             f"got {seeds.shape}")
         out, fma = _adjoint_sweep(self.n_vertices, self.n, self.m, self.sources, self.targets, self.partials, seeds)
         return out, int(fma)
 
