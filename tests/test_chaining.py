@@ -509,3 +509,17 @@ def test_bad_calls():
         jc.Schedule.make(SECTION_5, jc.MXM, 3, 1, 1)
     with pytest.raises(ValueError, match=r"F'_\{4,2\} is not a subchain: need 1 <= i <= j <= 3"):
         jc.Schedule.make(SECTION_5, jc.GXM, 4, 2, 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains(max_q=5))
+def test_own_cost_factors_name_what_they_multiply(chain):
+    """The factors the widgets print beside each step (n_i, m_j, |E_a|+...+|E_b|) are the chain's sizes
+    and edge counts they name, and multiply to the step's fma in every schedule."""
+    named = {"n": lambda a: chain.factor(a).n, "m": lambda a: chain.factor(a).m,
+             "E": lambda a, b: sum(chain.factor(t).edges for t in range(a, b + 1))}
+    for schedule in jc.schedules(chain):
+        for step in schedule.nodes():
+            factors = jc.own_cost_factors(chain, step.op, step.j, step.i, step.k)
+            assert all(value == named[symbol](*subscripts) for symbol, subscripts, value in factors)
+            assert np.prod([value for *_, value in factors], dtype=object) == step.cost

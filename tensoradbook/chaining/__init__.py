@@ -69,7 +69,7 @@ rest of tensoradbook.
 """
 
 from .chain import ADJOINT, Chain, Factor, GXM, MXG, MXM, RULES, TANGENT, memory_bound
-from .schedules import Schedule, TWO_FACTOR_SCHEDULES, schedule_count, schedules, two_factor_schedules
+from .schedules import Schedule, TWO_FACTOR_SCHEDULES, own_cost_factors, schedule_count, schedules, two_factor_schedules
 from .table import Candidate, Cell
 from .plan import Plan
 from .optimize import (
@@ -94,6 +94,7 @@ __all__ = [
     "baselines",
     "brute_force",
     "memory_bound",
+    "own_cost_factors",
     "optimize",
     "paper_rule_pieces",
     "preaccumulation",

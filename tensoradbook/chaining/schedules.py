@@ -5,7 +5,9 @@ eight schedules of two factors (the notes' table a..h), and every schedule by en
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
 from ..integer.matrix import as_int, shown
 
 from .chain import (
@@ -20,6 +22,29 @@ from .chain import (
 def _label(op: str, k: int) -> str:
     """The reference implementation prints preaccumulation as a join at split 0."""
     return {TANGENT: "GxM(0)", ADJOINT: "MxG(0)"}.get(op, f"{op}({k})")
+
+
+def own_cost_factors(chain: Chain, op: str, j: int, i: int, k: int = 0) -> tuple[tuple[str, tuple[int, ...], int], ...]:
+    """The factors whose product is the fma of the step ``op`` on ``F'_{j,i}`` (split ``k``) itself, secs. 2-3.
+
+    Each is ``(symbol, subscripts, value)``: ``("n", (i,), n_i)`` or ``("m", (j,), m_j)`` for a factor's
+    input or output size, ``("E", (first, last), |E_first| + ... + |E_last|)`` for the edges a tangent
+    or adjoint sweep runs over. Preaccumulation costs ``n_j |E_j|`` (tangent) or ``m_j |E_j|`` (adjoint),
+    a dense product ``m_j m_k n_i``, a tangent sweep over ``F'_{k,i}`` ``n_i (|E_{k+1}| + ... + |E_j|)``
+    and an adjoint sweep over ``F'_{j,k+1}`` ``m_j (|E_i| + ... + |E_k|)``.
+    """
+    if op in LEAF_OPS:
+        f = chain.factor(j)
+        return (("n", (j,), f.n) if op == TANGENT else ("m", (j,), f.m)), ("E", (j, j), f.edges)
+    if op == MXM:
+        return ("m", (j,), chain.factor(j).m), ("m", (k,), chain.factor(k).m), ("n", (i,), chain.factor(i).n)
+    if op == GXM:
+        return ("n", (i,), chain.factor(i).n), ("E", (k + 1, j), chain.edge_sum(k + 1, j))
+    return ("m", (j,), chain.factor(j).m), ("E", (i, k), chain.edge_sum(i, k))
+
+
+def _own_cost(chain: Chain, op: str, j: int, i: int, k: int) -> int:
+    return math.prod(value for *_, value in own_cost_factors(chain, op, j, i, k))
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,10 +83,8 @@ class Schedule:
         if op in LEAF_OPS:
             if j != i or left is not None or right is not None:
                 raise ValueError(f"{op} preaccumulation is a leaf F'_{{{j},{j}}}, got F'_{{{j},{i}}}")
-            f = chain.factor(j)
-            if op == TANGENT:
-                return cls(op, j, i, 0, f.n * f.edges, f.n * f.edges, 0, 0)
-            return cls(op, j, i, 0, f.m * f.edges, f.m * f.edges, f.edges, f.edges)
+            cost, edges = _own_cost(chain, op, j, i, 0), chain.factor(j).edges
+            return cls(op, j, i, 0, cost, cost, *((0, 0) if op == TANGENT else (edges, edges)))
         if op not in SPLIT_OPS:
             raise ValueError(f"unknown operation {op!r}; expected one of {LEAF_OPS + SPLIT_OPS}")
         if not i <= k < j:
@@ -74,17 +97,15 @@ class Schedule:
                 raise ValueError(f"{op}({k}) on F'_{{{j},{i}}} needs F'_{{{cell[0]},{cell[1]}}} as operand")
             if not needed and child is not None:
                 raise ValueError(f"{op}({k}) on F'_{{{j},{i}}} takes no operand F'_{{{child.j},{child.i}}}")
+        cost = _own_cost(chain, op, j, i, k)
         if op == MXM:
-            cost = chain.factor(j).m * chain.factor(k).m * chain.factor(i).n
             memory = max(left.memory, right.memory)
             sweep = max(left.sweep_tape, right.sweep_tape)
             fma = left.fma + right.fma + cost
         elif op == GXM:
-            cost = chain.factor(i).n * chain.edge_sum(k + 1, j)
             memory, sweep, fma = right.memory, right.sweep_tape, right.fma + cost
-        else:
+        else:  # the adjoint sweep over F'_{k,i} tapes its edges
             swept = chain.edge_sum(i, k)
-            cost = chain.factor(j).m * swept
             memory, sweep, fma = left.memory + swept, max(left.sweep_tape, swept), left.fma + cost
         return cls(op, j, i, k, cost, fma, memory, sweep, left, right)
 
