@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensoradbook as tab
-from tensoradbook import kernels
+from tensoradbook.codegen import targets as kernel_targets
 from tensoradbook.ad.gradcheck import numeric_gradient, random_arguments
 from tensoradbook.widgets import GradientLab
 from tensoradbook.widgets import gradient_lab as lab_module
@@ -45,14 +45,16 @@ def core_run(text, shapes, target, seed=0):
 def test_scaling_the_section_6_example():
     text, shapes = PRESETS[SECTION_6]
     big_text, big_shapes = scaled(text, shapes, 4)
-    assert "sum{k}_0^19" in big_text and big_text.replace("sum{k}_0^19", "sum{k}_0^4") == text
+    small = tab.parse(text, shapes)
+    assert "sum{k}_0^19" in big_text and big_text.replace("sum{k}_0^19", "sum{k}_0^4") == str(small)
     assert big_shapes == {"f": (12, 16), "a": (12, 20), "b": (16, 20), "c": (12, 12), "d": (32,)}
     fn = tab.parse(big_text, big_shapes)  # d[i + k] still reads inside d: 11 + 19 < 32
-    assert fn.shapes["d"] == (32,)
+    assert fn == small.scaled(4)
     assert scaled(text, shapes, 1) == (text, shapes)
     # constant bounds l..u become s l .. s (u + 1) - 1; bounds naming an index follow the indices
-    assert scaled("f[i] = sum{k}_(-1)^2 (x[i + k + 1])", {}, 2)[0] == "f[i] = sum{k}_(-2)^5 (x[i + k + 1])"
-    assert scaled("f[i] = sum{k}_0^i (x[k])", {}, 3)[0] == "f[i] = sum{k}_0^i (x[k])"
+    assert scaled("f[i] = sum{k}_(-1)^2 (x[i + k + 1])", {"f": (2,), "x": (5,)}, 2) == (
+        "f[i] = sum{k}_(-2)^5 (x[i + k + 1])", {"f": (4,), "x": (10,)})
+    assert scaled("f[i] = sum{k}_0^i (x[k])", {"f": (2,), "x": (2,)}, 3)[0] == "f[i] = sum{k}_0^i (x[k])"
 
 
 def test_only_fitting_scales_are_offered():
@@ -295,10 +297,7 @@ def no_cuda(monkeypatch):
     message = ("target 'cuda' needs an NVIDIA GPU, or the CUDA simulator: set the environment variable "
                "NUMBA_ENABLE_CUDASIM=1 before numba is first imported")
 
-    def refuse():
-        raise RuntimeError(message)
-
-    monkeypatch.setattr(kernels, "_require_cuda", refuse)
+    monkeypatch.setattr(kernel_targets, "cuda_problem", lambda: message)
     monkeypatch.setattr(lab_module, "cuda_problem", lambda: message)
     monkeypatch.setattr(lab_module, "_compiled", lab_module._compiled.__wrapped__)  # no cached CUDA modules
     return message

@@ -36,18 +36,15 @@ from functools import lru_cache
 
 import ipywidgets as W
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import LogNorm
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, NullFormatter
 
 import tensoradbook as tab
-from tensoradbook import kernels
+from tensoradbook import codegen
 from tensoradbook.integer.matrix import shown
 from tensoradbook.ad.gradcheck import numeric_gradient, random_arguments
 
-from ._common import (CodeMessageBox, MessageBox, canvas_png, choose, function_entries, read_shapes, shapes_text,
+from ._common import (DPI, CodeMessageBox, MessageBox, choose, function_entries, read_shapes, shapes_text,
                       shows_errors)
+from .error_heatmap import error_heatmap, heatmap_width, shape_text
 from .explorer import PRESETS, SECTION_6, TOLERANCE, PresetChoice, function_text
 
 SCALES = (1, 2, 4, 8, 16)
@@ -62,8 +59,6 @@ STEPS = ("derive", "generate", "compile", "run", "check", "per element")
 # seconds are spent; the median is shown.
 MIN_RUNS, MAX_RUNS, TIME_BUDGET = 3, 25, 0.05
 MESSAGE_CHARS = 3000  # compiler errors can be very long; the start says what went wrong
-DPI = 80
-HEATMAP_WIDTH, HEATMAP_ROW, HEATMAP_TOP = 8.0, 2.3, 0.6  # inches: width, per row of panels, title
 
 TARGET_LABELS = {
     "numpy": "numpy (vectorised)",
@@ -76,27 +71,13 @@ TARGET_LABELS = {
 
 # -- sizes ------------------------------------------------------------------------------------
 
-_CONSTANT = r"(\d+|\(\s*-?\s*\d+\s*\))"
-_SUM = re.compile(r"(\bsum\s*\{\s*[A-Za-z]\w*\s*\}\s*_\s*)" + _CONSTANT + r"(\s*\^\s*)" + _CONSTANT)
-
-
-def _bound(value: int) -> str:
-    return str(value) if value >= 0 else f"({value})"
-
-
 def scaled(text: str, shapes: dict, factor: int) -> tuple[str, dict]:
-    """``text`` and ``shapes`` at ``factor`` times the size: every size times ``factor``, every sum with
-    constant bounds ``l .. u`` over ``factor * l .. factor * (u + 1) - 1`` (bounds that name an index
-    follow the scaled indices by themselves). Whether the result reads inside its arguments is the
-    parser's to say."""
+    """``text`` and ``shapes`` at ``factor`` times the size (:meth:`tensoradbook.Function.scaled`), as the
+    text and shapes the lab's caches are keyed by; raises ExpressionError if ``text`` is wrong."""
     if factor == 1:
         return text, dict(shapes)
-
-    def widen(match) -> str:
-        low, high = (int(re.sub(r"[()\s]", "", match[k])) for k in (2, 4))
-        return f"{match[1]}{_bound(factor * low)}{match[3]}{_bound(factor * (high + 1) - 1)}"
-
-    return _SUM.sub(widen, text), {name: tuple(factor * n for n in shape) for name, shape in shapes.items()}
+    big = tab.parse(text, read_shapes(shapes)).scaled(factor)
+    return str(big), big.shapes
 
 
 def _shape_key(shapes: dict) -> tuple:
@@ -119,10 +100,10 @@ def fitting_scales(text: str, shapes: dict) -> tuple[tuple[int, ...], str]:
     """The scales of :data:`SCALES` that ``text`` fits at and change its sizes, and the parser's message
     for the first that does not fit ("" if all do). Raises ExpressionError if ``text`` itself is wrong."""
     key = _shape_key(dict(shapes))
-    tab.parse(text, dict(key))  # raises on bad input
+    fn = tab.parse(text, dict(key))  # raises on bad input
     fits, message = [1], ""
     for factor in SCALES[1:]:
-        if scaled(text, dict(key), factor) == (text, dict(key)):
+        if fn.scaled(factor) == fn:
             break  # scalars only: every scale is the same function
         problem = _misfit(text, key, factor)
         if problem:
@@ -183,14 +164,14 @@ def _numeric(text: str, shapes: tuple, seed: int, target: str) -> dict[str, np.n
     """
     fn = _derivation(text, shapes)[0]
     args, df = _inputs(fn, seed)
-    forward = None if target.startswith("cuda") else _compiled(text, shapes, target).forward
+    forward = None if codegen.KERNEL_TARGETS[target].on_gpu else _compiled(text, shapes, target).forward
     return {name: numeric_gradient(fn, args, name, df, forward=forward) for name in fn.arguments}
 
 
 @lru_cache(maxsize=1)
 def cuda_problem() -> str:
     """Why the CUDA targets cannot run in this process ("" if they can): asked once, it costs ~1 s."""
-    return kernels.cuda_problem()
+    return codegen.cuda_problem()
 
 
 def cuda_simulated() -> bool:
@@ -279,10 +260,6 @@ def _table(header: list[str], rows: list[list[str]], caption: str) -> str:
             f"</caption><tr>{cells(header, 'th')}</tr>{body}</table>")
 
 
-def _shape(shape) -> str:
-    return "×".join(str(n) for n in shape) or "scalar"
-
-
 def result_html(result: LabResult, function_name: str) -> str:
     """The checks and the timings of a run as two small HTML tables."""
     small = result.element_errors is not None
@@ -290,12 +267,12 @@ def result_html(result: LabResult, function_name: str) -> str:
     if small:
         header.append("max |kernel − central diff.|")
     f_good = result.forward_error <= REFERENCE_TOLERANCE * max(1.0, result.forward_scale)
-    rows = [[f"<code>{html.escape(function_name)}</code> (forward)", _shape(result.shapes[function_name]),
+    rows = [[f"<code>{html.escape(function_name)}</code> (forward)", shape_text(result.shapes[function_name]),
              f"{result.forward_error:.1e} {_mark(f_good)}", "—"] + (["—"] if small else [])]
     for name, error in result.errors.items():
         good = error <= REFERENCE_TOLERANCE * max(1.0, result.scale[name])
         dot = result.dot_errors[name]
-        row = [f"<code>d{html.escape(name)}</code>", _shape(result.shapes[name]), f"{error:.1e} {_mark(good)}",
+        row = [f"<code>d{html.escape(name)}</code>", shape_text(result.shapes[name]), f"{error:.1e} {_mark(good)}",
                f"{dot:.1e} {_mark(dot <= TOLERANCE)}"]
         if small:
             row.append(f"{float(np.max(result.element_errors[name], initial=0.0)):.1e}")
@@ -307,7 +284,7 @@ def result_html(result: LabResult, function_name: str) -> str:
     t = result.timings
     ratio = t["gradients"] / t["forward"] if t["forward"] > 0 else float("nan")
     device = ""
-    if result.target.startswith("cuda"):
+    if codegen.KERNEL_TARGETS[result.target].on_gpu:
         device = (" (on the CUDA simulator: Python threads, not GPU timings)" if cuda_simulated() else
                   " (with the copies to and from the device)")
     rows = [["forward kernel alone", _seconds(t["forward"]), str(result.runs["forward"])],
@@ -324,118 +301,6 @@ def result_html(result: LabResult, function_name: str) -> str:
                      "the checks cannot tell a right gradient from a wrong one here; try a smaller scale.")
     note = "".join(f'<p style="color:#8a5300;font-weight:600">{n}</p>' for n in notes)
     return note + checks + timings
-
-
-def _panel(values: np.ndarray) -> tuple[np.ndarray, str, str, str]:
-    """A tensor as a 2-D image with its axis labels and a note: 1-D as one row, 3-D+ rows flattened."""
-    if values.ndim == 0:
-        return values.reshape(1, 1), "", "", ""
-    if values.ndim == 1:
-        return values.reshape(1, -1), "", "index 0", ""
-    if values.ndim == 2:
-        return values, "index 0", "index 1", ""
-    last = values.ndim - 1
-    return (values.reshape(-1, values.shape[-1]), f"indices 0–{last - 1} (flattened)", f"index {last}",
-            f"{values.ndim}-D, rows flattened")
-
-
-def heatmap_width(n_panels: int) -> float:
-    """The heatmap's width in inches: two columns of panels, or one."""
-    return HEATMAP_WIDTH if n_panels > 1 else HEATMAP_WIDTH * 0.6
-
-
-def _color_range(errors: dict[str, np.ndarray]) -> tuple[float, float]:
-    """Whole decades from below the smallest nonzero error (at most 8 decades down) to above the largest."""
-    positive = np.concatenate([e[e > 0].ravel() for e in errors.values()] + [np.zeros(0)])
-    top = float(positive.max()) if positive.size else 1e-16
-    bottom = max(float(positive.min()) if positive.size else top, top * 1e-8)
-    bottom, top = 10.0 ** math.floor(math.log10(bottom)), 10.0 ** math.ceil(math.log10(top))
-    return (top / 10, top) if bottom >= top else (bottom, top)
-
-
-class _HeatmapFrame:
-    """A heatmap figure drawn once, then reused: later pictures with the same panels, titles and colour
-    range only redraw the cells over the kept pixels (matplotlib's blitting), which takes a few ms
-    where drawing the axes, ticks and colour bar afresh takes a few hundred."""
-
-    def __init__(self, panels: tuple, title: str, color_range: tuple[float, float]):
-        names = [name for name, _, _ in panels]
-        cols = 1 if len(names) == 1 else 2
-        rows = -(-len(names) // cols)
-        self.width, height = heatmap_width(len(names)), HEATMAP_TOP + HEATMAP_ROW * rows
-        self.figure = Figure(figsize=(self.width, height), dpi=DPI)
-        self.canvas = FigureCanvasAgg(self.figure)
-        self.bottom = color_range[0]
-        norm = LogNorm(*color_range, clip=True)
-        # Panels left of the colour bar; margins in inches, so any number of rows fits.
-        bar_left = 1 - 1.15 / self.width
-        grid = self.figure.add_gridspec(rows, cols, left=0.75 / self.width, right=bar_left - 0.35 / self.width,
-                                        top=1 - HEATMAP_TOP / height, bottom=0.45 / height,
-                                        hspace=0.85 / (HEATMAP_ROW - 0.85), wspace=0.3)
-        self.images = []
-        for k, (name, shape, heading) in enumerate(panels):
-            ax = self.figure.add_subplot(grid[k // cols, k % cols])
-            values, ylabel, xlabel, _ = _panel(np.zeros(shape))
-            image = ax.imshow(np.full(values.shape, self.bottom), norm=norm, cmap="viridis",
-                              interpolation="nearest", aspect="auto")
-            # square cells where the shape allows; long vectors become thin strips, not blocks
-            ax.set_box_aspect(min(3.0, max(0.1, values.shape[0] / values.shape[1])))
-            ax.set_title(heading, fontsize=10)
-            ax.set_xlabel(xlabel, fontsize=9)
-            ax.set_ylabel(ylabel, fontsize=9)
-            ax.tick_params(labelsize=8)
-            if values.size == 1:
-                ax.set_xticks([])
-            else:
-                ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
-            if values.shape[0] == 1:
-                ax.set_yticks([])
-            else:
-                ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-            self.images.append(image)
-        bar = self.figure.add_axes((bar_left, 0.45 / height, 0.022 * HEATMAP_WIDTH / self.width,
-                                    1 - (HEATMAP_TOP + 0.45) / height))
-        colorbar = self.figure.colorbar(self.images[0], cax=bar)
-        colorbar.ax.yaxis.set_minor_formatter(NullFormatter())
-        colorbar.set_label("|kernel − central difference|", fontsize=9)
-        colorbar.ax.tick_params(labelsize=8)
-        if title:
-            self.figure.suptitle(title, fontsize=11, x=(bar_left + 0.3 / self.width) / 2, y=1 - 0.08 / height,
-                                 va="top")
-        self.canvas.draw()
-        self.background = self.canvas.copy_from_bbox(self.figure.bbox)
-
-    def png(self, arrays: list[np.ndarray]) -> bytes:
-        self.canvas.restore_region(self.background)
-        for image, values in zip(self.images, arrays):
-            image.set_data(np.maximum(_panel(np.asarray(values, dtype=np.float64))[0], self.bottom))
-            image.axes.draw_artist(image)
-            for spine in image.axes.spines.values():  # the cells cover the inner half of the frame
-                image.axes.draw_artist(spine)
-        return canvas_png(self.canvas)
-
-
-@lru_cache(maxsize=4)
-def _heatmap_frame(panels: tuple, title: str, color_range: tuple[float, float]) -> _HeatmapFrame:
-    return _HeatmapFrame(panels, title, color_range)
-
-
-def error_heatmap(errors: dict[str, np.ndarray], title: str = "", sizes: dict | None = None) -> bytes:
-    """One panel per argument of ``|kernel - central differences|`` per element, on one log colour scale
-    of whole decades (exact zeros are drawn at its bottom): 1-D arguments as one row, 3-D and more with
-    their leading indices flattened into rows. ``sizes`` (argument -> largest ``|gradient|``) goes into
-    the panel titles: what the errors compare to. A fixed layout (matplotlib's constrained layout
-    costs ~1 s here), kept for the next picture with the same panels."""
-    panels = []
-    for name, values in errors.items():
-        shape = tuple(np.shape(values))
-        note = _panel(np.zeros(shape))[3]
-        heading = f"d{name} ({_shape(shape)}{', ' + note if note else ''})"
-        if sizes is not None:
-            heading += f", |d{name}| ≤ {sizes[name]:.1e}"
-        panels.append((name, shape, heading))
-    frame = _heatmap_frame(tuple(panels), title, _color_range(errors))
-    return frame.png(list(errors.values()))
 
 
 # -- the widget ---------------------------------------------------------------------------------
@@ -461,8 +326,8 @@ class GradientLab(PresetChoice, W.VBox):
     def __init__(self, text: str | None = None, shapes=None, preset: str | None = None, scale: int = 1,
                  target: str = "numba", seed: int = 0):
         super().__init__()
-        if target not in kernels.TARGETS:
-            raise ValueError(f"unknown target {target!r}: choose one of {', '.join(kernels.TARGETS)}")
+        if target not in codegen.TARGETS:
+            raise ValueError(f"unknown target {target!r}: choose one of {', '.join(codegen.TARGETS)}")
         self.seed = seed
         self._base = self._key = None  # (text, shapes) as typed, and at the chosen scale
         self._scale = 1
@@ -481,7 +346,7 @@ class GradientLab(PresetChoice, W.VBox):
         self._scale_menu = W.Dropdown(options=[("×1", 1)], value=1, description="scale:",
                                       style={"description_width": "3em"}, layout=W.Layout(width="8em"))
         self._scale_menu.observe(lambda change: self._quiet or self.set_scale(change["new"]), names="value")
-        self._target = W.Dropdown(options=[(self._target_label(t), t) for t in kernels.TARGETS], value=target,
+        self._target = W.Dropdown(options=[(self._target_label(t), t) for t in codegen.TARGETS], value=target,
                                   description="target:", style={"description_width": "3.5em"},
                                   layout=W.Layout(width="25em"))
         self._target.observe(lambda change: self._quiet or self.set_target(change["new"]), names="value")
@@ -529,7 +394,7 @@ class GradientLab(PresetChoice, W.VBox):
     @property
     def targets(self) -> tuple[str, ...]:
         """The targets that can run here (the CUDA ones need a GPU or the simulator)."""
-        return tuple(t for t in kernels.TARGETS if not (t.startswith("cuda") and self._cuda_problem))
+        return tuple(t for t in codegen.TARGETS if not (codegen.KERNEL_TARGETS[t].on_gpu and self._cuda_problem))
 
     @property
     def function(self) -> tab.Function:
@@ -660,11 +525,11 @@ class GradientLab(PresetChoice, W.VBox):
     def set_target(self, name: str) -> bool:
         """Choose the target; a CUDA one without a GPU (or the simulator) is explained inline (the
         source view still shows its code) and its Run reports the core's error."""
-        choose(name, kernels.TARGETS, "unknown target")
+        choose(name, codegen.TARGETS, "unknown target")
         self._quiet = True
         self._target.value = name
         self._quiet = False
-        unavailable = name.startswith("cuda") and self._cuda_problem
+        unavailable = codegen.KERNEL_TARGETS[name].on_gpu and self._cuda_problem
         self._target_note.show(f"{self._cuda_problem}. Here you can run {', '.join(self.targets)}; the source "
                                "view below still shows the CUDA module." if unavailable else "")
         self._run_button.disabled = bool(unavailable)
@@ -723,7 +588,7 @@ class GradientLab(PresetChoice, W.VBox):
             self._fail(step, target, exc)
             return False
         finally:
-            self._run_button.disabled = bool(target.startswith("cuda") and self._cuda_problem)
+            self._run_button.disabled = bool(codegen.KERNEL_TARGETS[target].on_gpu and self._cuda_problem)
 
         scale = {name: float(np.max(np.abs(g_reference[name]), initial=0.0)) for name in fn.arguments}
         self._result = LabResult(
@@ -764,7 +629,7 @@ class GradientLab(PresetChoice, W.VBox):
     # -- display --------------------------------------------------------------
     def _target_label(self, target: str) -> str:
         label = TARGET_LABELS[target]
-        if target.startswith("cuda"):
+        if codegen.KERNEL_TARGETS[target].on_gpu:
             if self._cuda_problem:
                 label += " — needs a GPU"
             elif cuda_simulated():
@@ -840,7 +705,7 @@ class GradientLab(PresetChoice, W.VBox):
 
     def _fail(self, step: str, target: str, exc: Exception) -> None:
         message = f"{step} ({target}) failed: {type(exc).__name__}: {exc}"
-        if isinstance(exc, RuntimeError) and target.startswith("cuda") and self._cuda_problem:
+        if isinstance(exc, RuntimeError) and codegen.KERNEL_TARGETS[target].on_gpu and self._cuda_problem:
             message += f"\nChoose one of {', '.join(self.targets)} to run here."
         if len(message) > MESSAGE_CHARS:
             message = message[:MESSAGE_CHARS] + "\n…"

@@ -37,7 +37,8 @@ from matplotlib.patches import Patch, Polygon
 from matplotlib.ticker import MaxNLocator
 
 from tensoradbook.integer.matrix import matvec
-from tensoradbook.integer.geometry import drawn_entries, hidden_entries, loop_bounds, polygon_vertices, solutions_in_view
+from tensoradbook.integer.geometry import (drawn_entries, hidden_entries, loop_bounds, polygon_vertices,
+                                           solutions_in_view)
 
 from ._common import DPI, BetaExplorer, Plot, SliderSteps, canvas_png, subscript, vector_text
 

@@ -40,6 +40,7 @@ class Target:
     vector = False        # kernels compute whole grids (numpy) rather than one element
     scatter = False       # the gradients are one scatter kernel (eq. 40) rather than one gather kernel each
     lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
+    on_gpu = False        # runs on an NVIDIA GPU (or Numba's CUDA simulator)
     imports: tuple[str, ...] = ()
     kernel_decorator: tuple[str, ...] = ()
 
@@ -94,6 +95,7 @@ class NumbaTarget(Target):
 class CudaTarget(Target):
     name = "cuda"
     printer = CudaPrinter
+    on_gpu = True
     imports = ("import math", "", "import numpy as np", "from numba import cuda", "", f"THREADS = {THREADS_PER_BLOCK}")
     kernel_decorator = ("@cuda.jit(cache=True)",)
 

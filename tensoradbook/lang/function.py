@@ -17,7 +17,7 @@ from numbers import Complex, Real
 import numpy as np
 
 from . import evaluate as reference, printer
-from .expr import Element, Expr, ExpressionError, postorder
+from .expr import Affine, Element, Expr, ExpressionError, Sum, postorder, rebuild, with_children
 
 
 @dataclass(frozen=True)
@@ -111,3 +111,20 @@ class Function:
         from ..codegen import function_source
 
         return function_source(self, target)
+
+    def scaled(self, factor: int) -> Function:
+        """This function at ``factor`` times the size: every tensor's sizes times ``factor``, and every sum
+        whose bounds are integer constants ``l .. u`` over ``factor * l .. factor * (u + 1) - 1``; bounds that
+        name an index follow the scaled indices by themselves. Whether the result reads inside its
+        arguments is :func:`~tensoradbook.lang.parser.parse`'s to say (of its text)."""
+        def widen(node: Expr, children: list) -> Expr:
+            node = with_children(node, children)
+            if isinstance(node, Sum) and all(len(b) == 1 and b[0].is_constant and b[0].is_integral
+                                             for b in (node.lower, node.upper)):
+                low, high = int(node.lower[0].constant), int(node.upper[0].constant)
+                return Sum(node.index, (Affine.constant_value(factor * low),),
+                           (Affine.constant_value(factor * (high + 1) - 1),), node.body, node.span)
+            return node
+
+        shapes = {name: tuple(factor * n for n in shape) for name, shape in self.shapes.items()}
+        return Function(self.name, self.indices, rebuild(self.body, widen), shapes)

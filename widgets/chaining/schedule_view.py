@@ -115,7 +115,8 @@ class ScheduleView(_ChainWidget):
         return [dict(box) for box in self._boxes]
 
     def _compute(self, state: dict):
-        return jc.optimize(state["chain"], state["memory"], state["rule"]), jc.baselines(state["chain"], state["memory"])
+        chain, memory = state["chain"], state["memory"]
+        return jc.optimize(chain, memory, state["rule"]), jc.baselines(chain, memory)
 
     def _accept(self, computed) -> None:
         plan, self._baselines = computed

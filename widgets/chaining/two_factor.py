@@ -13,7 +13,8 @@ from tensoradbook import chaining as jc
 from tensoradbook.integer.matrix import as_int
 from .._common import (DPI, MessageBox, canvas_png, choose, shows_errors)
 
-from .shared import BAR_FIGSIZE, BLUE, GREEN, SIZE_LABELS, SIZE_NAMES, SLIDER_MAX, TWO_FACTOR_PRESETS, _number, check_size
+from .shared import (BAR_FIGSIZE, BLUE, GREEN, SIZE_LABELS, SIZE_NAMES, SLIDER_MAX, TWO_FACTOR_PRESETS, _number,
+                     check_size)
 
 
 # -- TwoFactorExplorer ------------------------------------------------------------------------------------
@@ -142,8 +143,8 @@ class TwoFactorExplorer(W.VBox):
         # The generic forms (identities without their sizes) name the rows; the table below has the sized ones.
         generic = jc.two_factor_schedules(1, 1, 1, 1, 1)
         chain = jc.Chain([(1, 1, 1), (1, 1, 1)])
-        ax.set_yticklabels([f"{letter}   {re.sub(r'I[0-9]+', 'I', s.notation(chain))}" for letter, s in generic.items()],
-                           fontsize=10)
+        labels = [f"{letter}   {re.sub(r'I[0-9]+', 'I', s.notation(chain))}" for letter, s in generic.items()]
+        ax.set_yticklabels(labels, fontsize=10)
         ax.set_xticks([])  # every bar carries its value
         ax.set_xlabel("fma (fused multiply-adds); bars to scale", fontsize=11)
         for spine in ("top", "right"):
