@@ -405,11 +405,13 @@ def import_peers(threads):
 def machine() -> dict:
     """What the figures were measured on: CPU model, CPUs, Python and library versions."""
     import platform
+    from pathlib import Path
 
     import numba
 
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo", encoding="utf-8")
-                  if line.startswith("model name")), platform.processor())
+    cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
+                 platform.processor())
     return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__, "numba": numba.__version__}
 

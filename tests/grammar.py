@@ -40,9 +40,9 @@ MAX_BOUNDS = 3       # items of a max [..] or min [..] bound
 # The parser's stated limits, where it states them: valid cases stay inside, extreme cases probe them.
 PARSER_LIMITS = {name: getattr(parser, name) for name in dir(parser)
                  if name.startswith("MAX_") and isinstance(getattr(parser, name), int)}
-assert MAX_DEPTH * 3 < PARSER_LIMITS.get("MAX_DEPTH", math.inf)  # a level of ours is at most 3 of the tree's
-assert MAX_NESTED_SUMS < PARSER_LIMITS.get("MAX_NESTED_SUMS", math.inf)
-assert MAX_BOUNDS < PARSER_LIMITS.get("MAX_BOUNDS", math.inf)
+assert PARSER_LIMITS.get("MAX_DEPTH", math.inf) > MAX_DEPTH * 3  # a level of ours is at most 3 of the tree's
+assert PARSER_LIMITS.get("MAX_NESTED_SUMS", math.inf) > MAX_NESTED_SUMS
+assert PARSER_LIMITS.get("MAX_BOUNDS", math.inf) > MAX_BOUNDS
 
 OUTPUTS = ["f", "f", "f", "g", "out", "F2", "loss"]
 ARGUMENTS = ["x", "y", "w", "a", "b", "W", "x2"]

@@ -38,6 +38,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import contextlib
 
 pytestmark = pytest.mark.browser
 
@@ -114,10 +115,8 @@ def _stop(proc: subprocess.Popen, base_url: str, token: str) -> None:
         except subprocess.TimeoutExpired:
             continue
     # the session's other processes (kernels) may outlive the leader
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +151,7 @@ def lab(tmp_path_factory):
     token = secrets.token_hex(24)
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}"
-    log = open(tmp / "jupyterlab.log", "w+")
+    log = open(tmp / "jupyterlab.log", "w+")  # noqa: SIM115 -- open while the server runs, closed at teardown
     cmd = [
         sys.executable, "-m", "jupyterlab",
         "--no-browser",
@@ -238,7 +237,8 @@ STATE_JS = r"""
   });
   // the status bar reads e.g. "Python 3 (ipykernel) | Idle" or "No Kernel | Initializing"
   const bar = document.querySelector('#jp-main-statusbar') || document.body;
-  const m = bar ? bar.innerText.match(/\|\s*(Idle|Busy|Starting|Restarting|Initializing|Connecting|Disconnected|Dead|Unknown|Terminating)\b/) : null;
+  const m = bar ? bar.innerText.match(
+    /\|\s*(Idle|Busy|Starting|Restarting|Initializing|Connecting|Disconnected|Dead|Unknown|Terminating)\b/) : null;
   const status = m ? m[1].toLowerCase() : null;
   const dialog = document.querySelector('.jp-Dialog') !== null;
   const errors = Array.from(panel.querySelectorAll(
@@ -342,7 +342,8 @@ def _clear_and_run_all(page, nonempty) -> None:
         raise AssertionError("Edit > Clear Outputs of All Cells did not clear the prompts")
     for _ in range(3):
         _menu(page, "Run", "Run All Cells")
-        started = lambda s: s["unrun"] < total or s["pending"] > 0 or s["status"] == "busy"
+        def started(s):
+            return s["unrun"] < total or s["pending"] > 0 or s["status"] == "busy"
         if total == 0 or _until(page, started, nonempty, 15):
             return
     raise AssertionError("Run > Run All Cells did not start the cells")

@@ -97,7 +97,7 @@ def _nodes(node):
 ])
 def test_second_order(text, shapes):
     grads = tab.derive(text, shapes)
-    for name, gradient in grads.items():
+    for _name, gradient in grads.items():
         second = tab.derive(gradient)
         assert all("d" + gradient.name in g.shapes for g in second.values())  # the adjoint of da is dda
         assert_gradients_right(gradient, second, seed=1)
@@ -105,7 +105,7 @@ def test_second_order(text, shapes):
 
 def test_conditions_implied_by_the_box_disappear():
     grads = tab.derive("f[i; j] = x[2 * i; j] ** 2", {"f": (3, 4), "x": (6, 4)})
-    assert str(grads["x"]) == "dx[dx_0; dx_1] = if {dx_0 % 2 = 0} then (df[dx_0 / 2; dx_1] * (2 * x[dx_0; dx_1])) else (0)"
+    assert str(grads["x"]) == "dx[dx_0; dx_1] = if {dx_0 % 2 = 0} then (df[dx_0 / 2; dx_1] * (2 * x[dx_0; dx_1])) else (0)"  # noqa: E501
     grads = tab.derive("f[i; j] = x[2 * i; j] ** 2", {"f": (3, 4), "x": (7, 4)})  # x[6] is even but unused
     assert str(grads["x"]).startswith("dx[dx_0; dx_1] = if {dx_0 % 2 = 0 and 4 - dx_0 >= 0} then (")
 

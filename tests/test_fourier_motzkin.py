@@ -209,7 +209,7 @@ def test_symbolic_bounds_agree_with_numeric_bounds(system, data):
     formulas = fm.symbolic_bounds(b)
     assert [name for name, _, _ in formulas] == list(reversed(fm.names))
     for x in fm.integer_points(b)[:5]:
-        for depth, (name, low, high) in enumerate(formulas):
+        for depth, (_name, low, high) in enumerate(formulas):
             k = fm.n_vars - 1 - depth
             values = {sympy.Symbol(n, integer=True): v for n, v in zip(fm.names[k + 1:], x[k + 1:])}
             assert (int(low.subs(values)), int(high.subs(values))) == fm.bounds(b, x[k + 1:])

@@ -104,7 +104,8 @@ class Failure:
         message = "\n    ".join(str(self.error).splitlines()[:6])
         cases = f"{count} case{'s' if count > 1 else ''}"
         return (f"[{cases}] {self.phase}: {type(self.error).__name__} at {self.where}\n"
-                f"    text ({self.case.kind}): {self.case.text[:300]!r}\n    shapes: {self.case.shapes!r}\n    {message}")
+                f"    text ({self.case.kind}): {self.case.text[:300]!r}\n"
+                f"    shapes: {self.case.shapes!r}\n    {message}")
 
 
 def _where(error: BaseException) -> str:
@@ -164,7 +165,7 @@ def _assert_range_check_exact(case: Case, fn):
     reads = _reads(fn)
     for name, extents in reads.items():
         for k, (low, high) in enumerate(extents):
-            assert 0 <= low and high < fn.shapes[name][k], f"{name}: index {k} reads {low}..{high}, accepted"
+            assert low >= 0 and high < fn.shapes[name][k], f"{name}: index {k} reads {low}..{high}, accepted"
     if case.kind != "grammar":
         return
     tight = {**case.shapes, **{name: tuple(high + 1 for _, high in extents) for name, extents in reads.items()}}

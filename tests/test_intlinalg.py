@@ -21,8 +21,11 @@ from oracles import exact_product, to_sympy
 big_ints = st.integers(min_value=-(10**40), max_value=10**40)
 
 
+SMALL_INTEGERS = st.integers(-30, 30)
+
+
 @st.composite
-def int_matrices(draw, max_rows=5, max_cols=5, elements=st.integers(-30, 30)):
+def int_matrices(draw, max_rows=5, max_cols=5, elements=SMALL_INTEGERS):
     n_rows = draw(st.integers(0, max_rows))
     n_cols = draw(st.integers(0, max_cols))
     entries = draw(st.lists(elements, min_size=n_rows * n_cols, max_size=n_rows * n_cols))
@@ -47,7 +50,7 @@ def test_extended_gcd_is_bezout(a, b):
 def test_euclid_table_keeps_the_invariant(a, b):
     rows = tab.euclid_table(a, b)
     assert rows[0][1:] == (a, 1, 0) and rows[1][1:] == (b, 0, 1) and rows[-1][1] == 0
-    for q, r, s, t in rows:
+    for _q, r, s, t in rows:
         assert r == a * s + b * t
     for previous, current, following in zip(rows, rows[1:], rows[2:]):
         assert following[1] == previous[1] - current[0] * current[1]

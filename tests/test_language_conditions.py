@@ -27,7 +27,7 @@ def test_the_issues_else_branch_is_read_only_where_the_condition_fails():
 @pytest.mark.parametrize("text, message", [
     ("f[x] = if {x <= 0} then (input[x]) else (input[3 - x])", "input[3 - x] leaves input's shape (2,) at x = 1"),
     ("f[x] = if {x = 2} then (input[0]) else (input[x])", "input[x] leaves input's shape (2,) at x = 3"),
-    ("f[x] = if {x % 2 = 1} then (input[0]) else (input[x / 2 + 1])", "input[x / 2 + 1] leaves input's shape (2,) at x = 2"),
+    ("f[x] = if {x % 2 = 1} then (input[0]) else (input[x / 2 + 1])", "input[x / 2 + 1] leaves input's shape (2,) at x = 2"),  # noqa: E501
 ])
 def test_else_branches_that_do_leave_are_still_refused(text, message):
     with pytest.raises(ExpressionError, match=re.escape(message)):

@@ -12,7 +12,8 @@ from hypothesis import given
 
 import tensoradbook as tab
 from tensoradbook.lang import evaluate as reference
-from tensoradbook.lang.expr import Affine, Atom, Binary, Element, ExpressionError, If, Number, Sum, Unary, free_indices, replace, substitute
+from tensoradbook.lang.expr import (Affine, Atom, Binary, Element, ExpressionError, If, Number, Sum, Unary,
+                                    free_indices, replace, substitute)
 from tensoradbook.lang.evaluate import MAX_WORK
 from tensoradbook.lang.function import Function
 from tensoradbook.lang.limits import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
@@ -140,7 +141,8 @@ SHAPES = {"f": (2,), "x": (2,), "w": (2,), "y": ()}
 
 
 def deep(depth, make, leaf="x", i=I):
-    """``make`` applied ``depth - 1`` times to ``leaf[i]``; ``i`` is also the index in ``make``'s bounds and conditions."""
+    """``make`` applied ``depth - 1`` times to ``leaf[i]``; ``i`` is also the index in ``make``'s bounds and
+    conditions."""
     node = Element(leaf, (i,))
     for _ in range(depth - 1):
         node = make(node, i)

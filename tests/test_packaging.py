@@ -146,7 +146,7 @@ def _environment() -> tuple[dict[str, SpecifierSet], list[str]]:
         if isinstance(dep, dict):
             for line in dep.get("pip", []):
                 line = str(line).strip()
-                if line.startswith("-e") or line.startswith(".") or line.startswith("/"):
+                if line.startswith(("-e", ".", "/")):
                     local.append(line)
                     continue
                 r = Requirement(line)

@@ -149,7 +149,8 @@ def test_typing_into_the_entry(view):
 @settings(max_examples=25, deadline=None)
 @given(st.recursive(st.sampled_from(["x[]", "y[]", "z[]", "2"]),
                     lambda inner: st.one_of(
-                        st.tuples(inner, st.sampled_from(["+", "-", "*"]), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+                        st.tuples(inner, st.sampled_from(["+", "-", "*"]), inner).map(
+                            lambda t: f"({t[0]} {t[1]} {t[2]})"),
                         st.tuples(st.sampled_from(["sin", "exp", "tanh"]), inner).map(lambda t: f"{t[0]} ({t[1]})")),
                     max_leaves=5))
 def test_random_functions_end_with_the_core_adjoints(body):

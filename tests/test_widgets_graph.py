@@ -103,7 +103,7 @@ def test_typing_another_function_drops_the_figure_name():
 def test_legend_does_not_tie_the_colours_to_one_figure():
     labels = [label for _, label in _LEGEND]
     assert "part vⱼ (blue in Figs. 1, 2)" in labels
-    assert not any(label.endswith("(Fig. 1)") or label.endswith("(Fig. 2)") for label in labels)
+    assert not any(label.endswith(("(Fig. 1)", "(Fig. 2)")) for label in labels)
 
 
 # -- bad input (issue 10): shown inline, the last good state kept ---------------------------------------

@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
