@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.integer.matrix import to_latex
+from tensoradbook.integer.matrix import matrix_latex
 from tensoradbook.integer.geometry import image_range
 from tensoradbook.widgets import KernelLattice, PolytopeView, SmithStepper
 from tensoradbook.widgets.polytope import affine_text
@@ -59,9 +59,9 @@ def test_stepper_shows_each_step_of_the_result_with_touched_lines_highlighted():
         rows = op.touched if op is not None and op.axis == "rows" else ()
         cols = op.touched if op is not None and op.axis == "cols" else ()
         shown = shown_matrices(s)
-        assert to_latex(state.S, rows, cols) in shown
-        assert to_latex(state.U, highlight_rows=rows) in shown
-        assert to_latex(state.V, highlight_cols=cols) in shown
+        assert matrix_latex(state.S, rows, cols) in shown
+        assert matrix_latex(state.U, highlight_rows=rows) in shown
+        assert matrix_latex(state.V, highlight_cols=cols) in shown
         if op is not None:
             assert (r"\color" in shown) and f"line {op.line}" in s._heading.value
             assert html.escape(op.words) in s._heading.value

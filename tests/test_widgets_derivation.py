@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.integer.matrix import to_latex
+from tensoradbook.integer.matrix import matrix_latex
 from tensoradbook.lang.expr import Affine, Element
 from tensoradbook.lang.printer import expr_text
 from tensoradbook.ad.reverse import reverse_accumulate
@@ -185,10 +185,10 @@ def test_section_6_example(explorer):
     (c,) = explorer.gradients.contributions["d"]
     assert c.index_matrix.tolist() == [[1, 0, 1]] and c.cokernel.shape[0] == 0
     shown = explorer._occurrences.value
-    assert to_latex(c.index_matrix) in shown and r"C = \text{(empty 0}\times\text{1)}" in shown
+    assert matrix_latex(c.index_matrix) in shown and r"C = \text{(empty 0}\times\text{1)}" in shown
     snf = tab.smith_normal_form(c.index_matrix)
     for matrix in (snf.S, snf.U, snf.V, c.pseudo_inverse, c.kernel):
-        assert to_latex(matrix) in shown
+        assert matrix_latex(matrix) in shown
     conditions, loops = conditions_and_loops(c)
     assert conditions == [] and len(loops) == c.kernel.shape[1] == 2
     assert loops[0] == "max [dd_0 - 2; 0] <= dd_z1 <= min [dd_0; 4]"

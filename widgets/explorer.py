@@ -21,7 +21,7 @@ import ipywidgets as W
 import numpy as np
 
 import tensoradbook as tab
-from tensoradbook.integer.matrix import shown, to_latex
+from tensoradbook.integer.matrix import shown, matrix_latex
 from tensoradbook.lang.expr import If, Sum
 from tensoradbook.lang.printer import atom_text, bound_text, expr_text
 
@@ -214,11 +214,11 @@ class DerivationExplorer(PresetChoice, W.VBox):
         return (
             f"<h4>Occurrence {k + 1}: <code>{html.escape(expr_text(c.element))}</code> = {c.element.name}[A α + a], "
             f"α = ({html.escape(alpha)})</h4>"
-            rf"<p>$$A = {to_latex(c.index_matrix)},\quad a = {to_latex(_column(c.offset))}$$</p>"
-            rf"<p>Smith normal form (eq. 12): $$S = U A V = {to_latex(snf.S)},\quad U = {to_latex(snf.U)},"
-            rf"\quad V = {to_latex(snf.V)}$$</p>"
-            rf"<p>Integer inverse, kernel and cokernel (eqs. 16-19): $$I = {to_latex(c.pseudo_inverse)},\quad "
-            rf"K = {to_latex(c.kernel)},\quad C = {to_latex(c.cokernel)}$$</p>"
+            rf"<p>$$A = {matrix_latex(c.index_matrix)},\quad a = {matrix_latex(_column(c.offset))}$$</p>"
+            rf"<p>Smith normal form (eq. 12): $$S = U A V = {matrix_latex(snf.S)},\quad U = {matrix_latex(snf.U)},"
+            rf"\quad V = {matrix_latex(snf.V)}$$</p>"
+            rf"<p>Integer inverse, kernel and cokernel (eqs. 16-19): $$I = {matrix_latex(c.pseudo_inverse)},\quad "
+            rf"K = {matrix_latex(c.kernel)},\quad C = {matrix_latex(c.cokernel)}$$</p>"
             f"<p><b>Conditions:</b><br>{lines(conditions, 'none: every β has solutions')}</p>"
             f"<p><b>Loop bounds</b> (Fourier-Motzkin, eq. 45), outermost first:<br>"
             f"{lines(loops, 'none: the kernel is trivial, one α per β')}</p>")

@@ -12,7 +12,7 @@ import html
 import ipywidgets as W
 
 from tensoradbook import smith_normal_form
-from tensoradbook.integer.matrix import as_int_matrix, matmul, to_latex
+from tensoradbook.integer.matrix import as_int_matrix, matmul, matrix_latex
 
 from ._common import MessageBox, SliderSteps, matrix_text, parse_matrix, shows_errors
 
@@ -120,8 +120,8 @@ class SmithStepper(SliderSteps, W.VBox):
         where = "" if state.line is None else f" &mdash; Algorithm 1, line {state.line}"
         self._heading.value = (f"<b>Step {state.index} of {last}</b>{where}<br>{html.escape(state.words)}")
         self._matrices.value = (
-            rf"$$S = {to_latex(state.S, rows, cols)} \qquad U = {to_latex(state.U, highlight_rows=rows)}"
-            rf" \qquad V = {to_latex(state.V, highlight_cols=cols)}$$")
+            rf"$$S = {matrix_latex(state.S, rows, cols)} \qquad U = {matrix_latex(state.U, highlight_rows=rows)}"
+            rf" \qquad V = {matrix_latex(state.V, highlight_cols=cols)}$$")
         for name, disabled in (("First", state.index == 0), ("Back", state.index == 0),
                                ("Forward", state.index == last), ("Last", state.index == last)):
             self._buttons[name].disabled = disabled

@@ -162,7 +162,7 @@ def normalize(value):
     return value
 
 
-def to_latex(matrix: np.ndarray, highlight_rows=(), highlight_cols=()) -> str:
+def matrix_latex(matrix: np.ndarray, highlight_rows=(), highlight_cols=()) -> str:
     """LaTeX for an exact matrix; highlighted rows/columns are coloured."""
     n_rows, n_cols = matrix.shape
     if n_rows == 0 or n_cols == 0:
