@@ -9,8 +9,8 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from tensoradbook.integer.geometry import (AffineBound, drawn_entries, hidden_entries, image_range, loop_bounds,
-                                   polygon_vertices, solutions_in_view)
+from tensoradbook.integer.geometry import (AffineBound, box_range, drawn_entries, hidden_entries, image_range,
+                                           loop_bounds, polygon_vertices, solutions_in_view)
 
 
 def brute_image_range(A, shape):
@@ -207,3 +207,13 @@ def test_the_alpha_helpers_check_their_arguments():
         solutions_in_view([Fraction(1, 2), 0], [[2], [1]], (0, 1), ((0, 5), (0, 5)))
     with pytest.raises(ValueError, match="2 columns"):
         hidden_entries([0, 0, 0], [[2], [1], [0]], (0, 1))
+
+
+@given(st.lists(st.tuples(st.integers(-9, 9), st.integers(-5, 5), st.integers(0, 5)), max_size=4),
+       st.integers(-20, 20))
+def test_box_range_is_the_least_and_greatest_value_on_the_box(terms, constant):
+    """Oracle: every corner and inner point of the box, enumerated."""
+    boxes = [(c, (low, low + width)) for c, low, width in terms]
+    values = [constant + sum(c * x for (c, _), x in zip(boxes, point))
+              for point in product(*(range(a, b + 1) for _, (a, b) in boxes))]
+    assert box_range(boxes, constant) == (min(values), max(values))

@@ -28,21 +28,27 @@ from .matrix import as_exact_vector, as_int_matrix, as_rational_matrix, shown
 from .fourier_motzkin import FourierMotzkin, fourier_motzkin
 
 
+def box_range(terms, constant=0) -> tuple:
+    """``(least, greatest)`` of ``constant + sum c * x`` while each ``x`` ranges over its ``(low, high)``, for
+    ``terms`` of ``(c, (low, high))``: a linear form takes its extremes at the box's corners, so each term
+    adds the smaller and the larger of its two ends. Exact on integers and fractions."""
+    low = high = constant
+    for c, (a, b) in terms:
+        low += min(c * a, c * b)
+        high += max(c * a, c * b)
+    return low, high
+
+
 def image_range(A, shape) -> list[tuple[int, int]]:
     """``(min, max)`` of each entry of ``A alpha`` over the box ``0 <= alpha <= shape - 1``.
 
-    An affine function on a box takes its extremes at corners; per entry, each
-    column contributes its smallest and largest of ``0`` and ``A[i, j] * (shape[j] - 1)``.
+    Per entry, :func:`box_range` of the row over the box.
     """
     A = as_int_matrix(A, "image_range: A")
     shape = as_exact_vector(shape, A.shape[1], "image_range: shape")
     if any(not isinstance(n, int) or n < 1 for n in shape):
         raise ValueError(f"image_range: shape {tuple(shape)} must hold positive integers")
-    out = []
-    for row in A.tolist():
-        ends = [(0, a * (n - 1)) for a, n in zip(row, shape)]
-        out.append((sum(min(e) for e in ends), sum(max(e) for e in ends)))
-    return out
+    return [box_range(zip(row, ((0, n - 1) for n in shape))) for row in A.tolist()]
 
 
 def polygon_vertices(A, b, system: FourierMotzkin | None = None) -> list[tuple[Fraction, Fraction]]:

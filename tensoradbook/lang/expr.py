@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
 
+from ..integer.geometry import box_range
+
 
 
 
@@ -123,11 +125,7 @@ class Affine:
 
     def interval(self, intervals: dict) -> tuple[Fraction, Fraction]:
         """The least and greatest value while each index ranges over ``intervals[name] = (least, greatest)``."""
-        low = high = self.constant
-        for name, c in self.terms:
-            a, b = intervals[name]
-            low += min(c * a, c * b)
-            high += max(c * a, c * b)
+        low, high = box_range(((c, intervals[name]) for name, c in self.terms), self.constant)
         return Fraction(low, self.denominator), Fraction(high, self.denominator)
 
     def evaluate(self, env: dict):
