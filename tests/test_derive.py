@@ -14,6 +14,8 @@ from hypothesis import example, given, settings
 
 import tensoradbook as tab
 from tensoradbook.ad.gradcheck import directional_derivatives
+from tensoradbook.ad.reverse import reverse_accumulate
+from tensoradbook.lang.simplify import ZERO
 from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, If, Number, Sum, walk
 from tensoradbook.lang.function import Function
 from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions, renamed_functions
@@ -336,3 +338,17 @@ def test_a_zero_then_branch_guards_the_whole_product():
                    {"out": (1,), "y": (1, 1), "x": (1,)})
     for grad in tab.derive(fn).values():
         assert str(tab.parse(str(grad), grad.shapes)) == str(grad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_functions())
+def test_the_sweeps_states_grow_to_every_adjoint(fn):
+    """Each step's adjoint is complete when the sweep reaches it (its parents come first), and the states
+    the GraphView draws hold it from then on."""
+    sweep = reverse_accumulate(fn.body, Element("d" + fn.name, tuple(Affine.index(i) for i in fn.indices)))
+    states = sweep.states()
+    assert len(states) == len(sweep.steps) + 1
+    for k, step in enumerate(sweep.steps):
+        assert states[k].get((step.node, step.scope), ZERO) == step.adjoint  # a constant exponent gets none
+        assert all(key in states[k + 1] for key in states[k])  # adjoints only ever grow
+    assert {(o.element, o.scope): o.adjoint for o in sweep.occurrences}.items() <= states[-1].items()

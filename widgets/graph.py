@@ -40,8 +40,8 @@ from matplotlib.patches import Patch
 import tensoradbook as tab
 from tensoradbook.lang.expr import Affine, Binary, Element, Expr, If, Sum, Unary
 from tensoradbook.lang.printer import expr_latex, expr_text
-from tensoradbook.ad.reverse import local_partials, reverse_accumulate
-from tensoradbook.lang.simplify import ZERO, add
+from tensoradbook.ad.reverse import child_keys, local_partials, reverse_accumulate
+from tensoradbook.lang.simplify import ZERO
 
 from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, shows_errors, subscript
 from .explorer import function_text
@@ -133,9 +133,8 @@ class SweepGraph:
     """The DAG of a function's body, the reverse sweep over it and where each node is drawn.
 
     ``keys[j]`` is node ``v_{j+1}`` as the sweep keys it, ``(node, scope)``;
-    ``states[k]`` maps keys to the adjoints known after ``k`` steps (the sweep
-    replayed with the core's own :func:`~tensoradbook.lang.simplify.add`, so
-    ``states[n]`` holds exactly the sweep's adjoints).
+    ``states[k]`` maps keys to the adjoints known after ``k`` steps
+    (:meth:`tensoradbook.ad.reverse.ReverseSweep.states`).
     """
 
     function: tab.Function
@@ -156,19 +155,9 @@ class SweepGraph:
         if len(keys) > MAX_NODES:
             raise tab.ExpressionError(f"{fn.name}: the graph has {len(keys)} nodes; at most {MAX_NODES} "
                                       "fit in a readable picture")
-        children = {}
-        for node, scope in keys:
-            inner = scope + (node,) if isinstance(node, Sum) else scope
-            children[(node, scope)] = tuple(dict.fromkeys((child, inner) for child in node.children()))
-        states = [{keys[0]: seed}]
-        for step in sweep.steps:
-            known = dict(states[-1])
-            inner = step.scope + (step.node,) if isinstance(step.node, Sum) else step.scope
-            for child, contribution in step.contributions:
-                known[(child, inner)] = add(known.get((child, inner), ZERO), contribution)
-            states.append(known)
+        children = {key: tuple(dict.fromkeys(child_keys(*key))) for key in keys}
         position, size = _layout(keys, children)
-        return SweepGraph(fn, seed, sweep, keys, children, _partial_labels(keys, children), tuple(states),
+        return SweepGraph(fn, seed, sweep, keys, children, _partial_labels(keys, children), sweep.states(),
                           position, size)
 
     def name(self, key) -> str:

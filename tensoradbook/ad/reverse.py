@@ -58,9 +58,29 @@ class ReverseSweep:
     steps: tuple[SweepStep, ...]
     occurrences: tuple[Occurrence, ...]
 
+    def states(self) -> tuple[dict, ...]:
+        """The adjoints known after 0, 1, ..., n steps, keyed ``(node, scope)``: the sums of eq. 1 as they
+        grow, with the sweep's own :func:`~tensoradbook.lang.simplify.add`, so that each step's adjoint is
+        its entry in the state before it and the last state holds every adjoint (the GraphView's frames)."""
+        first = self.steps[0]
+        states = [{(first.node, first.scope): first.adjoint}]
+        for step in self.steps:
+            known = dict(states[-1])
+            for child, contribution in step.contributions:
+                key = (child, inner_scope(step.node, step.scope))
+                known[key] = add(known.get(key, ZERO), contribution)
+            states.append(known)
+        return tuple(states)
 
-def _children(node: Expr, scope: tuple) -> list[tuple[Expr, tuple]]:
-    inner = scope + (node,) if isinstance(node, Sum) else scope
+
+def inner_scope(node: Expr, scope: tuple) -> tuple:
+    """The liberated sums a node's children lie inside: its own scope, and the node if it is a sum."""
+    return scope + (node,) if isinstance(node, Sum) else scope
+
+
+def child_keys(node: Expr, scope: tuple) -> list[tuple[Expr, tuple]]:
+    """The sweep's keys ``(child, scope)`` of a node's children, in order."""
+    inner = inner_scope(node, scope)
     return [(child, inner) for child in node.children()]
 
 
@@ -78,7 +98,7 @@ def reverse_accumulate(root: Expr, seed: Expr) -> ReverseSweep:
             continue
         seen.add(key)
         stack.append((key, True))
-        stack.extend((child, False) for child in _children(*key) if child not in seen)
+        stack.extend((child, False) for child in child_keys(*key) if child not in seen)
     order.reverse()
 
     adjoints: dict[tuple[Expr, tuple], Expr] = {(root, ()): seed}
@@ -91,7 +111,7 @@ def reverse_accumulate(root: Expr, seed: Expr) -> ReverseSweep:
                      (node.otherwise, if_(node.condition, ZERO, delta))]
         else:
             parts = [(child, mul(delta, partial)) for child, partial in local_partials(node)]
-        inner = scope + (node,) if isinstance(node, Sum) else scope
+        inner = inner_scope(node, scope)
         for child, contribution in parts:
             key = (child, inner)
             adjoints[key] = add(adjoints.get(key, ZERO), contribution)
