@@ -31,6 +31,8 @@ from tensoradbook import IntegerSolutions, integer_inverse
 from tensoradbook.integer.matrix import as_exact_vector, as_int, as_int_matrix, matvec, shown
 from tensoradbook.integer.geometry import image_range
 
+from .base import WidgetBase
+
 # 6 x 4.5 inches at 80 dpi (480 x 360 pixels) keeps a redraw plus PNG encoding
 # well inside the 100 ms an interaction may take.
 FIGSIZE = (6.0, 4.5)
@@ -221,7 +223,7 @@ def check_shape(shape, n_cols: int, what: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-class BetaExplorer(W.VBox):
+class BetaExplorer(WidgetBase, W.VBox):
     """Base of the widgets that explore ``A alpha = beta`` over a box (report sec. 5.1).
 
     Holds ``A``, the box ``0 <= alpha < shape``, the integer inverse (eqs.
@@ -250,7 +252,6 @@ class BetaExplorer(W.VBox):
         self._inverse = integer_inverse(self._A)
         self._kernel = self._inverse.kernel if kernel is None else self._drawable_basis(kernel)
         self._beta: tuple[int, ...] = ()
-        self._quiet = False  # set while several sliders move for one beta
         self._errors = MessageBox()
         self._status = MessageBox(color="black")
         self._image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
@@ -312,12 +313,9 @@ class BetaExplorer(W.VBox):
             if abs(v) > MAX_SLIDER_INT:
                 raise ValueError(f"{self._what}: beta entry {k} is {shown(v)}; the sliders hold integers up to "
                                  f"2**53 - 1 in size (A alpha takes {lo} .. {hi} over the box)")
-        self._quiet = True
-        try:
+        with self.showing():
             # A beta outside the box's image has no solution in it, but may be asked for.
             move_sliders(self._sliders, values)
-        finally:
-            self._quiet = False
         self._beta = tuple(values)
         self._update()
         return True
@@ -355,7 +353,7 @@ class BetaExplorer(W.VBox):
         return basis
 
     def _on_slider(self, change) -> None:
-        if not self._quiet:
+        if not self._showing:
             self.set_beta([slider.value for slider in self._sliders])
 
     def _update(self) -> None:

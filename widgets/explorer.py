@@ -25,6 +25,7 @@ from tensoradbook.integer.matrix import shown, matrix_latex
 from tensoradbook.lang.expr import If, Sum
 from tensoradbook.lang.printer import atom_text, bound_text, expr_text
 
+from .base import WidgetBase
 from ._common import CodeMessageBox, choose, function_entries, read_shapes, shapes_text, shows_errors
 
 SECTION_6 = "sec. 6 example"
@@ -95,7 +96,7 @@ class PresetChoice:
         return self.set_function(*PRESETS[choose(name, PRESETS, "no preset")])
 
 
-class DerivationExplorer(PresetChoice, W.VBox):
+class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
     """Algorithm 4 on a function, one argument at a time: matrices, bounds, derivative and check.
 
     Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or typed
@@ -108,15 +109,14 @@ class DerivationExplorer(PresetChoice, W.VBox):
     def __init__(self, text: str | None = None, shapes=None, preset: str | None = None):
         super().__init__()
         self._key = self._fn = self._grads = None
-        self._quiet = False  # set while the controls show a state set from Python
         self._errors = CodeMessageBox()
         self._function_entry, self._shapes_entry, apply = function_entries(
-            lambda: self._quiet or self._apply(), self._apply, "Derive this function")
+            lambda: self._showing or self._apply(), self._apply, "Derive this function")
         self._preset = W.Dropdown(options=list(PRESETS), value=None, description="preset:")
-        self._preset.observe(lambda change: self._quiet or change["new"] is None or self.set_preset(change["new"]),
+        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
         self._argument = W.Dropdown(description="argument:")
-        self._argument.observe(lambda _: self._quiet or self._show(), names="value")
+        self._argument.observe(lambda _: self._showing or self._show(), names="value")
         self._check_line = W.HTML()
         self._derivative = W.HTMLMath()
         self._occurrences = W.HTMLMath()
@@ -174,16 +174,13 @@ class DerivationExplorer(PresetChoice, W.VBox):
         _check(*key)  # run (and keep) the check now, so that a function it cannot evaluate is refused here
         self._fn, self._grads, self._key = fn, grads, key
         preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
-        self._quiet = True
-        try:
+        with self.showing():
             self._function_entry.value = text
             self._shapes_entry.value = shapes_text(shapes)
             self._preset.value = preset
             previous = self._argument.value
             self._argument.options = self._fn.arguments
             self._argument.value = previous if previous in self._fn.arguments else self._fn.arguments[0]
-        finally:
-            self._quiet = False
         self._show()
         return True
 

@@ -42,6 +42,7 @@ from tensoradbook import codegen
 from tensoradbook.integer.matrix import shown
 from tensoradbook.ad.gradcheck import numeric_gradient, random_arguments
 
+from .base import WidgetBase
 from ._common import (DPI, CodeMessageBox, MessageBox, choose, function_entries, read_shapes, shapes_text,
                       shows_errors)
 from .error_heatmap import error_heatmap, heatmap_width, shape_text
@@ -305,7 +306,7 @@ def result_html(result: LabResult, function_name: str) -> str:
 
 # -- the widget ---------------------------------------------------------------------------------
 
-class GradientLab(PresetChoice, W.VBox):
+class GradientLab(WidgetBase, PresetChoice, W.VBox):
     """The generated gradient kernels of a function, run, timed and checked against finite differences.
 
     Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or
@@ -336,26 +337,25 @@ class GradientLab(PresetChoice, W.VBox):
         self.steps_done: list[str] = []
         self.step_seconds: dict[str, float] = {}  # step -> seconds it took in the last run
         self._step_started = 0.0
-        self._quiet = False  # set while the controls show a state set from Python
         self._cuda_problem = cuda_problem()
 
         self._preset = W.Dropdown(options=list(PRESETS), value=None, description="preset:",
                                   layout=W.Layout(width="20em"))
-        self._preset.observe(lambda change: self._quiet or change["new"] is None or self.set_preset(change["new"]),
+        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
         self._scale_menu = W.Dropdown(options=[("×1", 1)], value=1, description="scale:",
                                       style={"description_width": "3em"}, layout=W.Layout(width="8em"))
-        self._scale_menu.observe(lambda change: self._quiet or self.set_scale(change["new"]), names="value")
+        self.on_user_change(self._scale_menu, self.set_scale)
         self._target = W.Dropdown(options=[(self._target_label(t), t) for t in codegen.TARGETS], value=target,
                                   description="target:", style={"description_width": "3.5em"},
                                   layout=W.Layout(width="25em"))
-        self._target.observe(lambda change: self._quiet or self.set_target(change["new"]), names="value")
+        self.on_user_change(self._target, self.set_target)
         self._run_button = W.Button(description="Run", button_style="primary", icon="play",
                                     tooltip="Compile and run the gradient kernels, then check them")
         self._run_button.on_click(lambda _: self.run())
 
         self._function_entry, self._shapes_entry, apply = function_entries(
-            lambda: self._quiet or self._apply(), self._apply, "Use this function and these shapes",
+            lambda: self._showing or self._apply(), self._apply, "Use this function and these shapes",
             widths=("52em", "40em"))
 
         self._errors = CodeMessageBox()     # bad input: function, shapes, scale, preset, target
@@ -487,16 +487,13 @@ class GradientLab(PresetChoice, W.VBox):
         _derivation(*key)
         self._base, self._scale, self._key = base, scale, key
         preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
-        self._quiet = True
-        try:
+        with self.showing():
             self._function_entry.value = text
             self._shapes_entry.value = shapes_text(shapes)
             self._preset.value = preset
             self._scale_menu.options = [(f"×{f}", f) for f in fits]
             self._scale_menu.value = scale
             self._misfit = misfit
-        finally:
-            self._quiet = False
         self._changed()
         return True
 
@@ -505,9 +502,8 @@ class GradientLab(PresetChoice, W.VBox):
         """Run the function at ``factor`` times its typed sizes (see :func:`scaled`)."""
         fits, _ = fitting_scales(*self._base)
         if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor not in fits:
-            self._quiet = True
-            self._scale_menu.value = self._scale  # the menu shows the scale still in use
-            self._quiet = False
+            with self.showing():
+                self._scale_menu.value = self._scale  # the menu shows the scale still in use
             if factor in SCALES:
                 problem = _misfit(*self._base, factor) or "it does not change the sizes (scalars only)"
                 raise ValueError(f"scale ×{factor} does not fit this function: {problem}")
@@ -515,9 +511,8 @@ class GradientLab(PresetChoice, W.VBox):
         key = self._scaled_key(self._base, factor)
         _derivation(*key)
         self._scale, self._key = factor, key
-        self._quiet = True
-        self._scale_menu.value = factor
-        self._quiet = False
+        with self.showing():
+            self._scale_menu.value = factor
         self._changed()
         return True
 
@@ -526,9 +521,8 @@ class GradientLab(PresetChoice, W.VBox):
         """Choose the target; a CUDA one without a GPU (or the simulator) is explained inline (the
         source view still shows its code) and its Run reports the core's error."""
         choose(name, codegen.TARGETS, "unknown target")
-        self._quiet = True
-        self._target.value = name
-        self._quiet = False
+        with self.showing():
+            self._target.value = name
         unavailable = codegen.KERNEL_TARGETS[name].on_gpu and self._cuda_problem
         self._target_note.show(f"{self._cuda_problem}. Here you can run {', '.join(self.targets)}; the source "
                                "view below still shows the CUDA module." if unavailable else "")

@@ -43,6 +43,7 @@ from tensoradbook.lang.printer import expr_latex, expr_text
 from tensoradbook.ad.reverse import child_keys, local_partials, reverse_accumulate
 from tensoradbook.lang.simplify import ZERO
 
+from .base import WidgetBase
 from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, shows_errors, subscript
 from .explorer import function_text
 
@@ -249,7 +250,7 @@ def _layout(keys, children) -> tuple[dict, tuple]:
     return position, (width, height)
 
 
-class GraphView(SliderSteps, W.VBox):
+class GraphView(WidgetBase, SliderSteps, W.VBox):
     """The computational graph of a function (blue) and its reverse sweep step by step, which builds the
     derivative graph (red), as in the report's Figs. 1 and 2.
 
@@ -270,10 +271,8 @@ class GraphView(SliderSteps, W.VBox):
         self._errors = CodeMessageBox()
         self._entry = W.Text(description="f:", placeholder="f[] = exp (x[] * y[]) + sin (x[])",
                              continuous_update=False, layout=W.Layout(width="40em"))
-        self._filling_entry = False  # set while the entry shows a function set from Python
         # The text box reports on Enter or when it loses focus (continuous_update=False).
-        self._entry.observe(lambda change: self._filling_entry or self.set_function(change["new"]),
-                            names="value")
+        self.on_user_change(self._entry, self.set_function)
         apply = W.Button(description="Apply", tooltip="Draw the graph of this function")
         apply.on_click(lambda _: self.set_function(self._entry.value))
         self._buttons = {}
@@ -328,9 +327,8 @@ class GraphView(SliderSteps, W.VBox):
         text = function_text(text)
         graph = SweepGraph.of(tab.parse(text, default_shapes(text) if shapes is None else shapes))
         self._graph = graph
-        self._filling_entry = True
-        self._entry.value = text
-        self._filling_entry = False
+        with self.showing():
+            self._entry.value = text
         self._start_figure()
         with self._slider.hold_trait_notifications():
             self._slider.max = self.n_steps - 1

@@ -14,12 +14,13 @@ import ipywidgets as W
 from tensoradbook import smith_normal_form
 from tensoradbook.integer.matrix import as_int_matrix, matmul, matrix_latex
 
+from .base import WidgetBase
 from ._common import MessageBox, SliderSteps, matrix_text, parse_matrix, shows_errors
 
 MAX_SIZE = 8  # rows and columns; larger matrices do not fit on screen
 
 
-class SmithStepper(SliderSteps, W.VBox):
+class SmithStepper(WidgetBase, SliderSteps, W.VBox):
     """Replay Algorithm 1 on an integer matrix, one elementary operation at a time.
 
     Python API: ``step`` (read/write, clamped), ``n_steps``, ``forward()``,
@@ -48,7 +49,6 @@ class SmithStepper(SliderSteps, W.VBox):
         self._heading = W.HTML()
         self._matrices = W.HTMLMath()
         self._summary = W.HTML()
-        self._filling_entry = False  # set while the entry shows a matrix set from Python
         self.children = [
             W.HBox([self._entry, self._apply]),
             self._errors,
@@ -93,9 +93,8 @@ class SmithStepper(SliderSteps, W.VBox):
             raise ValueError(f"A is {n_rows} x {n_cols}; at most {MAX_SIZE} x {MAX_SIZE} fits on screen")
         result = smith_normal_form(matrix)
         self._result = result
-        self._filling_entry = True
-        self._entry.value = matrix_text(result.A)
-        self._filling_entry = False
+        with self.showing():
+            self._entry.value = matrix_text(result.A)
         with self._slider.hold_trait_notifications():
             self._slider.max = self.n_steps - 1
             self._slider.value = 0
@@ -105,7 +104,7 @@ class SmithStepper(SliderSteps, W.VBox):
     # -- callbacks and drawing ----------------------------------------------
     def _on_entry(self, change) -> None:
         # The text box reports on Enter or when it loses focus (continuous_update=False).
-        if not self._filling_entry:
+        if not self._showing:
             self.set_matrix(change["new"])
 
     def _jump(self, name: str) -> None:

@@ -46,7 +46,7 @@ class ChainTable(SliderSteps, _ChainWidget):
         self._selected = (1, 1)
         self._slider = W.IntSlider(min=0, max=0, description="diagonal", continuous_update=True,
                                    tooltip="cells F'_{j,i} with j - i up to this are filled")
-        self._slider.observe(lambda change: self._quiet or self._on_diagonal(), names="value")
+        self._slider.observe(lambda change: self._showing or self._on_diagonal(), names="value")
         self._buttons = {}
         for label, tip, move in (("Back", "empty the last diagonal", -1), ("Forward", "fill the next diagonal", 1)):
             button = W.Button(description=label, tooltip=tip, layout=W.Layout(width="6em"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipywidgets as W
 from tensoradbook import chaining as jc
+from ..base import WidgetBase
 from .._common import (MessageBox, choose, shows_errors)
 
 from .shared import CHAIN_PRESETS, RULE_NAMES, UNLIMITED, read_chain, read_memory
@@ -12,7 +13,7 @@ from .shared import CHAIN_PRESETS, RULE_NAMES, UNLIMITED, read_chain, read_memor
 
 # -- shared controls of the chain widgets ---------------------------------------------------------------
 
-class _ChainWidget(W.VBox):
+class _ChainWidget(WidgetBase, W.VBox):
     """Preset menu, chain file entry, tape bound and rule, shared by the chain widgets.
 
     Subclasses set ``MAX_Q`` (the largest chain they show), ``DEFAULT_PRESET``
@@ -27,24 +28,23 @@ class _ChainWidget(W.VBox):
 
     def _init_controls(self) -> None:
         self._state: dict = {}
-        self._quiet = False  # set while the controls show a state set from Python
         self._errors = MessageBox()
         self._preset = W.Dropdown(options=list(CHAIN_PRESETS), value=None, description="preset:",
                                   layout=W.Layout(width="22em"))
-        self._preset.observe(lambda change: self._quiet or change["new"] is None or self.set_preset(change["new"]),
+        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
         self._entry = W.Textarea(description="chain:", rows=4, continuous_update=False,
                                  placeholder="q, then one line 'm n |E|' per factor, F₁ first",
                                  layout=W.Layout(width="22em"))
-        self._entry.observe(lambda change: self._quiet or self.set_chain(change["new"]), names="value")
+        self.on_user_change(self._entry, self.set_chain)
         apply = W.Button(description="Apply", tooltip="Use the chain typed in the box")
         apply.on_click(lambda _: self.set_chain(self._entry.value))
         self._memory_entry = W.Text(description="M̄ =", placeholder=UNLIMITED, continuous_update=False,
                                     tooltip="tape bound Mbar; empty for unlimited", layout=W.Layout(width="14em"))
-        self._memory_entry.observe(lambda change: self._quiet or self.set_memory(change["new"]), names="value")
+        self.on_user_change(self._memory_entry, self.set_memory)
         self._rule = W.Dropdown(options=[(label, rule) for rule, label in RULE_NAMES.items()], value="exact",
                                 description="rule:", layout=W.Layout(width="24em"))
-        self._rule.observe(lambda change: self._quiet or self.set_rule(change["new"]), names="value")
+        self.on_user_change(self._rule, self.set_rule)
         settings = [self._preset] + ([self._memory_entry, self._rule] if self.SHOW_MEMORY_ENTRY else [])
         self._controls = W.VBox([W.HBox(settings), W.HBox([self._entry, apply])])
 
@@ -106,15 +106,12 @@ class _ChainWidget(W.VBox):
         preset = next((name for name, (text, memory) in CHAIN_PRESETS.items()
                        if jc.Chain.parse(text) == state["chain"]
                        and (memory == state["memory"] or not self.SHOW_MEMORY_ENTRY)), None)
-        self._quiet = True
-        try:
+        with self.showing():
             self._entry.value = state["chain"].to_text()
             self._memory_entry.value = "" if state["memory"] is None else str(state["memory"])
             self._rule.value = state["rule"]
             self._preset.value = preset
             self._accept(computed)
-        finally:
-            self._quiet = False
         self._show()
         return True
 

@@ -55,7 +55,7 @@ class MemoryBudget(_ChainWidget):
         self._shown_chain = None
         self._slider = W.IntSlider(min=0, max=1, description="M̄", continuous_update=True,
                                    style={"description_width": "2em"}, layout=W.Layout(width="40em"))
-        self._slider.observe(lambda change: self._quiet or self.set_memory(change["new"]), names="value")
+        self.on_user_change(self._slider, self.set_memory)
         self._plot = Plot()
         _, bottom, _, height = AXES_RECT[None]
         self._title = self._plot.fig.text(0.5, bottom + height + 0.05, "", ha="center", va="center", fontsize=10)

@@ -11,6 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tensoradbook import chaining as jc
 from tensoradbook.integer.matrix import as_int
+from ..base import WidgetBase
 from .._common import (DPI, MessageBox, canvas_png, choose, shows_errors)
 
 from .shared import (BAR_FIGSIZE, BLUE, GREEN, SIZE_LABELS, SIZE_NAMES, SLIDER_MAX, TWO_FACTOR_PRESETS, _number,
@@ -19,7 +20,7 @@ from .shared import (BAR_FIGSIZE, BLUE, GREEN, SIZE_LABELS, SIZE_NAMES, SLIDER_M
 
 # -- TwoFactorExplorer ------------------------------------------------------------------------------------
 
-class TwoFactorExplorer(W.VBox):
+class TwoFactorExplorer(WidgetBase, W.VBox):
     """The eight schedules of ``F' = F'_2 F'_1`` (sec. 3) for sizes set with sliders.
 
     Python API: ``set_sizes(n1=, m1=, m2=, e1=, e2=) -> bool`` (any subset;
@@ -35,18 +36,17 @@ class TwoFactorExplorer(W.VBox):
     def __init__(self, preset: str | None = None, **sizes):
         super().__init__()
         self._sizes: dict[str, int] = {}
-        self._quiet = False  # set while the controls show a state set from Python
         self._errors = MessageBox()
         self._preset = W.Dropdown(options=list(TWO_FACTOR_PRESETS), value=None, description="preset:",
                                   layout=W.Layout(width="24em"))
-        self._preset.observe(lambda change: self._quiet or change["new"] is None or self.set_preset(change["new"]),
+        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
         self._sliders = {name: W.IntSlider(min=1, max=SLIDER_MAX[name], value=1, description=SIZE_LABELS[name],
                                            continuous_update=True, style={"description_width": "5em"},
                                            layout=W.Layout(width="24em"))
                          for name in SIZE_NAMES}
         for name, slider in self._sliders.items():
-            slider.observe(lambda change, name=name: self._quiet or self.set_sizes(**{name: change["new"]}),
+            slider.observe(lambda change, name=name: self._showing or self.set_sizes(**{name: change["new"]}),
                            names="value")
         self._start_figure()
         self._image = W.Image(format="png", layout=W.Layout(width=f"{int(BAR_FIGSIZE[0] * DPI)}px"))
@@ -116,14 +116,11 @@ class TwoFactorExplorer(W.VBox):
         self._sizes, self._chain, self._schedules, self._plan = wanted, chain, schedules, plan
         preset = next((name for name, values in TWO_FACTOR_PRESETS.items()
                        if values == tuple(wanted[n] for n in SIZE_NAMES)), None)
-        self._quiet = True
-        try:
+        with self.showing():
             for name, slider in self._sliders.items():
                 slider.max = max(slider.max, wanted[name])  # typed sizes beyond the slider widen it
                 slider.value = wanted[name]
             self._preset.value = preset
-        finally:
-            self._quiet = False
         self._show()
         return True
 

@@ -16,6 +16,7 @@ from matplotlib.ticker import MaxNLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import as_int, shown
 from tensoradbook.inverse import examples
+from ..base import WidgetBase
 from .._common import DPI, FIGSIZE, MessageBox, choose, shows_errors
 
 from .shared import GREY, RED, _CELL, _TABLE, blit_png, number, numbers
@@ -39,7 +40,7 @@ def _order(order):
     return order
 
 
-class LumpExplorer(W.VBox):
+class LumpExplorer(WidgetBase, W.VBox):
     """Cut a program with temporaries into lumps along a topological order of its vertices (sec. 3, Fig. 4).
 
     A vertex is a value the program makes: ``s3`` the value step 3 writes,
@@ -64,7 +65,7 @@ class LumpExplorer(W.VBox):
         self._errors = MessageBox()
         self._preset_menu = W.Dropdown(options=list(LUMP_PRESETS), description="program:",
                                        style={"description_width": "5.5em"}, layout=W.Layout(width="27em"))
-        self._preset_menu.observe(lambda change: self._filling or self.set_preset(change["new"]), names="value")
+        self.on_user_change(self._preset_menu, self.set_preset)
         self._order_buttons = []
         for label, order_name in (("program order", "program"), ("greedy order", "greedy")):
             button = W.Button(description=label, layout=W.Layout(width="9em"),
@@ -74,7 +75,7 @@ class LumpExplorer(W.VBox):
             self._order_buttons.append(button)
         self._entry = W.Text(description="order:", continuous_update=False, layout=W.Layout(width="30em"),
                              style={"description_width": "3.5em"})
-        self._entry.observe(lambda change: self._filling or self.set_order(change["new"]), names="value")
+        self.on_user_change(self._entry, self.set_order)
         self._vertex_menu = W.Dropdown(description="vertex:", layout=W.Layout(width="12em"),
                                        style={"description_width": "4.5em"})
         self._move_buttons = []
@@ -82,7 +83,6 @@ class LumpExplorer(W.VBox):
             button = W.Button(description=label, layout=W.Layout(width="7em"))
             button.on_click(lambda _, offset=offset: self.move(self._vertex_menu.value, offset))
             self._move_buttons.append(button)
-        self._filling = False  # set while the controls show values set from Python
         self._figure = Figure(figsize=FIGSIZE, dpi=DPI)
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = self._figure.add_axes((0.11, 0.16, 0.52, 0.74))
@@ -177,13 +177,10 @@ class LumpExplorer(W.VBox):
         self._show()
 
     def _fill(self, widget, value, options=None) -> None:
-        self._filling = True
-        try:
+        with self.showing():
             if options is not None:
                 widget.options = options
             widget.value = value if value is not None or options is None else options[0]
-        finally:
-            self._filling = False
 
     def _show(self) -> None:
         program = self._program

@@ -15,6 +15,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
 from tensoradbook.inverse import examples
+from ..base import WidgetBase
 from .._common import DPI, MessageBox, choose, move_sliders, shows_errors
 
 from .shared import BLUE, ORANGE, RED, _CELL, _TABLE, blit_png, numbers, parse_vector
@@ -37,7 +38,7 @@ def _difference_step(value) -> float:
 _NEWTON_FLOOR, _NEWTON_CEILING = 1e-17, 1e6
 
 
-class NewtonDemo(W.VBox):
+class NewtonDemo(WidgetBase, W.VBox):
     """Newton's method for ``F(x) = 0`` with ``x <- x - J^-1 F(x)``: ``J^-1 F(x)`` by one reverse-inverse sweep
     (:func:`tensoradbook.inverse.newton`), against Newton with a finite-difference Jacobian.
 
@@ -62,15 +63,14 @@ class NewtonDemo(W.VBox):
         self._status = W.HTML()
         self._preset_menu = W.Dropdown(options=list(NEWTON_PRESETS), description="F(x) = 0:",
                                        style={"description_width": "5em"}, layout=W.Layout(width="30em"))
-        self._preset_menu.observe(lambda change: self._filling or self.set_preset(change["new"]), names="value")
+        self.on_user_change(self._preset_menu, self.set_preset)
         self._h_slider = W.FloatLogSlider(value=h, base=10, min=-12, max=-1, step=0.5, description="FD step h",
                                           readout_format=".0e", style={"description_width": "5em"},
                                           layout=W.Layout(width="28em"))
-        self._h_slider.observe(lambda change: self._filling or self._set_h(change["new"]), names="value")
+        self.on_user_change(self._h_slider, self._set_h)
         self._h = h
         self._slider_box = W.HBox()
         self._sliders: list[W.FloatSlider] = []
-        self._filling = False  # set while controls show values set from Python
         self._figure = Figure(figsize=(6.0, 3.8), dpi=DPI)
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = self._figure.add_axes((0.12, 0.14, 0.5, 0.76))
@@ -128,18 +128,15 @@ class NewtonDemo(W.VBox):
         program = ia.trace(function, n=len(start))
         x0 = parse_vector(start if x0 is None else x0, program.n, "x0")
         self._program, self._preset = program, name
-        self._filling = True
-        try:
+        with self.showing():
             self._preset_menu.value = name
             self._sliders = [W.FloatSlider(min=min(-4.0, v), max=max(4.0, v), step=0.05, value=v,
                                            description=f"x₀[{k}]", continuous_update=False, readout_format=".2f",
                                            style={"description_width": "3.5em"}) for k, v in enumerate(x0)]
             for slider in self._sliders:
-                slider.observe(lambda _: self._filling or self.set_start([s.value for s in self._sliders]),
+                slider.observe(lambda _: self._showing or self.set_start([s.value for s in self._sliders]),
                                names="value")
             self._slider_box.children = self._sliders
-        finally:
-            self._filling = False
         self._start_at(x0)
         return True
 
@@ -152,21 +149,15 @@ class NewtonDemo(W.VBox):
     # -- computing (the core) and drawing -------------------------------------------------------
     def _start_at(self, start: np.ndarray) -> None:
         self._x0 = start
-        self._filling = True
-        try:
+        with self.showing():
             move_sliders(self._sliders, start)
-        finally:
-            self._filling = False
         self._solve()
 
     @shows_errors
     def _set_h(self, value) -> bool:
         self._h = _difference_step(value)
-        self._filling = True
-        try:
+        with self.showing():
             self._h_slider.value = self._h
-        finally:
-            self._filling = False
         self._solve()
         return True
 

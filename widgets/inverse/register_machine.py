@@ -9,6 +9,7 @@ import ipywidgets as W
 import numpy as np
 from tensoradbook import inverse as ia
 from tensoradbook.inverse import examples
+from ..base import WidgetBase
 from .._common import MessageBox, SliderSteps, choose, shows_errors
 
 from .shared import _CELL, _TABLE, number, numbers, parse_vector
@@ -63,7 +64,7 @@ def _operation(mode: str, written, read, A, B, before: np.ndarray, after: np.nda
     return f"{rule} = {values}) / {_factor(a)} = {number(after[r])}"
 
 
-class RegisterMachine(SliderSteps, W.VBox):
+class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
     """A register program swept in one of the four modes, one step at a time (Fig. 2, eqs. 2.3-2.4).
 
     Forward sweeps (``"jvp"``, ``"forward_inverse"``) run with the primal, step
@@ -99,10 +100,9 @@ class RegisterMachine(SliderSteps, W.VBox):
         for name, label in (("x", "x ="), ("seed", "seed =")):
             entry = W.Text(description=label, continuous_update=False, layout=W.Layout(width="17em"),
                            style={"description_width": "4.5em"})
-            entry.observe(lambda change, name=name: self._filling or self._typed(name, change["new"]),
+            entry.observe(lambda change, name=name: self._showing or self._typed(name, change["new"]),
                           names="value")
             self._entries[name] = entry
-        self._filling = False  # set while the entries show values set from Python
         self._buttons = {}
         for label, tip in (("First", "start"), ("Back", "previous step"), ("Forward", "next step"),
                            ("Last", "the result")):
@@ -119,8 +119,8 @@ class RegisterMachine(SliderSteps, W.VBox):
                          self._mode_buttons, self._errors, self._listing,
                          W.HBox([*self._buttons.values(), self._slider]), self._heading, self._tables,
                          self._summary]
-        self._preset_menu.observe(lambda change: self._filling or self.set_preset(change["new"]), names="value")
-        self._mode_buttons.observe(lambda change: self._filling or self._set_mode(change["new"]), names="value")
+        self.on_user_change(self._preset_menu, self.set_preset)
+        self.on_user_change(self._mode_buttons, self._set_mode)
         if not (self._set_mode(mode) and self.set_preset(preset, x) and self.set_seed(seed)):
             raise ValueError(self.error)
 
@@ -218,11 +218,8 @@ class RegisterMachine(SliderSteps, W.VBox):
 
     # -- callbacks ------------------------------------------------------------------------------
     def _fill(self, widget, value) -> None:
-        self._filling = True
-        try:
+        with self.showing():
             widget.value = value
-        finally:
-            self._filling = False
 
     def _typed(self, name: str, text: str) -> None:
         (self.set_point if name == "x" else self.set_seed)(text)

@@ -15,6 +15,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import NullLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
+from ..base import WidgetBase
 from .._common import MessageBox, move_sliders, shows_errors
 
 from .shared import BLUE, BLUE_FILL, ORANGE, RED, blit_png, number
@@ -82,7 +83,7 @@ def _matrix_latex(name: str, matrix, pattern) -> str:
     return name + r" = \begin{pmatrix}" + r" \\ ".join(rows) + r"\end{pmatrix}"
 
 
-class StepInverse(W.VBox):
+class StepInverse(WidgetBase, W.VBox):
     """One binary step ``x1 <- h(x1, x2)`` through its partials ``a = dh/dx1``, ``b = dh/dx2`` (Fig. 1).
 
     The matrices are computed by the core's four sweeps on the step
@@ -109,7 +110,6 @@ class StepInverse(W.VBox):
                                    style={"description_width": "1.5em"}, layout=W.Layout(width="26em"))
             slider.observe(self._on_slider, names="value")
             self._sliders[name] = slider
-        self._quiet = False  # set while both sliders move for one set_partials
         self._latex = W.HTMLMath()
         self._graphs = W.Image(format="png", layout=W.Layout(width=f"{int(5 * _PANEL_WIDTH * FIG1_DPI)}px"))
         self._limit = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * 80)}px"))
@@ -158,17 +158,14 @@ class StepInverse(W.VBox):
         """Show the step with partials ``a`` and ``b``; on bad input show why, keep the old step, return False."""
         values = [_partial(a, "a"), _partial(b, "b")]
         self._a, self._b = values
-        self._quiet = True
-        try:
+        with self.showing():
             move_sliders([self._sliders["a"], self._sliders["b"]], values)
-        finally:
-            self._quiet = False
         self._update()
         return True
 
     # -- computing (the core) and drawing -------------------------------------------------------
     def _on_slider(self, _) -> None:
-        if not self._quiet:
+        if not self._showing:
             self.set_partials(self._sliders["a"].value, self._sliders["b"].value)
 
     def _update(self) -> None:
