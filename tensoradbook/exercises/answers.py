@@ -68,17 +68,25 @@ def _int_matrix(value, what: str) -> np.ndarray:
         raise _Wrong(str(err)) from None
 
 
-def _int_vector(value, length: int, what: str) -> list[int]:
+def _entries(value, length: int, what: str, scalars: tuple, not_a_vector, each: str) -> list:
+    """An answer as ``length`` entries: arrays and sequences as they are, a lone scalar of ``scalars`` as one
+    entry; else a _Wrong with ``not_a_vector(value)``, or saying how many entries (``each``: one per what)."""
     if hasattr(value, "tolist"):
         value = value.tolist()
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if isinstance(value, scalars) and not isinstance(value, bool):
         value = [value]
     try:
-        values = list(value)
+        items = list(value)
     except TypeError:
-        raise _Wrong(f"{what} must be a vector of {length} integers, got {value!r}") from None
-    if len(values) != length:
-        raise _Wrong(f"{what} must have {length} entries (one per entry of alpha), yours has {len(values)}")
+        raise _Wrong(not_a_vector(value)) from None
+    if len(items) != length:
+        raise _Wrong(f"{what} must have {length} entries (one per {each}), yours has {len(items)}")
+    return items
+
+
+def _int_vector(value, length: int, what: str) -> list[int]:
+    values = _entries(value, length, what, (int, np.integer),
+                      lambda v: f"{what} must be a vector of {length} integers, got {v!r}", "entry of alpha")
     out = []
     for k, v in enumerate(values):
         if isinstance(v, bool) or not (isinstance(v, (int, np.integer)) or getattr(v, "is_Integer", False)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ad.finite_differences import jacobian
 from .. import inverse
-from .answers import _Wrong
+from .answers import _entries, _Wrong
 from .feedback import CheckResult, _pending
 
 __all__ = [
@@ -41,16 +41,8 @@ def _float_vector(value, length: int, what: str) -> np.ndarray:
     """The answer as ``length`` finite floats (lists, tuples, arrays, Fractions, ints), or a _Wrong saying why not."""
     if isinstance(value, (str, bytes)):
         raise _Wrong(f"{what} must be {length} numbers, got the text {value!r}")
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, (int, float, Fraction, np.number)) and not isinstance(value, bool):
-        value = [value]
-    try:
-        items = list(value)
-    except TypeError:
-        raise _Wrong(f"{what} must be {length} numbers, got {type(value).__name__}") from None
-    if len(items) != length:
-        raise _Wrong(f"{what} must have {length} entries (one per register), yours has {len(items)}")
+    items = _entries(value, length, what, (int, float, Fraction, np.number),
+                     lambda v: f"{what} must be {length} numbers, got {type(v).__name__}", "register")
     values = []
     for k, item in enumerate(items):
         if isinstance(item, (bool, str, bytes)):

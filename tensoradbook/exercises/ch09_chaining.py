@@ -58,6 +58,17 @@ def _count_answer(answer, what: str) -> int:
     return value
 
 
+def _read_count(name: str, answer, what: str, hint: str) -> int | CheckResult:
+    """The student's whole number, or the verdict to give at once: no answer yet (with ``hint``), or not
+    a whole number."""
+    if answer is None:
+        return _pending(name, hint)
+    try:
+        return _count_answer(answer, what)
+    except _Wrong as err:
+        return CheckResult(name, False, [str(err)])
+
+
 def _compact_notation(text: str) -> str:
     return "".join(text.split())
 
@@ -190,12 +201,9 @@ def check_cell_fma(chain, j: int, i: int, answer) -> CheckResult:
     if not 1 <= i <= j <= chain.q:
         raise ValueError(f"cell ({j}, {i}) is not in the table of a chain of {chain.q} factors")
     name = f"fma of cell F'_{{{j},{i}}} (unlimited tape)"
-    if answer is None:
-        return _pending(name, "Your answer is a whole number of fma.")
-    try:
-        mine = _count_answer(answer, "the fma")
-    except _Wrong as err:
-        return CheckResult(name, False, [str(err)])
+    mine = _read_count(name, answer, "the fma", "Your answer is a whole number of fma.")
+    if isinstance(mine, CheckResult):
+        return mine
     sub = Chain(chain.factors[i - 1:j])
     options = _best_by_last_step(sub)
     best = min(options.values())
@@ -222,12 +230,9 @@ def check_bounded_optimum(chain, memory: int, answer) -> CheckResult:
     """
     chain = _exercise_chain(chain)
     name = f"least fma with tape at most {memory}"
-    if answer is None:
-        return _pending(name, "Your answer is a whole number of fma.")
-    try:
-        mine = _count_answer(answer, "the fma")
-    except _Wrong as err:
-        return CheckResult(name, False, [str(err)])
+    mine = _read_count(name, answer, "the fma", "Your answer is a whole number of fma.")
+    if isinstance(mine, CheckResult):
+        return mine
     every = schedules(chain)
     fitting = [s for s in every if s.memory <= memory]
     best = min(s.fma for s in fitting)
@@ -256,12 +261,9 @@ def check_tape_threshold(chain, answer) -> CheckResult:
     """
     chain = _exercise_chain(chain)
     name = "least tape bound that keeps the unlimited optimum"
-    if answer is None:
-        return _pending(name, "Your answer is a whole number (edges of tape).")
-    try:
-        mine = _count_answer(answer, "the bound")
-    except _Wrong as err:
-        return CheckResult(name, False, [str(err)])
+    mine = _read_count(name, answer, "the bound", "Your answer is a whole number (edges of tape).")
+    if isinstance(mine, CheckResult):
+        return mine
     every = schedules(chain)
     best = min(s.fma for s in every)
     threshold = min(s.memory for s in every if s.fma == best)
