@@ -31,7 +31,7 @@ def brute_alphas(A, shape, beta) -> set:
 
 def picture(widget) -> bytes:
     """The PNG the widget's Image shows."""
-    return bytes(widget._image.value)
+    return bytes(widget.image.value)
 
 
 # -- SmithStepper -----------------------------------------------------------
@@ -46,7 +46,7 @@ def test_stepper_starts_at_the_start_state_of_algorithm_1():
     assert s.n_steps == len(s.result.steps) == len(s.result.operations) + 1
     assert s.step == 0 and s.current is s.result.steps[0]
     assert s.error == ""
-    assert "Step 0" in s._heading.value and html.escape(s.current.words) in s._heading.value
+    assert "Step 0" in s.heading.value and html.escape(s.current.words) in s.heading.value
 
 
 def test_stepper_shows_each_step_of_the_result_with_touched_lines_highlighted():
@@ -63,8 +63,8 @@ def test_stepper_shows_each_step_of_the_result_with_touched_lines_highlighted():
         assert matrix_latex(state.U, highlight_rows=rows) in shown
         assert matrix_latex(state.V, highlight_cols=cols) in shown
         if op is not None:
-            assert (r"\color" in shown) and f"line {op.line}" in s._heading.value
-            assert html.escape(op.words) in s._heading.value
+            assert (r"\color" in shown) and f"line {op.line}" in s.heading.value
+            assert html.escape(op.words) in s.heading.value
 
 
 def test_stepper_forward_back_and_clamping():
@@ -85,7 +85,7 @@ def test_stepper_forward_back_and_clamping():
 
 def test_stepper_buttons_and_slider_drive_the_same_state():
     s = SmithStepper()
-    buttons = s._buttons
+    buttons = s.buttons
     assert buttons["First"].disabled and buttons["Back"].disabled and not buttons["Forward"].disabled
     buttons["Forward"].click()
     assert s.step == 1
@@ -95,15 +95,15 @@ def test_stepper_buttons_and_slider_drive_the_same_state():
     assert s.step == s.n_steps - 2
     buttons["First"].click()
     assert s.step == 0
-    s._slider.value = 3
+    s.slider.value = 3
     assert s.step == 3 and s.current is s.result.steps[3]
 
 
 def test_stepper_last_step_says_the_factorization_holds_with_rank_and_factors():
     s = SmithStepper()
-    assert s._summary.value == ""
+    assert s.summary.value == ""
     s.step = s.n_steps - 1
-    summary = s._summary.value
+    summary = s.summary.value
     assert "U A V = S holds" in summary
     assert f"rank {s.result.rank}" in summary
     assert ", ".join(map(str, s.result.invariant_factors)) in summary
@@ -126,11 +126,11 @@ def test_stepper_set_matrix_from_text_and_from_lists():
     assert s.set_matrix("2 4; 6 8") is True
     assert s.result.A.tolist() == [[2, 4], [6, 8]] and s.step == 0 and s.error == ""
     assert s.result.operations == tab.smith_normal_form([[2, 4], [6, 8]]).operations
-    assert s._entry.value == "2 4; 6 8"
+    assert s.entry.value == "2 4; 6 8"
     assert s.set_matrix([[0, 3], [0, 0], [0, 6]])
-    assert s._entry.value == "0 3; 0 0; 0 6"
+    assert s.entry.value == "0 3; 0 0; 0 6"
     s.step = s.n_steps - 1
-    assert tuple(s.result.invariant_factors) == (3,) and "rank 1" in s._summary.value
+    assert tuple(s.result.invariant_factors) == (3,) and "rank 1" in s.summary.value
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -154,22 +154,22 @@ def test_stepper_bad_input_shows_an_error_and_keeps_the_matrix(bad, message):
     before = s.result
     assert s.set_matrix(bad) is False
     assert message in s.error
-    assert message in html.unescape(s._errors.value) and "color" in s._errors.value
+    assert message in html.unescape(s.errors.value) and "color" in s.errors.value
     assert s.result is before and s.step == 3
     s.forward()  # still usable
     assert s.step == 4
-    assert s.set_matrix("1 2; 3 4") and s.error == "" and s._errors.value == ""
+    assert s.set_matrix("1 2; 3 4") and s.error == "" and s.errors.value == ""
 
 
 def test_stepper_typing_in_the_entry_applies_on_submit_and_apply_button():
     s = SmithStepper()
-    s._entry.value = "4 6"  # the text box reports its value on Enter
+    s.entry.value = "4 6"  # the text box reports its value on Enter
     assert s.result.A.tolist() == [[4, 6]]
-    s._entry.value = "4 six"
+    s.entry.value = "4 six"
     assert "six" in s.error and s.result.A.tolist() == [[4, 6]]
     s._apply.click()  # the same bad text via the button
     assert "six" in s.error
-    s._entry.value = "[[3], [5]]"
+    s.entry.value = "[[3], [5]]"
     assert s.error == "" and s.result.A.tolist() == [[3], [5]]
 
 
@@ -177,7 +177,7 @@ def test_stepper_matrix_already_in_normal_form_has_one_step():
     s = SmithStepper([[1, 0], [0, 2]])
     assert s.n_steps == 1
     s.forward()
-    assert s.step == 0 and "U A V = S holds" in s._summary.value
+    assert s.step == 0 and "U A V = S holds" in s.summary.value
 
 
 def test_stepper_rejects_bad_initial_matrix():
@@ -204,7 +204,7 @@ def test_lattice_fig3_of_the_report():
 def test_lattice_matches_core_and_brute_force_for_every_beta(A, shape):
     w = KernelLattice(A, shape)
     assert w.beta_range == image_range(A, shape)
-    assert [(s.min, s.max) for s in w._sliders] == w.beta_range
+    assert [(s.min, s.max) for s in w.sliders] == w.beta_range
     inverse = tab.integer_inverse(A)
     for beta in product(*(range(lo, hi + 1) for lo, hi in w.beta_range)):
         assert w.set_beta(beta)
@@ -220,7 +220,7 @@ def test_lattice_matches_core_and_brute_force_for_every_beta(A, shape):
 def test_lattice_sliders_update_beta_status_and_picture():
     w = KernelLattice(*FIG3, beta=(-1,))
     before = picture(w)
-    w._sliders[0].value = 2
+    w.sliders[0].value = 2
     assert w.beta == (2,)
     assert set(w.alphas) == brute_alphas(*FIG3, (2,))
     assert w.status.startswith("beta = (2): ")
@@ -240,7 +240,7 @@ def test_lattice_no_solution_names_the_failing_condition():
 def test_lattice_beta_outside_the_box_image_widens_the_slider():
     w = KernelLattice(*FIG3)
     assert w.set_beta((20,))
-    assert w.beta == (20,) and w._sliders[0].max == 20
+    assert w.beta == (20,) and w.sliders[0].max == 20
     assert w.alphas == [] and "none lies in the 7 x 5 box" in w.status
 
 
@@ -360,19 +360,19 @@ def test_polytope_step_control_walks_through_the_elimination():
     w = PolytopeView(*FIG4, beta=(3,))
     system = tab.integer_inverse(FIG4[0]).solve((3,)).within(FIG4[1]).system
     points, pictures = w.points, set()
-    assert w.step == 0 and "Step 0" in w._step_text.value
-    constraints = w._step_text.value.split("<code>")[1].count(" &gt;= ")
+    assert w.step == 0 and "Step 0" in w.step_text.value
+    constraints = w.step_text.value.split("<code>")[1].count(" &gt;= ")
     assert constraints == sum(1 for row in system.A.tolist() if any(row))
     pictures.add(picture(w))
     for k, step in enumerate(system.steps, start=1):
         w.step = k
-        text = w._step_text.value
+        text = w.step_text.value
         assert f"Step {k}" in text and f"eliminate z_{step.variable}" in text
         assert f"{step.generated} rows generated" in text and f"{step.kept} kept" in text
         assert html.escape(w.bounds_text[-1 - step.variable]) in text
         assert w.points == points
         pictures.add(picture(w))
-    assert "feasibility F b &le; 0 (eq. 34) holds" in w._step_text.value
+    assert "feasibility F b &le; 0 (eq. 34) holds" in w.step_text.value
     assert len(pictures) == 3  # each step draws different lines
     w.step = 99
     assert w.step == 2
@@ -383,29 +383,29 @@ def test_polytope_step_control_walks_through_the_elimination():
 def test_polytope_sliders_and_no_solution_or_empty_region():
     w = PolytopeView([[2, 4]], (6, 6), beta=(4,))
     assert w.points and w.error == ""
-    w._sliders[0].value = 3
+    w.sliders[0].value = 3
     assert w.beta == (3,) and w.points == [] and w.bounds_text == []
     assert tab.integer_inverse([[2, 4]]).solvability((3,)).reason in w.status
-    assert "No system" in w._step_text.value
+    assert "No system" in w.step_text.value
     w = PolytopeView(*FIG3, beta=(-1,))
     w.set_beta((30,))
     assert w.points == [] and "Sigma(beta) is empty" in w.status and "not even a real one" in w.status
     w.step = 1
-    assert "fails: the region is empty" in w._step_text.value
+    assert "fails: the region is empty" in w.step_text.value
 
 
 def test_polytope_trivial_and_three_dimensional_kernels_show_text():
     w = PolytopeView([[1, 2], [3, -1]], (4, 4))
     assert w.points == [()] and "only solution" in w.status and w.bounds_text == []
-    assert w._image.layout.display == "none"
+    assert w.image.layout.display == "none"
     w.set_beta((0, 7))  # alpha = (2, -1) is outside the box
     assert w.points == [] and "outside the box" in w.status
     w = PolytopeView([[1, 1, 1, 1]], (2, 2, 2, 2), beta=(2,))
-    assert len(w.bounds_text) == 3 and w._image.layout.display == "none"
+    assert len(w.bounds_text) == 3 and w.image.layout.display == "none"
     assert len(w.points) == 6 and "6 integer points" in w.status
     assert "z_2" in w._table.value
     w.step = 3
-    assert "eliminate z_2" in w._step_text.value
+    assert "eliminate z_2" in w.step_text.value
 
 
 def test_polytope_bad_beta_keeps_the_previous_one():
@@ -470,9 +470,9 @@ def test_kernel_basis_in_the_constructor():
 
 def test_typing_a_kernel_basis_into_the_box():
     view = PolytopeView([[1, -2, -2]], (12, 5, 5), beta=[3])
-    view._kernel_entry.value = "2 0; 1 -1; 0 1"  # what Enter in the text box does
+    view.kernel_entry.value = "2 0; 1 -1; 0 1"  # what Enter in the text box does
     assert view.kernel.tolist() == [[2, 0], [1, -1], [0, 1]]
     assert view.bounds_text == ["0 <= z_1 <= 4", "max(-1, z_1) <= z_0 <= min(4, 4 + z_1)"]
-    view._kernel_entry.value = "1 0; 0 1; 0 0"
+    view.kernel_entry.value = "1 0; 0 1; 0 0"
     assert "column 0 of K is not in the kernel" in view.error
     assert view.kernel.tolist() == [[2, 0], [1, -1], [0, 1]]

@@ -50,7 +50,7 @@ SECTION_4_TABLE = {56: (56, 56, 56), 55: (120, 48, 64), 47: (184, 32, 112), 31: 
 
 
 def picture(widget) -> bytes:
-    return bytes(widget._image.value)
+    return bytes(widget.image.value)
 
 
 def plain(text: str) -> str:
@@ -78,20 +78,20 @@ def test_two_factor_presets_reproduce_the_table_of_section_3(name):
     for y, bar in enumerate(explorer._bars):  # the bars are the costs, the optimum green
         assert bar.get_width() == printed[y]
         assert (to_rgb(bar.get_facecolor()) == to_rgb("#1a7f37")) == (printed[y] == cheapest)
-    assert f"{cheapest:,} fma" in plain(explorer._summary.value)
+    assert f"{cheapest:,} fma" in plain(explorer.summary.value)
     assert picture(explorer).startswith(PNG)
 
 
 def test_two_factor_sliders_update_costs_picture_and_preset():
     explorer = TwoFactorExplorer()
     before = picture(explorer)
-    explorer._sliders["e1"].value = 37
+    explorer.sliders["e1"].value = 37
     assert explorer.sizes["e1"] == 37 and explorer.preset is None
     expected = jc.two_factor_schedules(2, 4, 8, 37, 100)
     assert explorer.costs == {letter: s.fma for letter, s in expected.items()}
     assert picture(explorer) != before
     explorer.set_preset(list(TWO_FACTOR_PRESETS)[4])
-    assert explorer._sliders["m2"].value == 4 and explorer.best == ["e"]
+    assert explorer.sliders["m2"].value == 4 and explorer.best == ["e"]
 
 
 @SETTINGS
@@ -115,7 +115,7 @@ def test_two_factor_bad_input_is_shown_and_the_old_sizes_stay():
     assert not explorer.set_preset("case 9")
     assert "no preset" in explorer.error
     assert explorer.set_sizes(e1=5000)  # beyond the slider: it widens
-    assert explorer.error == "" and explorer._sliders["e1"].max == 5000 and explorer._sliders["e1"].value == 5000
+    assert explorer.error == "" and explorer.sliders["e1"].max == 5000 and explorer.sliders["e1"].value == 5000
 
 
 # -- ChainTable -----------------------------------------------------------------------------------------------
@@ -127,12 +127,12 @@ def test_chain_table_reproduces_the_reference_output_of_section_5():
     for (j, i), line in SECTION_5_TABLE.items():
         cell = table.plan.cell(j, i)
         assert cell.line() == line
-        description = table._cells[j, i].description
+        description = table.cells[j, i].description
         assert cell.label in description and f"fma {cell.fma:,}" in description and f"M {cell.memory:,}" in description
-    assert "(F3dot I1)((I1 F2bar) F1bar)" in plain(table._heading.value)
+    assert "(F3dot I1)((I1 F2bar) F1bar)" in plain(table.heading.value)
     used = {(s.j, s.i) for s in table.plan.steps()}
-    assert {cell for cell, button in table._cells.items() if button.button_style == "success"} == used - {(3, 1)}
-    assert table._cells[3, 1].button_style == "info"  # selected
+    assert {cell for cell, button in table.cells.items() if button.button_style == "success"} == used - {(3, 1)}
+    assert table.cells[3, 1].button_style == "info"  # selected
 
 
 def test_chain_table_openfoam_cells_as_printed():
@@ -146,22 +146,22 @@ def test_chain_table_fills_diagonal_by_diagonal():
     table = ChainTable()
     table.step = 0
     assert table.selected == (1, 1)
-    for (j, i), button in table._cells.items():
+    for (j, i), button in table.cells.items():
         assert button.disabled == (j > i)
-    assert table._buttons["Back"].disabled and not table._buttons["Forward"].disabled
+    assert table.buttons["Back"].disabled and not table.buttons["Forward"].disabled
     table.forward()
     assert table.step == 1 and table.selected == (2, 1)
-    assert [cell for cell, button in table._cells.items() if not button.disabled] == \
-        [cell for cell in table._cells if cell[0] - cell[1] <= 1]
+    assert [cell for cell, button in table.cells.items() if not button.disabled] == \
+        [cell for cell in table.cells if cell[0] - cell[1] <= 1]
     assert "Candidates for F'" in table._candidates.value and "2,1" in table._candidates.value
     table.forward(), table.forward()
-    assert table.step == 2 and table._buttons["Forward"].disabled
+    assert table.step == 2 and table.buttons["Forward"].disabled
 
 
 def test_selecting_a_cell_lists_its_candidates():
     table = ChainTable()
-    table._cells[2, 1].click()
-    assert table.selected == (2, 1) and table._cells[2, 1].button_style == "info"
+    table.cells[2, 1].click()
+    assert table.selected == (2, 1) and table.cells[2, 1].button_style == "info"
     candidates = table.plan.candidates(2, 1)
     assert table.candidates == candidates and len(candidates) == 3  # one split, MxM, GxM, MxG
     listed = plain(table._candidates.value)
@@ -181,7 +181,7 @@ def test_exact_rule_lists_the_pareto_front_and_the_bound_changes_the_answer():
     assert table.set_rule("exact")
     assert table.plan.fma == 84 and table.plan.memory == 29  # the exact optimum under the same bound
     front = table.plan.cell(3, 1).front
-    assert len(front) > 1 and "front: " in table._cells[3, 1].description
+    assert len(front) > 1 and "front: " in table.cells[3, 1].description
     kept = [c for c in table.candidates if c.kept]
     assert sorted((c.fma, c.memory) for c in kept) == sorted((s.fma, s.memory) for s in front)
     assert "Pareto" in plain(table._candidates.value)
@@ -207,8 +207,8 @@ def test_chain_table_bad_input_is_shown_inline_and_the_table_keeps_working():
     assert not table.select(3, 1) and "not filled yet" in table.error and table.selected == (1, 1)
     assert table.set_chain("2\n4 3 10\n2 4 20\n")
     assert table.error == "" and table.chain.q == 2 and table.preset is None and table.step == 1
-    assert len(table._cells) == 3 and table.selected == (2, 1)
-    table._entry.value = "1\n5 2 7\n"  # typing into the box
+    assert len(table.cells) == 3 and table.selected == (2, 1)
+    table.entry.value = "1\n5 2 7\n"  # typing into the box
     assert table.chain == jc.Chain([(5, 2, 7)]) and table.plan.fma == 14
 
 
@@ -309,7 +309,7 @@ def test_staircases_match_brute_force_and_the_paper_rule_at_every_bound(chain):
 def test_memory_budget_shows_where_the_paper_rule_is_not_monotone():
     budget = MemoryBudget(preset=NOT_MONOTONE)
     assert budget.memory == 42 and budget.paper.fma == 489
-    budget._slider.value = 43
+    budget.slider.value = 43
     assert budget.memory == 43 and budget.paper.fma == 535 and budget.exact.fma == 489
     assert "Not monotone" in plain(budget._text.value)
 
@@ -325,11 +325,11 @@ def test_memory_budget_openfoam_bounds_of_section_6():
 def test_memory_budget_slider_input_and_errors():
     budget = MemoryBudget()
     before = picture(budget)
-    budget._slider.value = 20
+    budget.slider.value = 20
     assert budget.memory == 20 and picture(budget) != before
     assert budget.set_memory(10**6) and budget.memory == budget.chain.total_edges == 56
     assert budget.set_memory(None) and budget.memory == 56
     assert not budget.set_memory(-1) and "non-negative" in budget.error and budget.memory == 56
     assert not budget.set_chain("2\n1 2 3\n") and "line 1 says q = 2" in budget.error
     assert budget.set_preset(SECTION_5) and budget.error == "" and budget.memory == CHAIN_PRESETS[SECTION_5][1]
-    assert budget._slider.max == 50
+    assert budget.slider.max == 50

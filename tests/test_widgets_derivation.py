@@ -47,7 +47,7 @@ def test_graph_starts_with_the_forward_graph(view):
     # x, y, x * y, exp, sin, + : six nodes, x drawn once although used twice
     assert len(view.graph.keys) == 6 == len(sweep.steps)
     assert view.n_steps == 7 and view.step == 0 and view.current is None
-    assert bytes(view._image.value).startswith(PNG)
+    assert bytes(view.image.value).startswith(PNG)
     assert view.adjoints == {expr_text(sweep.steps[0].node): "df[]"}  # only the seed is known
 
 
@@ -61,7 +61,7 @@ def test_stepping_clamps(view):
     assert view.step == view.n_steps - 1
     view.step = -5
     assert view.step == 0
-    assert view._buttons["Back"].disabled and not view._buttons["Forward"].disabled
+    assert view.buttons["Back"].disabled and not view.buttons["Forward"].disabled
 
 
 @pytest.mark.parametrize("text, shapes", [(DEFAULT, None), (FIG2, None), PRESETS[SECTION_6],
@@ -81,7 +81,7 @@ def test_each_step_shows_the_sweep(view, text, shapes):
         # a node's adjoint is final once the sweep reaches it
         assert view.adjoints[view.graph.text((step.node, step.scope))] == expr_text(step.adjoint)
         assert f"Δ{chr(0x2080 + k % 10)}" in view._text.value or k >= 10
-        pictures.add(bytes(view._image.value))
+        pictures.add(bytes(view.image.value))
     assert len(pictures) == view.n_steps - 1  # every step draws something new
     final = view.adjoints
     for step in sweep.steps:  # after the last step every node, leaves included, has the core's adjoint
@@ -129,20 +129,20 @@ def test_layout_has_layers_and_no_overlaps():
 def test_bad_function_keeps_the_graph(view):
     view.set_function(DEFAULT)
     view.step = 2
-    before = (view.graph, view.step, bytes(view._image.value))
+    before = (view.graph, view.step, bytes(view.image.value))
     assert not view.set_function("f[] = exp (x[] * ) + 1")
     assert "^" in view.error and "f[] = exp (x[] * ) + 1" in [line.strip() for line in view.error.splitlines()]
     caret = view.error.splitlines()[-1]
     assert caret.strip() == "^" and caret.index("^") == view.error.splitlines()[-2].index(")")
-    assert "<pre" in view._errors.value  # monospace, so the caret stays under the right character
-    assert (view.graph, view.step, bytes(view._image.value)) == before
+    assert "<pre" in view.errors.value  # monospace, so the caret stays under the right character
+    assert (view.graph, view.step, bytes(view.image.value)) == before
     assert view.set_function("f[] = log (x[])") and view.error == "" and view.n_steps == 3
 
 
 def test_typing_into_the_entry(view):
-    view._entry.value = "f[] = tanh (a[] - b[])"
+    view.entry.value = "f[] = tanh (a[] - b[])"
     assert view.error == "" and str(view.graph.function) == "f[] = tanh (a[] - b[])"
-    view._entry.value = "f[] = tanh (a[] -"
+    view.entry.value = "f[] = tanh (a[] -"
     assert view.error and str(view.graph.function) == "f[] = tanh (a[] - b[])"
 
 
@@ -180,11 +180,11 @@ def test_section_6_example(explorer):
     assert explorer.set_preset(SECTION_6)
     assert explorer.function.arguments == ("a", "b", "c", "d")
     assert explorer.argument == "a" and explorer._preset.value == SECTION_6
-    assert explorer._shapes_entry.value == "f=3x4, a=3x5, b=4x5, c=3x3, d=8"
+    assert explorer.shapes_entry.value == "f=3x4, a=3x5, b=4x5, c=3x3, d=8"
     explorer.argument = "d"
     (c,) = explorer.gradients.contributions["d"]
     assert c.index_matrix.tolist() == [[1, 0, 1]] and c.cokernel.shape[0] == 0
-    shown = explorer._occurrences.value
+    shown = explorer.occurrences.value
     assert matrix_latex(c.index_matrix) in shown and r"C = \text{(empty 0}\times\text{1)}" in shown
     snf = tab.smith_normal_form(c.index_matrix)
     for matrix in (snf.S, snf.U, snf.V, c.pseudo_inverse, c.kernel):
@@ -205,10 +205,10 @@ def test_presets_derive_and_check(explorer, name):
     assert all(error < 1e-6 for error in explorer.check.values())
     for argument in explorer.function.arguments:
         explorer.argument = argument
-        assert f"d{argument}: dot-product test: relative error" in explorer._check_line.value
-        assert "✓" in explorer._check_line.value and "#1a7f37" in explorer._check_line.value
+        assert f"d{argument}: dot-product test: relative error" in explorer.check_line.value
+        assert "✓" in explorer.check_line.value and "#1a7f37" in explorer.check_line.value
         assert str(explorer.gradients[argument]) == str(tab.derive(explorer.function)[argument])
-        assert explorer._occurrences.value.count("<h4>Occurrence") == len(explorer.gradients.contributions[argument])
+        assert explorer.occurrences.value.count("<h4>Occurrence") == len(explorer.gradients.contributions[argument])
 
 
 def test_strided_and_windowed_conditions(explorer):
@@ -220,13 +220,13 @@ def test_strided_and_windowed_conditions(explorer):
     explorer.set_preset("shifted window x[i + 2]")
     (c,) = explorer.gradients.contributions["x"]
     assert c.offset == (2,)
-    assert "a = \\begin{pmatrix}2\\end{pmatrix}" in explorer._occurrences.value
+    assert "a = \\begin{pmatrix}2\\end{pmatrix}" in explorer.occurrences.value
     explorer.set_preset("diagonal x[i; i]")
     (c,) = explorer.gradients.contributions["x"]
     assert c.cokernel.shape[0] == 1
     conditions, loops = conditions_and_loops(c)
     assert conditions[0] == "dx_1 - dx_0 = 0   (C (beta - a) = 0, eq. 16)" and loops == []
-    assert "dx_1 - dx_0 = 0" in html.unescape(explorer._occurrences.value)
+    assert "dx_1 - dx_0 = 0" in html.unescape(explorer.occurrences.value)
     explorer.set_preset("x[10 * s + t]")
     (c,) = explorer.gradients.contributions["x"]
     assert conditions_and_loops(c)[1] == ["max [0; ceil((dx_0 - 9) / 10)] <= dx_z0 <= min [2; floor(dx_0 / 10)]"]
@@ -235,21 +235,21 @@ def test_strided_and_windowed_conditions(explorer):
 def test_argument_switch_and_bad_argument(explorer):
     explorer.set_preset("matrix product")
     explorer.argument = "b"
-    assert "db" in explorer._check_line.value and "mathrm{db}" in explorer._derivative.value
+    assert "db" in explorer.check_line.value and "mathrm{db}" in explorer._derivative.value
     explorer.argument = "q"  # refused inline, like every setter's bad input
     assert "'q' is not an argument of c; choose one of a, b" in explorer.error and explorer.argument == "b"
     explorer.argument = "a"
-    assert explorer.error == "" and "da" in explorer._check_line.value
+    assert explorer.error == "" and "da" in explorer.check_line.value
     explorer.set_preset("strided x[2 * i; j]")  # "b" is gone: the first argument is shown
     assert explorer.argument == "x"
 
 
 def test_bad_input_keeps_the_last_good_state(explorer):
     explorer.set_preset("matrix product")
-    good = (explorer.function, explorer.argument, explorer._occurrences.value)
+    good = (explorer.function, explorer.argument, explorer.occurrences.value)
     assert not explorer.set_function("c[i; j] = a[i; k] *", "c=2x3, a=2x4")
     assert "^" in explorer.error and "c[i; j] = a[i; k] *" in explorer.error
-    assert (explorer.function, explorer.argument, explorer._occurrences.value) == good
+    assert (explorer.function, explorer.argument, explorer.occurrences.value) == good
     assert not explorer.set_function("f[i] = x[i]", "f=3, x=4q")
     assert "cannot read 'x=4q'" in explorer.error
     assert not explorer.set_preset("no such preset") and "no preset" in explorer.error
@@ -260,20 +260,20 @@ def test_bad_input_keeps_the_last_good_state(explorer):
 
 
 def test_typing_into_the_entries(explorer):
-    explorer._shapes_entry.value = "f=3, x=5"
-    explorer._function_entry.value = "f[i] = sin (x[i + 2])"
+    explorer.shapes_entry.value = "f=3, x=5"
+    explorer.function_entry.value = "f[i] = sin (x[i + 2])"
     assert explorer.error == "" and explorer.function.shapes["x"] == (5,)
     (c,) = explorer.gradients.contributions["x"]
     assert c.offset == (2,)
     explorer._preset.value = "diagonal x[i; i]"
-    assert explorer._function_entry.value == PRESETS["diagonal x[i; i]"][0]
+    assert explorer.function_entry.value == PRESETS["diagonal x[i; i]"][0]
 
 
 def test_a_wrong_gradient_shows_red(explorer, monkeypatch):
     explorer.set_preset("shifted window x[i + 2]")
     monkeypatch.setattr(DerivationExplorer, "check", property(lambda self: {"x": 0.5}))
     explorer._show()
-    assert "5.0e-01 ✗" in explorer._check_line.value and "#b00020" in explorer._check_line.value
+    assert "5.0e-01 ✗" in explorer.check_line.value and "#b00020" in explorer.check_line.value
 
 
 def test_finite_differences_agree_with_the_shown_derivative(explorer):

@@ -73,13 +73,13 @@ def test_scale_control(lab):
     assert lab.scale == 2 and lab._scale_menu.value == 2 and lab.error == ""
     assert lab.shapes == {"f": (6, 8), "a": (6, 10), "b": (8, 10), "c": (6, 6), "d": (16,)}
     assert "sum{k}_0^9" in str(lab.function) and lab.gradient_elements == 60 + 80 + 36 + 16
-    assert "f=6x8, a=6x10, b=8x10, c=6x6, d=16" in lab._sizes.value and "sum{k}_0^9" in lab._sizes.value
-    assert lab._shapes_entry.value == "f=3x4, a=3x5, b=4x5, c=3x3, d=8"  # the entry keeps the typed sizes
+    assert "f=6x8, a=6x10, b=8x10, c=6x6, d=16" in lab.sizes.value and "sum{k}_0^9" in lab.sizes.value
+    assert lab.shapes_entry.value == "f=3x4, a=3x5, b=4x5, c=3x3, d=8"  # the entry keeps the typed sizes
     lab.set_preset("matrix product")  # fits at x2 too: the scale stays
     assert lab.scale == 2 and lab.shapes["a"] == (4, 8)
     lab.set_preset("x[10 * s + t]")  # does not: back to x1, and the reason is shown
     assert lab.scale == 1 and lab.scales == (1,)
-    assert "Larger scales do not fit" in lab._sizes.value and "leaves x" in html.unescape(lab._sizes.value)
+    assert "Larger scales do not fit" in lab.sizes.value and "leaves x" in html.unescape(lab.sizes.value)
     assert not lab.set_scale(4)
     assert "scale ×4 does not fit this function" in lab.error and "^" in lab.error
     assert lab.scale == 1 and lab.shapes == PRESETS["x[10 * s + t]"][1]
@@ -109,10 +109,10 @@ def test_every_preset_runs_and_checks(lab, name, target):
     assert set(result.timings) == {"forward", "gradients", "reference", "compile"}
     assert all(result.timings[k] > 0 for k in ("forward", "gradients", "reference"))
     assert 1 <= result.runs["forward"] <= lab_module.MAX_RUNS
-    shown = lab._results.value
+    shown = lab.results.value
     assert "forward kernel alone" in shown and "forward + gradients" in shown and "✗" not in shown
     assert shown.count("✓") == 2 * len(fn.arguments) + 1
-    assert lab._progress.value == len(STEPS) and lab._progress.bar_style == "success"
+    assert lab.progress.value == len(STEPS) and lab.progress.bar_style == "success"
     assert lab.status.startswith("done in") and result.path.endswith(".py")
 
 
@@ -150,7 +150,7 @@ def test_the_kernels_are_checked_not_the_reference(lab, monkeypatch):
     result = lab.result
     assert not result.ok and result.dot_errors["x"] > 1e-3 and result.errors["x"] > 1e-3
     assert float(np.max(result.element_errors["x"])) > 1e-3
-    assert "✗" in lab._results.value and lab._progress.bar_style == "warning"
+    assert "✗" in lab.results.value and lab.progress.bar_style == "warning"
 
 
 def test_per_element_errors_and_heatmap_for_small_sizes(lab):
@@ -161,7 +161,7 @@ def test_per_element_errors_and_heatmap_for_small_sizes(lab):
     assert lab.run()
     result = lab.result
     assert lab.steps_done == list(STEPS)
-    assert result.report_form and "reference: the gradients as derived" in lab._results.value
+    assert result.report_form and "reference: the gradients as derived" in lab.results.value
     fn, grads, args, df, kernel = core_run(*PRESETS[SECTION_6], "numpy")
     forward = fn.compile("numpy")  # the differences are of the target's forward kernel
     for name in fn.arguments:
@@ -169,18 +169,18 @@ def test_per_element_errors_and_heatmap_for_small_sizes(lab):
         np.testing.assert_allclose(result.element_errors[name], np.abs(kernel[name] - numeric), rtol=1e-12, atol=0)
         assert np.allclose(numeric, numeric_gradient(fn, args, name, df), rtol=1e-6, atol=1e-12)
         assert float(np.max(result.element_errors[name])) < 1e-6 * max(1.0, result.scale[name])
-    assert lab.heatmap.startswith(PNG) and bytes(lab._image.value) == lab.heatmap
-    assert lab._image.layout.display is None and "Central differences" in lab._image_note.value
-    assert "max |kernel − central diff.|" in lab._results.value
+    assert lab.heatmap.startswith(PNG) and bytes(lab.image.value) == lab.heatmap
+    assert lab.image.layout.display is None and "Central differences" in lab._image_note.value
+    assert "max |kernel − central diff.|" in lab.results.value
     lab.scale = 4  # 736 gradient elements: no per-element differences, no heatmap
     assert lab.gradient_elements > HEATMAP_LIMIT
     assert lab.run() and lab.result.ok
     assert lab.result.element_errors is None and lab.heatmap is None
     # the report's form recomputes f in every summand (seconds here): the kernels' form is the reference
-    assert not lab.result.report_form and "Gradients.simplified" in lab._results.value
+    assert not lab.result.report_form and "Gradients.simplified" in lab.results.value
     assert "per element" not in lab.steps_done and lab.steps_done == list(STEPS[:-1])
-    assert lab._image.layout.display == "none" and f"up to {HEATMAP_LIMIT}" in lab._image_note.value
-    assert "central diff." not in lab._results.value
+    assert lab.image.layout.display == "none" and f"up to {HEATMAP_LIMIT}" in lab._image_note.value
+    assert "central diff." not in lab.results.value
     lab.scale = 1
 
 
@@ -199,19 +199,19 @@ def test_progress_is_shown_step_by_step(lab):
     shown = []
     lab._status.observe(lambda change: shown.append(change["new"]), names="value")
     values = []
-    lab._progress.observe(lambda change: values.append(change["new"]), names="value")
+    lab.progress.observe(lambda change: values.append(change["new"]), names="value")
     try:
         assert lab.run()
     finally:
         lab._status.unobserve_all()
-        lab._progress.unobserve_all()
+        lab.progress.unobserve_all()
     steps = [s for s in shown if "step " in s]
     assert [f"step {k + 1} of {len(STEPS)}" in s for k, s in enumerate(steps)] == [True] * len(STEPS)
     assert "compiling the numpy kernels" in steps[2]
     assert values == list(range(1, len(STEPS))) + [len(STEPS)]
-    assert lab.result.timings["compile"] is not None and "compile (first call)" in lab._results.value
+    assert lab.result.timings["compile"] is not None and "compile (first call)" in lab.results.value
     assert lab.run() and lab.result.timings["compile"] is None  # now warm
-    assert "already compiled" in lab._results.value
+    assert "already compiled" in lab.results.value
 
 
 def test_changes_forget_the_last_run(lab):
@@ -219,15 +219,15 @@ def test_changes_forget_the_last_run(lab):
     lab.set_target("numpy")
     assert lab.run() and lab.result is not None
     lab.set_target("numba")
-    assert lab.result is None and lab.heatmap is None and lab._results.value == ""
-    assert lab._progress.value == 0 and "press Run" in lab.status
+    assert lab.result is None and lab.heatmap is None and lab.results.value == ""
+    assert lab.progress.value == 0 and "press Run" in lab.status
 
 
 def test_a_vacuous_check_is_flagged(lab):
     assert lab.set_function("f[i] = exp (-(x[i] * 2000))", "f=4, x=4")  # exp underflows to 0
     lab.set_target("numpy")
     assert lab.run() and lab.result.vacuous
-    assert "cannot tell a right gradient from a wrong one" in lab._results.value
+    assert "cannot tell a right gradient from a wrong one" in lab.results.value
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def test_bad_input_is_shown_inline_and_the_lab_keeps_working(lab):
     lab.set_target("numpy")
     good = (lab.function, lab.shapes)
     assert not lab.set_function("c[i; j] = a[i; k] *", "c=2x3, a=2x4")
-    assert "^" in lab.error and "c[i; j] = a[i; k] *" in lab.error and "<pre" in lab._errors.value
+    assert "^" in lab.error and "c[i; j] = a[i; k] *" in lab.error and "<pre" in lab.errors.value
     assert (lab.function, lab.shapes) == good
     assert not lab.set_function("f[i] = x[i]", "f=3, x=4q")
     assert "cannot read 'x=4q'" in lab.error
@@ -254,13 +254,13 @@ def test_bad_input_is_shown_inline_and_the_lab_keeps_working(lab):
 
 
 def test_typing_into_the_entries(lab):
-    lab._shapes_entry.value = "f=4, x=6"
-    lab._function_entry.value = "f[i] = tanh (x[i + 2])"
+    lab.shapes_entry.value = "f=4, x=6"
+    lab.function_entry.value = "f[i] = tanh (x[i + 2])"
     assert lab.error == "" and lab.shapes == {"f": (4,), "x": (6,)}
-    lab._function_entry.value = "f[i] = tanh (x[i + 2]"
+    lab.function_entry.value = "f[i] = tanh (x[i + 2]"
     assert "^" in lab.error and str(lab.function) == "f[i] = tanh (x[i + 2])"
     lab._preset.value = "diagonal x[i; i]"
-    assert lab.error == "" and lab._function_entry.value == PRESETS["diagonal x[i; i]"][0]
+    assert lab.error == "" and lab.function_entry.value == PRESETS["diagonal x[i; i]"][0]
     lab._scale_menu.value = 2
     assert lab.scale == 2 and lab.shapes == {"f": (8,), "x": (8, 8)}
     lab._target.value = "numpy"
@@ -283,8 +283,8 @@ def test_an_exception_from_the_generated_code_is_shown(lab, monkeypatch):
     monkeypatch.setattr(lab_module, "_compiled", lambda *key: Broken())
     assert not lab.run()
     assert "FloatingPointError: overflow in the kernel" in lab.error and "failed" in lab.error
-    assert lab.result is None and lab._progress.bar_style == "danger"
-    assert not lab._run_button.disabled
+    assert lab.result is None and lab.progress.bar_style == "danger"
+    assert not lab.run_button.disabled
     monkeypatch.undo()
     assert lab.run() and lab.error == "" and lab.result.ok  # works again
 
@@ -310,14 +310,14 @@ def test_missing_cuda_is_explained_and_the_other_targets_work(no_cuda):
     assert "needs a GPU" in labels["cuda"] and "needs a GPU" in labels["cuda-scatter"]
     lab.target = "cuda"
     assert lab.target == "cuda" and no_cuda in lab.target_note and "NUMBA_ENABLE_CUDASIM=1" in lab.target_note
-    assert "numpy, numba, numba-scatter" in lab.target_note and lab._run_button.disabled
+    assert "numpy, numba, numba-scatter" in lab.target_note and lab.run_button.disabled
     lab.show_source = True  # the CUDA module can still be read
-    assert "@cuda.jit" in lab.source and html.escape("cuda.grid(1)") in lab._source_view.value
+    assert "@cuda.jit" in lab.source and html.escape("cuda.grid(1)") in lab.source_view.value
     assert not lab.run()
     assert "RuntimeError" in lab.error and "needs an NVIDIA GPU" in lab.error
     assert "Choose one of numpy, numba, numba-scatter" in lab.error and lab.result is None
     lab.target = "numpy"
-    assert lab.target_note == "" and not lab._run_button.disabled
+    assert lab.target_note == "" and not lab.run_button.disabled
     assert lab.run() and lab.error == "" and lab.result.ok
 
 
@@ -327,19 +327,19 @@ def test_the_source_view_shows_the_generated_module(lab):
     lab.set_preset(SECTION_6)
     lab.set_target("numba")
     lab.show_source = False
-    assert lab._source_view.value == "" or lab.show_source is False
+    assert lab.source_view.value == "" or lab.show_source is False
     lab.show_source = True
-    assert lab._source_box.selected_index == 0 and lab.show_source
+    assert lab.source_box.selected_index == 0 and lab.show_source
     text, shapes = PRESETS[SECTION_6]
     expected = tab.derive(tab.parse(text, shapes)).source("numba")
-    assert lab.source == expected and html.escape(expected) in lab._source_view.value
-    assert "numba.prange" in lab._source_view.value and "def gradients(" in lab._source_view.value
-    assert "numba" in lab._source_box.get_title(0)
+    assert lab.source == expected and html.escape(expected) in lab.source_view.value
+    assert "numba.prange" in lab.source_view.value and "def gradients(" in lab.source_view.value
+    assert "numba" in lab.source_box.get_title(0)
     lab.set_target("numpy")  # the open view follows the target
-    assert html.escape(tab.derive(tab.parse(text, shapes)).source("numpy")) in lab._source_view.value
-    assert "numpy" in lab._source_box.get_title(0)
+    assert html.escape(tab.derive(tab.parse(text, shapes)).source("numpy")) in lab.source_view.value
+    assert "numpy" in lab.source_box.get_title(0)
     lab.scale = 2  # and the size: sizes are baked into the generated code
-    assert "prange" not in lab._source_view.value and "_GRID = (6, 8)" in lab._source_view.value
+    assert "prange" not in lab.source_view.value and "_GRID = (6, 8)" in lab.source_view.value
     lab.scale = 1
     lab.show_source = False
 
@@ -357,6 +357,6 @@ def test_the_dot_product_test_holds_at_larger_sizes():
     """At x8 the sec. 6 example's gradients pass check_gradients (a unit direction: the step means the
     same at every size). A wrong gradient fails (test_the_kernels_are_checked_not_the_reference)."""
     lab = GradientLab(preset=SECTION_6, scale=8, target="numpy")
-    assert lab.run() and lab.result.ok, lab._results.value
+    assert lab.run() and lab.result.ok, lab.results.value
     assert max(lab.result.dot_errors.values()) < TOLERANCE
     assert not lab.result.report_form

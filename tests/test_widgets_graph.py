@@ -56,7 +56,7 @@ def test_fig1_has_the_shape_of_the_report():
     view.step = view.n_steps - 1
     assert view.title[0].startswith(f"reverse sweep, step {view.n_steps - 1} of {view.n_steps - 1}")
     assert "Fig. 1" in view.title[1]
-    assert bytes(view._image.value).startswith(PNG)
+    assert bytes(view.image.value).startswith(PNG)
 
 
 @pytest.mark.skipif(not has_sinh(), reason="the expression language has no sinh yet")
@@ -123,7 +123,7 @@ def balanced_sum(n: int) -> str:
 
 def state(view) -> tuple:
     """What the view shows, but the text box (which keeps what was typed into it)."""
-    return str(view.graph.function), view.step, bytes(view._image.value)
+    return str(view.graph.function), view.step, bytes(view.image.value)
 
 
 # setter -> (call, a good call, the names of BAD it accepts, more values it must refuse)
@@ -145,11 +145,11 @@ def test_bad_values_are_shown_inline_and_a_good_one_clears_them(name):
     call, good, legal, extra = SETTERS[name]
     view = GraphView(FIG1)
     assert good(view) in (True, None) and view.error == ""
-    good_state, typed = state(view), view._entry.value
+    good_state, typed = state(view), view.entry.value
     for value in [v for label, v in BAD.items() if label not in legal] + list(extra):
         assert call(view, value) in (False, None), f"{value!r:.40} was accepted"  # and nothing raised
         assert "Traceback" not in shown_error(view)
-        assert state(view) == good_state and view._entry.value == typed, f"{value!r:.40} changed the view"
+        assert state(view) == good_state and view.entry.value == typed, f"{value!r:.40} changed the view"
         assert good(view) in (True, None) and view.error == ""
         assert state(view) == good_state
 
@@ -175,9 +175,9 @@ def test_step_none_is_shown_inline_and_the_buttons_clear_it():
     view = GraphView(FIG1)
     view.step = None
     assert "step must be an integer, got None" in shown_error(view)
-    view._buttons["Forward"].click()
+    view.buttons["Forward"].click()
     assert view.step == 1 and view.error == ""
-    view._buttons["Back"].click()
+    view.buttons["Back"].click()
     assert view.step == 0
 
 

@@ -83,15 +83,15 @@ def test_step_as_a_approaches_zero_the_inverse_grows_like_one_over_a(step_widget
 
 def test_step_sliders_and_bad_input(step_widget):
     step_widget.set_partials(1.0, 1.0)
-    step_widget._sliders["a"].value = -0.5
+    step_widget.sliders["a"].value = -0.5
     assert step_widget.a == -0.5 and step_widget.matrices["J^-1"][0, 0] == pytest.approx(-2)
     step_widget.b = 2.0
-    assert step_widget._sliders["b"].value == 2.0
+    assert step_widget.sliders["b"].value == 2.0
     for bad, message in (("x", "a must be a number"), (math.nan, "finite"), (True, "a must be a number")):
         assert step_widget.set_partials(bad, 1.0) is False and message in step_widget.error
         assert step_widget.a == -0.5 and step_widget.b == 2.0
     assert step_widget.set_partials(3.0, 1.0) and step_widget.error == ""
-    assert step_widget._sliders["a"].max >= 3.0  # a value outside the slider's range widens it
+    assert step_widget.sliders["a"].max >= 3.0  # a value outside the slider's range widens it
 
 
 # -- RegisterMachine -------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def test_worked_numbers_of_the_notes(machine, preset, mode, seed, expected):
     assert machine.set_seed(seed) and machine.error == ""
     np.testing.assert_allclose(machine.result, expected, atol=1e-12)
     machine.step = machine.n_steps - 1
-    assert "agrees with numpy.linalg.solve" in machine._summary.value
+    assert "agrees with numpy.linalg.solve" in machine.summary.value
 
 
 @SETTINGS
@@ -144,7 +144,7 @@ def test_stepping_through_a_sweep_shows_registers_and_tape(machine, mode):
         state = machine.state
         phases.append(state["phase"])
         tapes.append(state["tape"])
-        assert f"step {k} of {machine.n_steps - 1}" in machine._heading.value
+        assert f"step {k} of {machine.n_steps - 1}" in machine.heading.value
         if reverse and state["phase"] in ("start", "primal"):
             assert state["derivative"] is None and "—" in machine._tables.value
     np.testing.assert_allclose(state["primal"], primal)
@@ -161,14 +161,14 @@ def test_stepping_through_a_sweep_shows_registers_and_tape(machine, mode):
 def test_each_sweep_step_shows_the_rule_with_numbers(machine):
     machine.mode = "reverse_inverse"
     machine.step = machine.n_steps - 1  # the last step undoes step 1: v[0] = (v[0] - b v[1]) / a
-    assert "v[0] ← (v[0] − b·v[1]) / a = (1 − 2·1) / 3 = -0.3333" in machine._heading.value
+    assert "v[0] ← (v[0] − b·v[1]) / a = (1 − 2·1) / 3 = -0.3333" in machine.heading.value
     machine.mode = "jvp"
     machine.step = 2
-    assert "v[2] ← a·v[2] + b·v[0] = 6·1 + 5·5 = 31" in machine._heading.value
+    assert "v[2] ← a·v[2] + b·v[0] = 6·1 + 5·5 = 31" in machine.heading.value
 
 
 def test_machine_buttons_and_bad_input(machine):
-    buttons = machine._buttons
+    buttons = machine.buttons
     assert buttons["First"].disabled and not buttons["Forward"].disabled
     buttons["Forward"].click()
     assert machine.step == 1
@@ -180,7 +180,7 @@ def test_machine_buttons_and_bad_input(machine):
     machine.preset = TRANSCENDENTAL
     assert machine.set_point("-1e9, 0, 1") is False and "diagonal partial" in machine.error
     np.testing.assert_allclose(machine.x, [0, 1, 1])  # the last good point stays
-    machine._entries["seed"].value = "1, 0, 0"      # typing into the entry
+    machine.entries["seed"].value = "1, 0, 0"      # typing into the entry
     assert machine.error == "" and machine.seed.tolist() == [1, 0, 0]
     assert machine.set_preset("nonsense") is False and "unknown program" in machine.error
     assert result.shape == (3,)
@@ -231,8 +231,8 @@ def test_fig4_program_order_is_one_lump_greedy_two(lumps):
     assert lumps.set_order("program") and lumps.program.lump_sizes == (2,)
     assert lumps.set_order("greedy") and lumps.program.lump_sizes == (1, 1)
     assert lumps.order == ("t1", "s1", "s3", "t2", "s2", "s4")
-    assert "2 lumps" in lumps._summary.value and "agrees" in lumps._summary.value
-    assert bytes(lumps._image.value).startswith(PNG)
+    assert "2 lumps" in lumps.summary.value and "agrees" in lumps.summary.value
+    assert bytes(lumps.image.value).startswith(PNG)
 
 
 @SETTINGS
@@ -249,7 +249,7 @@ def test_live_counts_and_lumps_match_brute_force(lumps, order):
              for b, e in zip(cuts, cuts[1:])]
     assert list(lumps.program.lump_sizes) == sizes
     assert lumps.check
-    assert lumps._entry.value == " ".join(order)
+    assert lumps.entry.value == " ".join(order)
 
 
 def test_moves_and_refused_orders_keep_the_last_good_one(lumps):
@@ -262,7 +262,7 @@ def test_moves_and_refused_orders_keep_the_last_good_one(lumps):
     assert lumps.set_order("t1 s1 nonsense") is False and "'nonsense' is not a vertex" in lumps.error
     assert lumps.set_order(["t1", "s1"]) is False and "missing" in lumps.error
     assert lumps.move("zz", 1) is False and "'zz' is not a vertex" in lumps.error
-    lumps._entry.value = "t1 t2 s1 s3 s2 s4"  # typing into the entry
+    lumps.entry.value = "t1 t2 s1 s3 s2 s4"  # typing into the entry
     assert lumps.error == "" and lumps.program.lump_sizes == (2,)
 
 
@@ -334,17 +334,17 @@ def test_finite_differences_converge_slower_with_a_large_step(newton):
 def test_every_system(newton, preset):
     assert newton.set_preset(preset)
     function, start = NEWTON_PRESETS[preset]
-    assert newton.x0.tolist() == list(start) and len(newton._sliders) == len(start)
+    assert newton.x0.tolist() == list(start) and len(newton.sliders) == len(start)
     if "no real root" in preset:
         assert not newton.inverse.converged and "did not converge" in newton.status
     else:
         program = ia.trace(function, n=len(start))
         assert newton.inverse.converged and np.linalg.norm(ia.run(program, newton.inverse.x)) <= NEWTON_TOL
-    assert bytes(newton._image.value).startswith(PNG)
+    assert bytes(newton.image.value).startswith(PNG)
 
 
 def test_newton_controls_and_bad_input(newton):
-    newton._sliders[0].value = 2.0
+    newton.sliders[0].value = 2.0
     assert newton.x0.tolist() == [2.0, 0.5] and newton.inverse.iterates[0].tolist() == [2.0, 0.5]
     assert newton.set_start("1") is False and "expected 2 numbers" in newton.error
     assert newton.x0.tolist() == [2.0, 0.5]

@@ -274,7 +274,7 @@ def test_typing_a_bad_kernel_basis_then_moving_a_slider():
         assert shown_error(view) and state(view) == good_state
         apply.click()
         assert shown_error(view) and state(view) == good_state
-    view._sliders[0].value = 5  # a good beta from the slider clears the error
+    view.sliders[0].value = 5  # a good beta from the slider clears the error
     assert view.beta == (5,) and view.error == ""
 
 

@@ -176,16 +176,16 @@ def descendants(widget):
 
 def shown_error(widget) -> str:
     """The error the widget shows: not empty, in its error box, and that box is part of the widget."""
-    text = widget._errors.text
+    text = widget.errors.text
     assert text, "no error is shown"
-    assert html.escape(text.splitlines()[0]) in widget._errors.value
-    assert any(part is widget._errors for part in descendants(widget))
+    assert html.escape(text.splitlines()[0]) in widget.errors.value
+    assert any(part is widget.errors for part in descendants(widget))
     return text
 
 
 def apply_good(widget, setter: Setter) -> None:
     assert setter.good(widget) in (True, None)
-    assert widget._errors.text == ""
+    assert widget.errors.text == ""
 
 
 def value_id(value) -> str:
@@ -224,7 +224,7 @@ def test_any_value_is_taken_or_refused_inline(widgets, case, value):
     apply_good(widget, setter)
     good_state = snapshot(widget)
     result = setter.call(widget, value)
-    if result is False or widget._errors.text:  # refused: why is shown, the last good state stays
+    if result is False or widget.errors.text:  # refused: why is shown, the last good state stays
         shown_error(widget)
         assert snapshot(widget) == good_state
     apply_good(widget, setter)
@@ -233,19 +233,19 @@ def test_any_value_is_taken_or_refused_inline(widgets, case, value):
 BAD_TEXT = ["garbage", "١٢", "9" * 5000, "1e400", "[" * 300, "nan", "-1", "2**63", ""]
 # Text boxes and what typing into them calls.
 CONTROLS = [
-    ("SmithStepper", lambda w: w._entry),
-    ("KernelLattice", lambda w: w._kernel_entry),
-    ("DerivationExplorer", lambda w: w._function_entry),
-    ("DerivationExplorer", lambda w: w._shapes_entry),
-    ("GradientLab", lambda w: w._function_entry),
-    ("GradientLab", lambda w: w._shapes_entry),
-    ("RegisterMachine", lambda w: w._entries["x"]),
-    ("RegisterMachine", lambda w: w._entries["seed"]),
-    ("LumpExplorer", lambda w: w._entry),
-    ("ChainTable", lambda w: w._entry),
+    ("SmithStepper", lambda w: w.entry),
+    ("KernelLattice", lambda w: w.kernel_entry),
+    ("DerivationExplorer", lambda w: w.function_entry),
+    ("DerivationExplorer", lambda w: w.shapes_entry),
+    ("GradientLab", lambda w: w.function_entry),
+    ("GradientLab", lambda w: w.shapes_entry),
+    ("RegisterMachine", lambda w: w.entries["x"]),
+    ("RegisterMachine", lambda w: w.entries["seed"]),
+    ("LumpExplorer", lambda w: w.entry),
+    ("ChainTable", lambda w: w.entry),
     ("ChainTable", lambda w: w._memory_entry),
     ("ScheduleView", lambda w: w._memory_entry),
-    ("MemoryBudget", lambda w: w._entry),
+    ("MemoryBudget", lambda w: w.entry),
 ]
 
 
@@ -259,27 +259,27 @@ def test_typing_bad_text_into_a_box_is_shown_inline(widgets, widget_name, contro
     typed = box.value
     for text in BAD_TEXT:
         box.value = text  # the box's callback runs: it must not raise
-        if widget._errors.text:
+        if widget.errors.text:
             shown_error(widget)
             assert snapshot(widget) == good_state, text
         box.value = typed
-        assert widget._errors.text == "" and snapshot(widget) == good_state
+        assert widget.errors.text == "" and snapshot(widget) == good_state
 
 
 def test_sliders_and_buttons_keep_working_after_bad_input(widgets):
     lattice = widgets("KernelLattice")
     assert not lattice.set_beta(10 ** 400) and lattice.error
-    lattice._sliders[0].value = 0  # a slider move is a good value: it clears the error
+    lattice.sliders[0].value = 0  # a slider move is a good value: it clears the error
     assert lattice.beta == (0,) and lattice.error == ""
     table = widgets("ChainTable")
     assert table.set_chain(CHAIN_5)
     assert not table.set_memory("lots")
-    table._buttons["Back"].click()
+    table.buttons["Back"].click()
     assert table.error == "" and table.step == 1
     stepper = widgets("SmithStepper")
     stepper.step = None
     assert "step must be an integer, got None" in stepper.error
-    stepper._buttons["Last"].click()
+    stepper.buttons["Last"].click()
     assert stepper.step == stepper.n_steps - 1 and stepper.error == ""
 
 
@@ -343,7 +343,7 @@ def test_a_kernel_basis_too_large_to_draw_is_refused_and_the_old_one_kept(view):
     assert widget.set_kernel(huge) is False
     assert "2**53 - 1" in shown_error(widget)
     assert widget.kernel.tolist() == good
-    assert widget.set_beta((4,)) is True and widget._errors.text == ""
+    assert widget.set_beta((4,)) is True and widget.errors.text == ""
     with pytest.raises(ValueError, match="2\\*\\*53 - 1"):
         view([[1, -2, -2]], (12, 5, 5), kernel=huge)
 
@@ -360,7 +360,7 @@ def test_step_none_on_the_steppers(widgets, widget_name):
 def test_function_widgets_refuse_tensors_beyond_the_element_limit():
     lab = GradientLab("f[i; j] = x[i; j] * 2", {"f": (1000, 1000), "x": (1000, 1000)}, target="numpy")
     assert lab.scales == (1, 2)  # x4 would make 16,000,000 elements per tensor
-    assert "f has 16000000 elements" in lab._sizes.value
+    assert "f has 16000000 elements" in lab.sizes.value
     assert not lab.set_scale(16) and "may have at most 10,000,000" in lab.error and lab.scale == 1
     explorer = DerivationExplorer(FUNCTION, SHAPES)
     assert not explorer.set_function(FUNCTION, {"f": (4000, 4000), "x": (4000, 4000)})

@@ -70,7 +70,7 @@ def move_sliders(sliders, values) -> None:
 def shows_errors(method):
     """Make a widget's setter or callback safe for any input.
 
-    An error of :data:`INPUT_ERRORS` is shown in the widget's ``_errors`` box
+    An error of :data:`INPUT_ERRORS` is shown in the widget's ``errors`` box
     and the call returns False; a call that returns anything else clears the
     box. The wrapped methods check their input before they change the
     widget's state, so a refused input leaves the last good one shown.
@@ -80,10 +80,10 @@ def shows_errors(method):
         try:
             result = method(self, *args, **kwargs)
         except INPUT_ERRORS as exc:
-            self._errors.show(error_text(exc))
+            self.errors.show(error_text(exc))
             return False
         if result is not False:
-            self._errors.show("")
+            self.errors.show("")
         return result
     return guarded
 
@@ -141,17 +141,17 @@ def matrix_text(A) -> str:
 
 class SliderSteps:
     """``step`` (clamped to ``0 .. n_steps - 1``), ``forward()`` and ``back()`` for a widget whose
-    ``_slider`` shows the step, whose ``n_steps`` says how many there are and whose ``_errors`` box
+    ``slider`` shows the step, whose ``n_steps`` says how many there are and whose ``errors`` box
     says why a step is refused."""
 
     @property
     def step(self) -> int:
-        return self._slider.value
+        return self.slider.value
 
     @step.setter
     @shows_errors
     def step(self, value: int) -> None:
-        self._slider.value = max(0, min(self.n_steps - 1, as_int(value, "step")))
+        self.slider.value = max(0, min(self.n_steps - 1, as_int(value, "step")))
 
     def forward(self) -> None:
         self.step = self.step + 1
@@ -252,26 +252,26 @@ class BetaExplorer(WidgetBase, W.VBox):
         self._inverse = integer_inverse(self._A)
         self._kernel = self._inverse.kernel if kernel is None else self._drawable_basis(kernel)
         self._beta: tuple[int, ...] = ()
-        self._errors = MessageBox()
+        self.errors = MessageBox()
         self._status = MessageBox(color="black")
-        self._image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
         self._ranges = image_range(self._A, self._shape)
-        self._sliders = [W.IntSlider(min=lo, max=hi, value=lo, description=f"β{subscript(k)}",
+        self.sliders = [W.IntSlider(min=lo, max=hi, value=lo, description=f"β{subscript(k)}",
                                      continuous_update=True, style={"description_width": "2em"})
                          for k, (lo, hi) in enumerate(self._ranges)]
-        for slider in self._sliders:
+        for slider in self.sliders:
             slider.observe(self._on_slider, names="value")
-        self._slider_box = W.HBox(self._sliders)
+        self._slider_box = W.HBox(self.sliders)
         # Any lattice basis K W (W unimodular) of the kernel gives the same alphas, other z (figs. 3-4).
-        self._kernel_entry = W.Text(value=matrix_text(self._kernel), description="K =", continuous_update=False,
+        self.kernel_entry = W.Text(value=matrix_text(self._kernel), description="K =", continuous_update=False,
                                     style={"description_width": "2em"}, layout=W.Layout(width="22em"))
         # The text box reports on Enter or when it loses focus (continuous_update=False).
-        self._kernel_entry.observe(lambda change: self._filling_kernel or self.set_kernel(change["new"]),
+        self.kernel_entry.observe(lambda change: self._filling_kernel or self.set_kernel(change["new"]),
                                    names="value")
         self._filling_kernel = False  # set while the entry shows a basis set from Python
         apply = W.Button(description="Use this kernel basis", layout=W.Layout(width="auto"))
-        apply.on_click(lambda _: self.set_kernel(self._kernel_entry.value))
-        self._kernel_box = W.HBox([self._kernel_entry, apply])
+        apply.on_click(lambda _: self.set_kernel(self.kernel_entry.value))
+        self._kernel_box = W.HBox([self.kernel_entry, apply])
 
     def _start(self, beta) -> None:
         """Show the initial beta: the one given, else ``A`` times the box's middle (which has solutions)."""
@@ -296,7 +296,7 @@ class BetaExplorer(WidgetBase, W.VBox):
     @property
     def error(self) -> str:
         """The current error message, "" if none."""
-        return self._errors.text
+        return self.errors.text
 
     @property
     def status(self) -> str:
@@ -315,7 +315,7 @@ class BetaExplorer(WidgetBase, W.VBox):
                                  f"2**53 - 1 in size (A alpha takes {lo} .. {hi} over the box)")
         with self.showing():
             # A beta outside the box's image has no solution in it, but may be asked for.
-            move_sliders(self._sliders, values)
+            move_sliders(self.sliders, values)
         self._beta = tuple(values)
         self._update()
         return True
@@ -338,7 +338,7 @@ class BetaExplorer(WidgetBase, W.VBox):
             raise ValueError(f"{self._what}: {exc}") from None
         self._kernel = basis
         self._filling_kernel = True
-        self._kernel_entry.value = matrix_text(basis)
+        self.kernel_entry.value = matrix_text(basis)
         self._filling_kernel = False
         self._update()
         return True
@@ -354,7 +354,7 @@ class BetaExplorer(WidgetBase, W.VBox):
 
     def _on_slider(self, change) -> None:
         if not self._showing:
-            self.set_beta([slider.value for slider in self._sliders])
+            self.set_beta([slider.value for slider in self.sliders])
 
     def _update(self) -> None:
         raise NotImplementedError

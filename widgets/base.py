@@ -7,15 +7,17 @@ Every widget guards against that the same way::
     class MyWidget(WidgetBase, W.VBox):
         def __init__(self):
             ...
-            self.on_user_change(self._entry, self.set_function)
+            self.on_user_change(self.entry, self.set_function)
 
         def set_function(self, text):
             ...
             with self.showing():            # the entry's observer stays quiet
-                self._entry.value = text
+                self.entry.value = text
 
-The inline error box, the ``shows_errors`` guard of public setters, step buttons (``SliderSteps``) and
-plots live in ``widgets._common``.
+A widget's controls (``entry``, ``sliders``, ``buttons``, the ``errors`` box, the ``image`` it draws...)
+are public attributes: what a user sees and drives, and what tests drive and read in the same way.
+The ``shows_errors`` guard of public setters, step buttons (``SliderSteps``) and plots live in
+``widgets._common``.
 """
 
 from __future__ import annotations

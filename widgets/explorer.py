@@ -89,7 +89,7 @@ def function_text(text) -> str:
 
 
 class PresetChoice:
-    """``set_preset(name)`` for a widget with ``set_function(text, shapes)`` and an ``_errors`` box."""
+    """``set_preset(name)`` for a widget with ``set_function(text, shapes)`` and an ``errors`` box."""
 
     @shows_errors
     def set_preset(self, name: str) -> bool:
@@ -109,20 +109,20 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
     def __init__(self, text: str | None = None, shapes=None, preset: str | None = None):
         super().__init__()
         self._key = self._fn = self._grads = None
-        self._errors = CodeMessageBox()
-        self._function_entry, self._shapes_entry, apply = function_entries(
+        self.errors = CodeMessageBox()
+        self.function_entry, self.shapes_entry, apply = function_entries(
             lambda: self._showing or self._apply(), self._apply, "Derive this function")
         self._preset = W.Dropdown(options=list(PRESETS), value=None, description="preset:")
         self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
         self._argument = W.Dropdown(description="argument:")
         self._argument.observe(lambda _: self._showing or self._show(), names="value")
-        self._check_line = W.HTML()
+        self.check_line = W.HTML()
         self._derivative = W.HTMLMath()
-        self._occurrences = W.HTMLMath()
-        self.children = [W.HBox([self._preset, self._argument]), self._function_entry,
-                         W.HBox([self._shapes_entry, apply]), self._errors, self._derivative, self._check_line,
-                         self._occurrences]
+        self.occurrences = W.HTMLMath()
+        self.children = [W.HBox([self._preset, self._argument]), self.function_entry,
+                         W.HBox([self.shapes_entry, apply]), self.errors, self._derivative, self.check_line,
+                         self.occurrences]
         if text is None:
             text, shapes = PRESETS[preset or SECTION_6]
         if not self.set_function(text, shapes if shapes is not None else {}):
@@ -147,7 +147,7 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @property
     def argument(self) -> str:
@@ -175,8 +175,8 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         self._fn, self._grads, self._key = fn, grads, key
         preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
         with self.showing():
-            self._function_entry.value = text
-            self._shapes_entry.value = shapes_text(shapes)
+            self.function_entry.value = text
+            self.shapes_entry.value = shapes_text(shapes)
             self._preset.value = preset
             previous = self._argument.value
             self._argument.options = self._fn.arguments
@@ -186,17 +186,17 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
 
     # -- display --------------------------------------------------------------
     def _apply(self) -> None:
-        self.set_function(self._function_entry.value, self._shapes_entry.value)
+        self.set_function(self.function_entry.value, self.shapes_entry.value)
 
     def _show(self) -> None:
         name = self.argument
         self._derivative.value = self._grads[name]._repr_latex_()
         error = self.check[name]
         good = error <= TOLERANCE
-        self._check_line.value = (f'<span style="color:{"#1a7f37" if good else "#b00020"};font-weight:600">'
+        self.check_line.value = (f'<span style="color:{"#1a7f37" if good else "#b00020"};font-weight:600">'
                                   f"d{name}: dot-product test: relative error {error:.1e} {'✓' if good else '✗'}"
                                   "</span>")
-        self._occurrences.value = "".join(self._occurrence_html(k, c)
+        self.occurrences.value = "".join(self._occurrence_html(k, c)
                                           for k, c in enumerate(self._grads.contributions[name]))
 
     @staticmethod

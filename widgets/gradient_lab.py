@@ -350,32 +350,32 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
                                   description="target:", style={"description_width": "3.5em"},
                                   layout=W.Layout(width="25em"))
         self.on_user_change(self._target, self.set_target)
-        self._run_button = W.Button(description="Run", button_style="primary", icon="play",
+        self.run_button = W.Button(description="Run", button_style="primary", icon="play",
                                     tooltip="Compile and run the gradient kernels, then check them")
-        self._run_button.on_click(lambda _: self.run())
+        self.run_button.on_click(lambda _: self.run())
 
-        self._function_entry, self._shapes_entry, apply = function_entries(
+        self.function_entry, self.shapes_entry, apply = function_entries(
             lambda: self._showing or self._apply(), self._apply, "Use this function and these shapes",
             widths=("52em", "40em"))
 
-        self._errors = CodeMessageBox()     # bad input: function, shapes, scale, preset, target
+        self.errors = CodeMessageBox()     # bad input: function, shapes, scale, preset, target
         self._run_error = CodeMessageBox()  # what stopped the last run
         self._misfit = ""
         self._target_note = MessageBox(color="#8a5300")
-        self._sizes = W.HTML()
-        self._progress = W.IntProgress(min=0, max=len(STEPS), value=0, layout=W.Layout(width="16em"))
+        self.sizes = W.HTML()
+        self.progress = W.IntProgress(min=0, max=len(STEPS), value=0, layout=W.Layout(width="16em"))
         self._status = W.HTML()
-        self._results = W.HTML()
-        self._image = W.Image(format="png", layout=W.Layout(display="none"))
+        self.results = W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(display="none"))
         self._image_note = W.HTML()
-        self._source_view = W.HTML()
-        self._source_box = W.Accordion(children=[self._source_view], selected_index=None)
-        self._source_box.observe(lambda _: self._show_source(), names="selected_index")
+        self.source_view = W.HTML()
+        self.source_box = W.Accordion(children=[self.source_view], selected_index=None)
+        self.source_box.observe(lambda _: self._show_source(), names="selected_index")
 
-        self.children = [W.HBox([self._preset, self._scale_menu, self._target, self._run_button]),
-                         self._function_entry, W.HBox([self._shapes_entry, apply]), self._errors,
-                         self._sizes, self._target_note, W.HBox([self._progress, self._status]), self._run_error,
-                         self._results, self._image, self._image_note, self._source_box]
+        self.children = [W.HBox([self._preset, self._scale_menu, self._target, self.run_button]),
+                         self.function_entry, W.HBox([self.shapes_entry, apply]), self.errors,
+                         self.sizes, self._target_note, W.HBox([self.progress, self._status]), self._run_error,
+                         self.results, self.image, self._image_note, self.source_box]
         if text is None:
             if (preset or SECTION_6) not in PRESETS:
                 raise ValueError(f"no preset {preset!r}; choose one of: {', '.join(PRESETS)}")
@@ -421,7 +421,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
     @property
     def error(self) -> str:
         """The current error messages ("" if none): bad input, then what stopped the last run."""
-        return "\n".join(text for text in (self._errors.text, self._run_error.text) if text)
+        return "\n".join(text for text in (self.errors.text, self._run_error.text) if text)
 
     @property
     def target_note(self) -> str:
@@ -459,14 +459,14 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
 
     @property
     def show_source(self) -> bool:
-        return self._source_box.selected_index == 0
+        return self.source_box.selected_index == 0
 
     @show_source.setter
     @shows_errors
     def show_source(self, value: bool) -> None:
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"show_source must be True or False, got {shown(value)}")
-        self._source_box.selected_index = 0 if value else None
+        self.source_box.selected_index = 0 if value else None
 
     @property
     def gradient_elements(self) -> int:
@@ -488,8 +488,8 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._base, self._scale, self._key = base, scale, key
         preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
         with self.showing():
-            self._function_entry.value = text
-            self._shapes_entry.value = shapes_text(shapes)
+            self.function_entry.value = text
+            self.shapes_entry.value = shapes_text(shapes)
             self._preset.value = preset
             self._scale_menu.options = [(f"×{f}", f) for f in fits]
             self._scale_menu.value = scale
@@ -526,7 +526,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         unavailable = codegen.KERNEL_TARGETS[name].on_gpu and self._cuda_problem
         self._target_note.show(f"{self._cuda_problem}. Here you can run {', '.join(self.targets)}; the source "
                                "view below still shows the CUDA module." if unavailable else "")
-        self._run_button.disabled = bool(unavailable)
+        self.run_button.disabled = bool(unavailable)
         self._changed()
         return True
 
@@ -540,8 +540,8 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._run_error.show("")
         self.steps_done, self.step_seconds = [], {}
         key, target = self._key, self.target
-        self._run_button.disabled = True
-        self._progress.bar_style = "info"
+        self.run_button.disabled = True
+        self.progress.bar_style = "info"
         started = time.perf_counter()
         step = STEPS[0]
         try:
@@ -582,7 +582,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             self._fail(step, target, exc)
             return False
         finally:
-            self._run_button.disabled = bool(codegen.KERNEL_TARGETS[target].on_gpu and self._cuda_problem)
+            self.run_button.disabled = bool(codegen.KERNEL_TARGETS[target].on_gpu and self._cuda_problem)
 
         scale = {name: float(np.max(np.abs(g_reference[name]), initial=0.0)) for name in fn.arguments}
         self._result = LabResult(
@@ -596,13 +596,13 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             runs={"forward": forward_runs, "gradients": gradients_runs}, scale=scale,
             forward_scale=float(np.max(np.abs(f_reference), initial=0.0)), path=compiled.path,
             report_form=report_form)
-        self._results.value = result_html(self._result, fn.name)
+        self.results.value = result_html(self._result, fn.name)
         if element_errors is not None:
             self._heatmap = error_heatmap(element_errors, "|kernel − central differences| per element",
                                           self._result.scale)
-            self._image.value = self._heatmap
-            self._image.layout.display = None
-            self._image.layout.width = f"{int(heatmap_width(len(element_errors)) * DPI)}px"
+            self.image.value = self._heatmap
+            self.image.layout.display = None
+            self.image.layout.width = f"{int(heatmap_width(len(element_errors)) * DPI)}px"
             self._image_note.value = (f"<small>The {html.escape(target)} kernels' gradients against central "
                                       "differences, element by element. "
                                       "Central differences with step 1e-6 are themselves only good to about "
@@ -611,8 +611,8 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         else:
             self._image_note.value = (f"<small>{self.gradient_elements} gradient elements: the per-element "
                                       f"check and its heatmap are drawn up to {HEATMAP_LIMIT}.</small>")
-        self._progress.value = len(STEPS)
-        self._progress.bar_style = "success" if self._result.ok else "warning"
+        self.progress.value = len(STEPS)
+        self.progress.bar_style = "success" if self._result.ok else "warning"
         self._end_step()  # the last step includes drawing its results
         total = time.perf_counter() - started
         steps = ", ".join(f"{name} {_seconds(t)}" for name, t in self.step_seconds.items())
@@ -636,7 +636,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         return text, _shape_key(read_shapes(shapes))  # scaled sizes, too, stay within the limit
 
     def _apply(self) -> None:
-        self.set_function(self._function_entry.value, self._shapes_entry.value)
+        self.set_function(self.function_entry.value, self.shapes_entry.value)
 
     def _changed(self) -> None:
         """The function, scale or target changed: show the sizes, forget the last run's results."""
@@ -653,40 +653,40 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         n = self.gradient_elements
         detail = ("with the per-element check and heatmap" if n <= HEATMAP_LIMIT else
                   f"more than {HEATMAP_LIMIT}: no per-element check")
-        self._sizes.value = (f"<small>Sizes run: <code>{html.escape(sizes)}</code>{scaled_text}<br>{n} gradient "
+        self.sizes.value = (f"<small>Sizes run: <code>{html.escape(sizes)}</code>{scaled_text}<br>{n} gradient "
                              f"elements over {len(fn.arguments)} argument{'s' * (len(fn.arguments) != 1)}, "
                              f"{detail}{misfit}</small>")
         self._clear_results()
         self._run_error.show("")
-        self._progress.value = 0
-        self._progress.bar_style = ""
+        self.progress.value = 0
+        self.progress.bar_style = ""
         self._status.value = "<span style='margin-left:8px'>press Run to compile, run and check the kernels</span>"
         self._show_source()
 
     def _clear_results(self) -> None:
         self._result = self._heatmap = None
-        self._results.value = self._image_note.value = ""
-        self._image.layout.display = "none"
+        self.results.value = self._image_note.value = ""
+        self.image.layout.display = "none"
 
     def _show_source(self) -> None:
         target = self.target
-        self._source_box.set_title(0, f"generated {target} module (what the kernels run)")
+        self.source_box.set_title(0, f"generated {target} module (what the kernels run)")
         if not self.show_source:
             return
         try:
             source = self.source
         except Exception as exc:  # noqa: BLE001 -- a generator failure is shown in place of the code
-            self._source_view.value = (f'<pre style="color:#b00020">{html.escape(type(exc).__name__)}: '
+            self.source_view.value = (f'<pre style="color:#b00020">{html.escape(type(exc).__name__)}: '
                                        f"{html.escape(str(exc))}</pre>")
             return
-        self._source_view.value = ('<pre style="font-size:12px;line-height:1.35;max-height:32em;overflow:auto;'
+        self.source_view.value = ('<pre style="font-size:12px;line-height:1.35;max-height:32em;overflow:auto;'
                                    f'white-space:pre;margin:0">{html.escape(source)}</pre>')
 
     def _step(self, name: str, text: str) -> str:
         self._end_step()
         self._step_started = time.perf_counter()
         index = STEPS.index(name)
-        self._progress.value = index
+        self.progress.value = index
         self._status.value = (f"<span style='margin-left:8px'>step {index + 1} of {len(STEPS)}: "
                               f"{html.escape(text)}</span>")
         self.steps_done.append(name)
@@ -705,5 +705,5 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             message = message[:MESSAGE_CHARS] + "\n…"
         self._run_error.show(message)
         self._end_step()
-        self._progress.bar_style = "danger"
+        self.progress.bar_style = "danger"
         self._status.value = f"<span style='margin-left:8px'>stopped at step {STEPS.index(step) + 1}: {step}</span>"

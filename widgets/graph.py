@@ -268,26 +268,26 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
     def __init__(self, text: str = DEFAULT, shapes=None):
         super().__init__()
         self._graph: SweepGraph | None = None
-        self._errors = CodeMessageBox()
-        self._entry = W.Text(description="f:", placeholder="f[] = exp (x[] * y[]) + sin (x[])",
+        self.errors = CodeMessageBox()
+        self.entry = W.Text(description="f:", placeholder="f[] = exp (x[] * y[]) + sin (x[])",
                              continuous_update=False, layout=W.Layout(width="40em"))
         # The text box reports on Enter or when it loses focus (continuous_update=False).
-        self.on_user_change(self._entry, self.set_function)
+        self.on_user_change(self.entry, self.set_function)
         apply = W.Button(description="Apply", tooltip="Draw the graph of this function")
-        apply.on_click(lambda _: self.set_function(self._entry.value))
-        self._buttons = {}
+        apply.on_click(lambda _: self.set_function(self.entry.value))
+        self.buttons = {}
         for label, tip, move in (("Back", "previous node of the sweep", -1), ("Forward", "next node", 1)):
             button = W.Button(description=label, tooltip=tip, layout=W.Layout(width="6em"))
             button.on_click(lambda _, move=move: setattr(self, "step", self.step + move))
-            self._buttons[label] = button
-        self._slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
-        self._slider.observe(lambda _: self._show(), names="value")
-        self._image = W.Image(format="png")
+            self.buttons[label] = button
+        self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
+        self.slider.observe(lambda _: self._show(), names="value")
+        self.image = W.Image(format="png")
         self._text = W.HTMLMath()
         self._figure = self._canvas = self._ax = self._background = None
         self._pictures: dict[int, bytes] = {}  # step -> PNG of the function shown
-        self.children = [W.HBox([self._entry, apply]), self._errors,
-                         W.HBox([*self._buttons.values(), self._slider]), self._image, self._text]
+        self.children = [W.HBox([self.entry, apply]), self.errors,
+                         W.HBox([*self.buttons.values(), self.slider]), self.image, self._text]
         if not self.set_function(text, shapes):
             raise ValueError(self.error)
 
@@ -307,7 +307,7 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @property
     def adjoints(self) -> dict[str, str]:
@@ -328,11 +328,11 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
         graph = SweepGraph.of(tab.parse(text, default_shapes(text) if shapes is None else shapes))
         self._graph = graph
         with self.showing():
-            self._entry.value = text
+            self.entry.value = text
         self._start_figure()
-        with self._slider.hold_trait_notifications():
-            self._slider.max = self.n_steps - 1
-            self._slider.value = 0
+        with self.slider.hold_trait_notifications():
+            self.slider.max = self.n_steps - 1
+            self.slider.value = 0
         self._show()
         return True
 
@@ -355,9 +355,9 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
     # kept as pixels; a step restores them and draws only its own artists on top (matplotlib's blitting),
     # which keeps a step well inside 100 ms. Pictures already shown are kept as PNG bytes.
     def _show(self) -> None:
-        self._buttons["Back"].disabled = self.step == 0
-        self._buttons["Forward"].disabled = self.step == self.n_steps - 1
-        self._image.value = self._draw()
+        self.buttons["Back"].disabled = self.step == 0
+        self.buttons["Forward"].disabled = self.step == self.n_steps - 1
+        self.image.value = self._draw()
         self._text.value = self._describe()
 
     def _start_figure(self) -> None:
@@ -382,7 +382,7 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
         self._canvas.draw()
         self._background = self._canvas.copy_from_bbox(self._figure.bbox)
         self._pictures = {}
-        self._image.layout.width = f"{int(graph.size[0] * DPI)}px"
+        self.image.layout.width = f"{int(graph.size[0] * DPI)}px"
 
     def _node_box(self, key, box):
         x, y = self._graph.position[key]

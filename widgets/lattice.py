@@ -45,7 +45,7 @@ class KernelLattice(BetaExplorer):
                              f"(one per entry of alpha), got {self._dim}")
         self._alphas: list[tuple[int, ...]] = []
         self._build_figure()
-        self.children = [self._slider_box, self._kernel_box, self._errors, self._status, self._image]
+        self.children = [self._slider_box, self._kernel_box, self.errors, self._status, self.image]
         self._start(beta)
 
     @property
@@ -138,7 +138,7 @@ class KernelLattice(BetaExplorer):
         drawn = (True, True, bool(self._alphas), True, bool(kernel))
         handles, labels = zip(*(entry for entry, shown in zip(zip(self._legend_handles, self._legend_labels), drawn)
                                 if shown))
-        self._image.value = self._plot.png(handles, labels)
+        self.image.value = self._plot.png(handles, labels)
 
     def _arrow(self, start, direction, tip):
         """An arrow for one kernel column, from I beta to I beta + K e_j."""

@@ -165,17 +165,17 @@ class PolytopeView(SliderSteps, BetaExplorer):
         self._alphas: list[tuple[int, ...]] = []
         self._alpha_plot, self._pair = None, None
         self._alpha_image = W.Image(format="png", layout=W.Layout(width=f"{int(_AlphaPlot.SIZE[0] * DPI)}px"))
-        self._slider = W.IntSlider(min=0, max=self._kappa, description="FM step",
+        self.slider = W.IntSlider(min=0, max=self._kappa, description="FM step",
                                    style={"description_width": "5em"})
-        self._slider.observe(lambda _: self._show_step(), names="value")
-        self._step_text = W.HTML()
+        self.slider.observe(lambda _: self._show_step(), names="value")
+        self.step_text = W.HTML()
         self._table = W.HTML()
         if self._kappa in (1, 2):
             self._build_figure()
         else:  # no picture for a point or for more than two dimensions: the text says it all
-            self._image.layout.display = self._alpha_image.layout.display = "none"
-        self.children = [self._slider_box, self._kernel_box, self._errors, self._status, self._slider,
-                         self._step_text, W.HBox([self._alpha_image, self._image]), self._table]
+            self.image.layout.display = self._alpha_image.layout.display = "none"
+        self.children = [self._slider_box, self._kernel_box, self.errors, self._status, self.slider,
+                         self.step_text, W.HBox([self._alpha_image, self.image]), self._table]
         self._start(beta)
 
     # -- Python API ---------------------------------------------------------
@@ -212,7 +212,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
     @property
     def z_image(self) -> bytes:
         """The PNG of the z-space picture (b"" without a picture)."""
-        return bytes(self._image.value)
+        return bytes(self.image.value)
 
     @property
     def bounds_text(self) -> list[str]:
@@ -261,7 +261,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
 
     # -- one step of the elimination ----------------------------------------
     def _show_step(self) -> None:
-        self._step_text.value = self._step_html()
+        self.step_text.value = self._step_html()
         if self._kappa in (1, 2):
             self._draw()
 
@@ -342,7 +342,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
                 handles.append(Line2D([], [], **style))
                 labels.append(label.replace("z₀", "z") if self._kappa == 1 else label)
         ax.set_title(f"z-space: Σ(β) for β = {vector_text(self._beta)}, FM step {self.step}", fontsize=11)
-        self._image.value = self._plot.png(handles, labels)
+        self.image.value = self._plot.png(handles, labels)
 
     def _alpha_background(self) -> tuple[int, int]:
         """Set up the alpha-space axes for the pair of entries this kernel basis draws (once per pair)."""

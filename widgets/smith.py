@@ -32,30 +32,30 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
     def __init__(self, A=((2, 4, 4), (-6, 6, 12), (10, -4, -16))):
         super().__init__()
         self._result = None
-        self._errors = MessageBox()
-        self._entry = W.Text(description="A =", placeholder="rows like 2 4 4; -6 6 12  or  [[2, 4], [6, 8]]",
+        self.errors = MessageBox()
+        self.entry = W.Text(description="A =", placeholder="rows like 2 4 4; -6 6 12  or  [[2, 4], [6, 8]]",
                              continuous_update=False, layout=W.Layout(width="28em"))
         self._apply = W.Button(description="Apply", tooltip="Run Algorithm 1 on this matrix")
-        self._apply.on_click(lambda _: self.set_matrix(self._entry.value))
-        self._entry.observe(self._on_entry, names="value")
-        self._buttons = {}
+        self._apply.on_click(lambda _: self.set_matrix(self.entry.value))
+        self.entry.observe(self._on_entry, names="value")
+        self.buttons = {}
         for name, tip in (("First", "start state"), ("Back", "previous operation"),
                           ("Forward", "next operation"), ("Last", "Smith normal form")):
             button = W.Button(description=name, tooltip=tip, layout=W.Layout(width="6em"))
             button.on_click(lambda _, name=name: self._jump(name))
-            self._buttons[name] = button
-        self._slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
-        self._slider.observe(lambda _: self._show(), names="value")
-        self._heading = W.HTML()
+            self.buttons[name] = button
+        self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
+        self.slider.observe(lambda _: self._show(), names="value")
+        self.heading = W.HTML()
         self._matrices = W.HTMLMath()
-        self._summary = W.HTML()
+        self.summary = W.HTML()
         self.children = [
-            W.HBox([self._entry, self._apply]),
-            self._errors,
-            W.HBox([*self._buttons.values(), self._slider]),
-            self._heading,
+            W.HBox([self.entry, self._apply]),
+            self.errors,
+            W.HBox([*self.buttons.values(), self.slider]),
+            self.heading,
             self._matrices,
-            self._summary,
+            self.summary,
         ]
         if not self.set_matrix(A):
             raise ValueError(self.error)
@@ -76,7 +76,7 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @shows_errors
     def set_matrix(self, A) -> bool:
@@ -94,10 +94,10 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         result = smith_normal_form(matrix)
         self._result = result
         with self.showing():
-            self._entry.value = matrix_text(result.A)
-        with self._slider.hold_trait_notifications():
-            self._slider.max = self.n_steps - 1
-            self._slider.value = 0
+            self.entry.value = matrix_text(result.A)
+        with self.slider.hold_trait_notifications():
+            self.slider.max = self.n_steps - 1
+            self.slider.value = 0
         self._show()
         return True
 
@@ -117,14 +117,14 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         rows = op.touched if op is not None and op.axis == "rows" else ()
         cols = op.touched if op is not None and op.axis == "cols" else ()
         where = "" if state.line is None else f" &mdash; Algorithm 1, line {state.line}"
-        self._heading.value = (f"<b>Step {state.index} of {last}</b>{where}<br>{html.escape(state.words)}")
+        self.heading.value = (f"<b>Step {state.index} of {last}</b>{where}<br>{html.escape(state.words)}")
         self._matrices.value = (
             rf"$$S = {matrix_latex(state.S, rows, cols)} \qquad U = {matrix_latex(state.U, highlight_rows=rows)}"
             rf" \qquad V = {matrix_latex(state.V, highlight_cols=cols)}$$")
         for name, disabled in (("First", state.index == 0), ("Back", state.index == 0),
                                ("Forward", state.index == last), ("Last", state.index == last)):
-            self._buttons[name].disabled = disabled
-        self._summary.value = self._final_summary() if state.index == last else ""
+            self.buttons[name].disabled = disabled
+        self.summary.value = self._final_summary() if state.index == last else ""
 
     def _final_summary(self) -> str:
         r = self._result

@@ -44,20 +44,20 @@ class ChainTable(SliderSteps, _ChainWidget):
         self._init_controls()
         self._plan = None
         self._selected = (1, 1)
-        self._slider = W.IntSlider(min=0, max=0, description="diagonal", continuous_update=True,
+        self.slider = W.IntSlider(min=0, max=0, description="diagonal", continuous_update=True,
                                    tooltip="cells F'_{j,i} with j - i up to this are filled")
-        self._slider.observe(lambda change: self._showing or self._on_diagonal(), names="value")
-        self._buttons = {}
+        self.slider.observe(lambda change: self._showing or self._on_diagonal(), names="value")
+        self.buttons = {}
         for label, tip, move in (("Back", "empty the last diagonal", -1), ("Forward", "fill the next diagonal", 1)):
             button = W.Button(description=label, tooltip=tip, layout=W.Layout(width="6em"))
             button.on_click(lambda _, move=move: setattr(self, "step", self.step + move))
-            self._buttons[label] = button
+            self.buttons[label] = button
         self._grid = W.GridBox()
-        self._cells: dict[tuple[int, int], W.Button] = {}
-        self._heading = W.HTML()
+        self.cells: dict[tuple[int, int], W.Button] = {}
+        self.heading = W.HTML()
         self._candidates = W.HTML()
-        self.children = [CELL_STYLE, self._controls, self._errors,
-                         W.HBox([*self._buttons.values(), self._slider]), self._heading, self._grid,
+        self.children = [CELL_STYLE, self._controls, self.errors,
+                         W.HBox([*self.buttons.values(), self.slider]), self.heading, self._grid,
                          self._candidates]
         self._start(chain, memory, rule, preset)
 
@@ -103,12 +103,12 @@ class ChainTable(SliderSteps, _ChainWidget):
         q = plan.chain.q
         if fresh:  # a new chain: a new grid, filled completely, the last cell selected
             self._build_grid(q)
-            self._slider.max = q - 1
-            self._slider.value = q - 1
+            self.slider.max = q - 1
+            self.slider.value = q - 1
             self._selected = (q, 1)
 
     def _build_grid(self, q: int) -> None:
-        self._cells = {}
+        self.cells = {}
         items = [W.HTML("<b>j \\ i</b>")] + [W.HTML(f"<b>i = {i}</b>") for i in range(1, q + 1)]
         for j in range(1, q + 1):
             items.append(W.HTML(f"<b>j = {j}</b>"))
@@ -119,7 +119,7 @@ class ChainTable(SliderSteps, _ChainWidget):
                 button = W.Button(layout=W.Layout(width="auto", height="auto"))
                 button.add_class("jc-cell")
                 button.on_click(lambda _, cell=(j, i): self.select(*cell))
-                self._cells[j, i] = button
+                self.cells[j, i] = button
                 items.append(button)
         self._grid.children = items
         self._grid.layout = W.Layout(grid_template_columns=f"4em repeat({q}, minmax(7.5em, max-content))",
@@ -128,14 +128,14 @@ class ChainTable(SliderSteps, _ChainWidget):
     def _on_diagonal(self) -> None:
         # The newly filled (or last still filled) diagonal's first cell shows what that step compared.
         self._selected = (self.step + 1, 1)
-        self._errors.show("")
+        self.errors.show("")
         self._show()
 
     def _show(self) -> None:
         plan, q, filled = self._plan, self.chain.q, self.step
         full = filled == q - 1
         used = {(s.j, s.i) for s in plan.steps()} if full else set()
-        for (j, i), button in self._cells.items():
+        for (j, i), button in self.cells.items():
             if j - i > filled:
                 button.description, button.tooltip, button.disabled = f"F'{j},{i}\n·\n·", "not filled yet", True
                 button.button_style = ""
@@ -146,15 +146,15 @@ class ChainTable(SliderSteps, _ChainWidget):
             button.tooltip = cell.line()
             button.disabled = False
             button.button_style = ("info" if (j, i) == self._selected else "success" if (j, i) in used else "")
-        self._buttons["Back"].disabled = filled == 0
-        self._buttons["Forward"].disabled = full
+        self.buttons["Back"].disabled = filled == 0
+        self.buttons["Forward"].disabled = full
         bound = "unlimited tape" if self.memory is None else f"M̄ = {_number(self.memory)}"
         if full:
             status = (f"Table full: F' = <code>{html.escape(plan.notation)}</code>, "
                       f"<b>{_number(plan.fma)} fma</b>, tape M = {_number(plan.memory)} (green: the cells it uses).")
         else:
             status = f"Filled up to diagonal {filled} of {q - 1}: cells F'<sub>j,i</sub> with j − i ≤ {filled}."
-        self._heading.value = f"<p><b>{RULE_NAMES[self.rule]}</b> rule, {bound}. {status}</p>"
+        self.heading.value = f"<p><b>{RULE_NAMES[self.rule]}</b> rule, {bound}. {status}</p>"
         self._candidates.value = self._candidate_html()
 
     def _candidate_html(self) -> str:

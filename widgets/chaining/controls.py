@@ -28,17 +28,17 @@ class _ChainWidget(WidgetBase, W.VBox):
 
     def _init_controls(self) -> None:
         self._state: dict = {}
-        self._errors = MessageBox()
+        self.errors = MessageBox()
         self._preset = W.Dropdown(options=list(CHAIN_PRESETS), value=None, description="preset:",
                                   layout=W.Layout(width="22em"))
         self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
-        self._entry = W.Textarea(description="chain:", rows=4, continuous_update=False,
+        self.entry = W.Textarea(description="chain:", rows=4, continuous_update=False,
                                  placeholder="q, then one line 'm n |E|' per factor, F₁ first",
                                  layout=W.Layout(width="22em"))
-        self.on_user_change(self._entry, self.set_chain)
+        self.on_user_change(self.entry, self.set_chain)
         apply = W.Button(description="Apply", tooltip="Use the chain typed in the box")
-        apply.on_click(lambda _: self.set_chain(self._entry.value))
+        apply.on_click(lambda _: self.set_chain(self.entry.value))
         self._memory_entry = W.Text(description="M̄ =", placeholder=UNLIMITED, continuous_update=False,
                                     tooltip="tape bound Mbar; empty for unlimited", layout=W.Layout(width="14em"))
         self.on_user_change(self._memory_entry, self.set_memory)
@@ -46,7 +46,7 @@ class _ChainWidget(WidgetBase, W.VBox):
                                 description="rule:", layout=W.Layout(width="24em"))
         self.on_user_change(self._rule, self.set_rule)
         settings = [self._preset] + ([self._memory_entry, self._rule] if self.SHOW_MEMORY_ENTRY else [])
-        self._controls = W.VBox([W.HBox(settings), W.HBox([self._entry, apply])])
+        self._controls = W.VBox([W.HBox(settings), W.HBox([self.entry, apply])])
 
     # -- Python API ---------------------------------------------------------
     @property
@@ -72,7 +72,7 @@ class _ChainWidget(WidgetBase, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     def set_chain(self, chain, memory=...) -> bool:
         """Use ``chain`` (a Chain, its file text or ``(m, n, |E|)`` triples), optionally with a new tape bound."""
@@ -107,7 +107,7 @@ class _ChainWidget(WidgetBase, W.VBox):
                        if jc.Chain.parse(text) == state["chain"]
                        and (memory == state["memory"] or not self.SHOW_MEMORY_ENTRY)), None)
         with self.showing():
-            self._entry.value = state["chain"].to_text()
+            self.entry.value = state["chain"].to_text()
             self._memory_entry.value = "" if state["memory"] is None else str(state["memory"])
             self._rule.value = state["rule"]
             self._preset.value = preset

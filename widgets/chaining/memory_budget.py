@@ -53,15 +53,15 @@ class MemoryBudget(_ChainWidget):
         self._init_controls()
         self._curves: dict = {}  # chain -> (exact front, paper pieces, baselines), computed once per chain
         self._shown_chain = None
-        self._slider = W.IntSlider(min=0, max=1, description="M̄", continuous_update=True,
+        self.slider = W.IntSlider(min=0, max=1, description="M̄", continuous_update=True,
                                    style={"description_width": "2em"}, layout=W.Layout(width="40em"))
-        self.on_user_change(self._slider, self.set_memory)
+        self.on_user_change(self.slider, self.set_memory)
         self._plot = Plot()
         _, bottom, _, height = AXES_RECT[None]
         self._title = self._plot.fig.text(0.5, bottom + height + 0.05, "", ha="center", va="center", fontsize=10)
-        self._image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
         self._text = W.HTML()
-        self.children = [self._controls, self._errors, self._slider, self._image, self._text]
+        self.children = [self._controls, self.errors, self.slider, self.image, self._text]
         self._start(chain, memory, "exact", preset)
 
     # -- Python API ---------------------------------------------------------
@@ -96,8 +96,8 @@ class MemoryBudget(_ChainWidget):
         return None
 
     def _accept(self, _) -> None:
-        self._slider.max = self.chain.total_edges
-        self._slider.value = self.memory
+        self.slider.max = self.chain.total_edges
+        self.slider.value = self.memory
 
     # The curves, axes and legend change only with the chain: they are drawn once per chain and kept as
     # pixels; a move of the slider restores them and draws the marker, the two dots and the title on top
@@ -118,7 +118,7 @@ class MemoryBudget(_ChainWidget):
         self._title.set_text(f"M̄ = {_number(bound)}: exact {_number(exact.fma)} fma, "
                              f"paper's rule {_number(paper.fma)} fma")
         self._plot.fig.draw_artist(self._title)
-        self._image.value = canvas_png(canvas)
+        self.image.value = canvas_png(canvas)
         self._text.value = self._describe(exact, paper)
 
     def _draw_curves(self) -> None:

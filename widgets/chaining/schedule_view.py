@@ -96,10 +96,10 @@ class ScheduleView(_ChainWidget):
         # finished picture per schedule, so that a change that keeps the schedule costs no drawing.
         self._figures: dict[int, tuple] = {}
         self._pictures: dict[str, bytes] = {}
-        self._image = W.Image(format="png")
+        self.image = W.Image(format="png")
         self._baseline_table = W.HTML(layout=W.Layout(margin="0 0 0 1em"))
         self._steps = W.HTML()
-        self.children = [self._controls, self._errors, W.HBox([self._image, self._baseline_table]), self._steps]
+        self.children = [self._controls, self.errors, W.HBox([self.image, self._baseline_table]), self._steps]
         self._start(chain, memory, rule, preset)
 
     @property
@@ -129,7 +129,7 @@ class ScheduleView(_ChainWidget):
         notation = self._plan.notation
         if notation not in self._pictures:
             self._pictures[notation] = self._draw()
-        self._image.value = self._pictures[notation]
+        self.image.value = self._pictures[notation]
         self._baseline_table.value = self._baseline_html()
         self._steps.value = self._steps_html()
 
@@ -233,7 +233,7 @@ class ScheduleView(_ChainWidget):
             target = frame[top + r0:top + r1, left_edge + c0:left_edge + c1]
             alpha = source[..., 3:] / 255.0
             target[..., :3] = (source[..., :3] * alpha + target[..., :3] * (1 - alpha)).round().astype(np.uint8)
-        self._image.layout.width = f"{int(width * TREE_DPI)}px"
+        self.image.layout.width = f"{int(width * TREE_DPI)}px"
         return canvas_png(canvas)
 
     def _baseline_html(self) -> str:

@@ -36,25 +36,25 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
     def __init__(self, preset: str | None = None, **sizes):
         super().__init__()
         self._sizes: dict[str, int] = {}
-        self._errors = MessageBox()
+        self.errors = MessageBox()
         self._preset = W.Dropdown(options=list(TWO_FACTOR_PRESETS), value=None, description="preset:",
                                   layout=W.Layout(width="24em"))
         self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
-        self._sliders = {name: W.IntSlider(min=1, max=SLIDER_MAX[name], value=1, description=SIZE_LABELS[name],
+        self.sliders = {name: W.IntSlider(min=1, max=SLIDER_MAX[name], value=1, description=SIZE_LABELS[name],
                                            continuous_update=True, style={"description_width": "5em"},
                                            layout=W.Layout(width="24em"))
                          for name in SIZE_NAMES}
-        for name, slider in self._sliders.items():
+        for name, slider in self.sliders.items():
             slider.observe(lambda change, name=name: self._showing or self.set_sizes(**{name: change["new"]}),
                            names="value")
         self._start_figure()
-        self._image = W.Image(format="png", layout=W.Layout(width=f"{int(BAR_FIGSIZE[0] * DPI)}px"))
-        self._summary = W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(BAR_FIGSIZE[0] * DPI)}px"))
+        self.summary = W.HTML()
         self._table = W.HTML()
-        dimensions = W.VBox([self._sliders[name] for name in ("n1", "m1", "m2")])
-        edge_counts = W.VBox([self._sliders[name] for name in ("e1", "e2")])
-        self.children = [self._preset, W.HBox([dimensions, edge_counts]), self._errors, self._image, self._summary,
+        dimensions = W.VBox([self.sliders[name] for name in ("n1", "m1", "m2")])
+        edge_counts = W.VBox([self.sliders[name] for name in ("e1", "e2")])
+        self.children = [self._preset, W.HBox([dimensions, edge_counts]), self.errors, self.image, self.summary,
                          self._table]
         start = dict(zip(SIZE_NAMES, TWO_FACTOR_PRESETS[preset or next(iter(TWO_FACTOR_PRESETS))]))
         if preset is not None and preset not in TWO_FACTOR_PRESETS:
@@ -94,7 +94,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @shows_errors
     def set_preset(self, name: str) -> bool:
@@ -117,7 +117,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
         preset = next((name for name, values in TWO_FACTOR_PRESETS.items()
                        if values == tuple(wanted[n] for n in SIZE_NAMES)), None)
         with self.showing():
-            for name, slider in self._sliders.items():
+            for name, slider in self.sliders.items():
                 slider.max = max(slider.max, wanted[name])  # typed sizes beyond the slider widen it
                 slider.value = wanted[name]
             self._preset.value = preset
@@ -167,10 +167,10 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
         s = self._sizes
         self._title.set_text(f"n₁={s['n1']}, m₁=n₂={s['m1']}, m₂={s['m2']}, |E₁|={s['e1']}, |E₂|={s['e2']}")
         self._figure.draw_artist(self._title)
-        self._image.value = canvas_png(self._canvas)
+        self.image.value = canvas_png(self._canvas)
         winners = ", ".join(f"<b>{letter}</b> = <code>{html.escape(self._schedules[letter].notation(chain))}</code>"
                             for letter in self.best)
-        self._summary.value = (
+        self.summary.value = (
             f"<p>Cheapest: {winners}, <b>{_number(min(costs.values()))} fma</b>. The dynamic programme of eq. 3.7 "
             f"finds <code>{html.escape(self._plan.notation)}</code> at {_number(self._plan.fma)} fma "
             f"({'the same' if self._plan.fma == min(costs.values()) else 'NOT the same: a bug'}).</p>")

@@ -62,7 +62,7 @@ class LumpExplorer(WidgetBase, W.VBox):
     def __init__(self, preset: str = next(iter(LUMP_PRESETS)), order="program"):
         super().__init__()
         self._program = self._preset = None
-        self._errors = MessageBox()
+        self.errors = MessageBox()
         self._preset_menu = W.Dropdown(options=list(LUMP_PRESETS), description="program:",
                                        style={"description_width": "5.5em"}, layout=W.Layout(width="27em"))
         self.on_user_change(self._preset_menu, self.set_preset)
@@ -73,9 +73,9 @@ class LumpExplorer(WidgetBase, W.VBox):
                               "always the ready vertex that leaves the fewest values live")
             button.on_click(lambda _, order_name=order_name: self.set_order(order_name))
             self._order_buttons.append(button)
-        self._entry = W.Text(description="order:", continuous_update=False, layout=W.Layout(width="30em"),
+        self.entry = W.Text(description="order:", continuous_update=False, layout=W.Layout(width="30em"),
                              style={"description_width": "3.5em"})
-        self.on_user_change(self._entry, self.set_order)
+        self.on_user_change(self.entry, self.set_order)
         self._vertex_menu = W.Dropdown(description="vertex:", layout=W.Layout(width="12em"),
                                        style={"description_width": "4.5em"})
         self._move_buttons = []
@@ -93,13 +93,13 @@ class LumpExplorer(WidgetBase, W.VBox):
                             loc="upper left", bbox_to_anchor=(0.65, 0.9), fontsize=9, framealpha=0.9)
         self._backgrounds: dict = {}  # (preset, height) -> pixels of the empty axes
         self._tops: dict = {}         # preset -> the height its axes have (grows, never shrinks)
-        self._image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
         self._listing = W.HTML()
         self._table = W.HTML()
-        self._summary = W.HTML()
+        self.summary = W.HTML()
         self.children = [W.HBox([self._preset_menu, *self._order_buttons]),
-                         W.HBox([self._entry, self._vertex_menu, *self._move_buttons]), self._errors,
-                         self._image, self._summary, self._table, self._listing]
+                         W.HBox([self.entry, self._vertex_menu, *self._move_buttons]), self.errors,
+                         self.image, self.summary, self._table, self._listing]
         if not self.set_preset(preset, order):
             raise ValueError(self.error)
 
@@ -126,7 +126,7 @@ class LumpExplorer(WidgetBase, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @property
     def x(self) -> np.ndarray:
@@ -173,7 +173,7 @@ class LumpExplorer(WidgetBase, W.VBox):
     # -- drawing --------------------------------------------------------------------------------
     def _cut(self, program) -> None:
         self._program = program
-        self._fill(self._entry, " ".join(program.order))
+        self._fill(self.entry, " ".join(program.order))
         self._show()
 
     def _fill(self, widget, value, options=None) -> None:
@@ -185,9 +185,9 @@ class LumpExplorer(WidgetBase, W.VBox):
     def _show(self) -> None:
         program = self._program
         tape = ia.partials(program, self.x)
-        self._image.value = self._draw()
+        self.image.value = self._draw()
         sizes = program.lump_sizes
-        self._summary.value = (
+        self.summary.value = (
             f"<p><b>{len(sizes)} lump{'s' if len(sizes) != 1 else ''}</b> of sizes l = "
             f"{', '.join(map(str, sizes))} along this order (largest {max(sizes)} of n = {program.n}). "
             f"J⁻¹ (1, …, 1) by the lumped reverse-inverse sweep "

@@ -59,7 +59,7 @@ class NewtonDemo(WidgetBase, W.VBox):
         h = _difference_step(h)
         self._program = self._preset = self._x0 = None
         self._inverse = self._differences = None
-        self._errors = MessageBox()
+        self.errors = MessageBox()
         self._status = W.HTML()
         self._preset_menu = W.Dropdown(options=list(NEWTON_PRESETS), description="F(x) = 0:",
                                        style={"description_width": "5em"}, layout=W.Layout(width="30em"))
@@ -70,15 +70,15 @@ class NewtonDemo(WidgetBase, W.VBox):
         self.on_user_change(self._h_slider, self._set_h)
         self._h = h
         self._slider_box = W.HBox()
-        self._sliders: list[W.FloatSlider] = []
+        self.sliders: list[W.FloatSlider] = []
         self._figure = Figure(figsize=(6.0, 3.8), dpi=DPI)
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = self._figure.add_axes((0.12, 0.14, 0.5, 0.76))
         self._start_plot()
-        self._image = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * DPI)}px"))
         self._table = W.HTML()
-        self.children = [W.HBox([self._preset_menu, self._h_slider]), self._slider_box, self._errors,
-                         self._status, self._image, self._table]
+        self.children = [W.HBox([self._preset_menu, self._h_slider]), self._slider_box, self.errors,
+                         self._status, self.image, self._table]
         if not self.set_preset(preset, x0):
             raise ValueError(self.error)
 
@@ -113,7 +113,7 @@ class NewtonDemo(WidgetBase, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @property
     def status(self) -> str:
@@ -130,13 +130,13 @@ class NewtonDemo(WidgetBase, W.VBox):
         self._program, self._preset = program, name
         with self.showing():
             self._preset_menu.value = name
-            self._sliders = [W.FloatSlider(min=min(-4.0, v), max=max(4.0, v), step=0.05, value=v,
+            self.sliders = [W.FloatSlider(min=min(-4.0, v), max=max(4.0, v), step=0.05, value=v,
                                            description=f"x₀[{k}]", continuous_update=False, readout_format=".2f",
                                            style={"description_width": "3.5em"}) for k, v in enumerate(x0)]
-            for slider in self._sliders:
-                slider.observe(lambda _: self._showing or self.set_start([s.value for s in self._sliders]),
+            for slider in self.sliders:
+                slider.observe(lambda _: self._showing or self.set_start([s.value for s in self.sliders]),
                                names="value")
-            self._slider_box.children = self._sliders
+            self._slider_box.children = self.sliders
         self._start_at(x0)
         return True
 
@@ -150,7 +150,7 @@ class NewtonDemo(WidgetBase, W.VBox):
     def _start_at(self, start: np.ndarray) -> None:
         self._x0 = start
         with self.showing():
-            move_sliders(self._sliders, start)
+            move_sliders(self.sliders, start)
         self._solve()
 
     @shows_errors
@@ -168,7 +168,7 @@ class NewtonDemo(WidgetBase, W.VBox):
                                                         max_iter=NEWTON_MAX_ITER)
         self._status.value = "".join(f"<div><b>{html.escape(line.split(': ', 1)[0])}:</b> "
                                      f"{html.escape(line.split(': ', 1)[1])}</div>" for line in self.status.split("\n"))
-        self._image.value = self._draw()
+        self.image.value = self._draw()
         self._table.value = self._iterates_html()
 
     def _start_plot(self) -> None:

@@ -91,34 +91,34 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
         self._program = self._sweep = self._x = self._seed = None
         self._preset = self._mode = None
         self._timeline: list[tuple[str, int | None]] = []
-        self._errors = MessageBox()
+        self.errors = MessageBox()
         self._preset_menu = W.Dropdown(options=list(FIG2_PRESETS), description="p, q:",
                                        style={"description_width": "3em"}, layout=W.Layout(width="24em"))
         self._mode_buttons = W.ToggleButtons(options=[(MODE_NAMES[m][0], m) for m in MODE_NAMES],
                                              style={"button_width": "9.5em"})
-        self._entries = {}
+        self.entries = {}
         for name, label in (("x", "x ="), ("seed", "seed =")):
             entry = W.Text(description=label, continuous_update=False, layout=W.Layout(width="17em"),
                            style={"description_width": "4.5em"})
             entry.observe(lambda change, name=name: self._showing or self._typed(name, change["new"]),
                           names="value")
-            self._entries[name] = entry
-        self._buttons = {}
+            self.entries[name] = entry
+        self.buttons = {}
         for label, tip in (("First", "start"), ("Back", "previous step"), ("Forward", "next step"),
                            ("Last", "the result")):
             button = W.Button(description=label, tooltip=tip, layout=W.Layout(width="6em"))
             button.on_click(lambda _, label=label: self._jump(label))
-            self._buttons[label] = button
-        self._slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
-        self._slider.observe(lambda _: self._show(), names="value")
+            self.buttons[label] = button
+        self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
+        self.slider.observe(lambda _: self._show(), names="value")
         self._listing = W.HTML()
-        self._heading = W.HTML()
+        self.heading = W.HTML()
         self._tables = W.HTML()
-        self._summary = W.HTML()
-        self.children = [W.HBox([self._preset_menu, self._entries["x"], self._entries["seed"]]),
-                         self._mode_buttons, self._errors, self._listing,
-                         W.HBox([*self._buttons.values(), self._slider]), self._heading, self._tables,
-                         self._summary]
+        self.summary = W.HTML()
+        self.children = [W.HBox([self._preset_menu, self.entries["x"], self.entries["seed"]]),
+                         self._mode_buttons, self.errors, self._listing,
+                         W.HBox([*self.buttons.values(), self.slider]), self.heading, self._tables,
+                         self.summary]
         self.on_user_change(self._preset_menu, self.set_preset)
         self.on_user_change(self._mode_buttons, self._set_mode)
         if not (self._set_mode(mode) and self.set_preset(preset, x) and self.set_seed(seed)):
@@ -167,7 +167,7 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @property
     def state(self) -> dict:
@@ -254,17 +254,17 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
             raise ValueError(f"at x = {numbers(x)} with seed {numbers(seed)} the values overflow (inf or nan): "
                              "choose a smaller point or seed")
         self._program, self._mode, self._x, self._seed, self._sweep = program, mode, x, seed, sweep
-        self._fill(self._entries["x"], ", ".join(number(v) for v in x))
-        self._fill(self._entries["seed"], ", ".join(number(v) for v in seed))
+        self._fill(self.entries["x"], ", ".join(number(v) for v in x))
+        self._fill(self.entries["seed"], ", ".join(number(v) for v in seed))
         T = len(self._program)
         if self._mode in _REVERSE_MODES:
             self._timeline = ([("start", None)] + [("primal", j) for j in range(T)] + [("seed", None)]
                               + [("sweep", j) for j in sweep.lumps])
         else:
             self._timeline = [("start", None)] + [("sweep", j) for j in sweep.lumps]
-        with self._slider.hold_trait_notifications():
-            self._slider.max = self.n_steps - 1
-            self._slider.value = 0
+        with self.slider.hold_trait_notifications():
+            self.slider.max = self.n_steps - 1
+            self.slider.value = 0
         self._show()
         return True
 
@@ -273,12 +273,12 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
         state, last = self.state, self.n_steps - 1
         for label, disabled in (("First", self.step == 0), ("Back", self.step == 0),
                                 ("Forward", self.step == last), ("Last", self.step == last)):
-            self._buttons[label].disabled = disabled
+            self.buttons[label].disabled = disabled
         lump = None if state["lump"] is None else self._program.lump(state["lump"])
         self._listing.value = self._program_html(lump)
-        self._heading.value = self._heading_html(state, lump)
+        self.heading.value = self._heading_html(state, lump)
         self._tables.value = self._registers_html(state, lump) + self._tape_html(state)
-        self._summary.value = self._summary_html() if self.step == last else ""
+        self.summary.value = self._summary_html() if self.step == last else ""
 
     def _program_html(self, lump) -> str:
         current = set(lump.steps) if lump is not None else set()

@@ -101,21 +101,21 @@ class StepInverse(WidgetBase, W.VBox):
         super().__init__()
         self._a = self._b = None
         self._matrices: dict = {}
-        self._errors = MessageBox()
+        self.errors = MessageBox()
         self._status = MessageBox(color="black")
-        self._sliders = {}
+        self.sliders = {}
         for name, (low, high, step) in (("a", (-_LIMIT_RANGE, _LIMIT_RANGE, 0.01)), ("b", (-2.0, 2.0, 0.05))):
             slider = W.FloatSlider(min=low, max=high, step=step, value=0.0, description=name,
                                    readout_format=".2f", continuous_update=True,
                                    style={"description_width": "1.5em"}, layout=W.Layout(width="26em"))
             slider.observe(self._on_slider, names="value")
-            self._sliders[name] = slider
+            self.sliders[name] = slider
         self._latex = W.HTMLMath()
         self._graphs = W.Image(format="png", layout=W.Layout(width=f"{int(5 * _PANEL_WIDTH * FIG1_DPI)}px"))
         self._limit = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * 80)}px"))
         self._start_graphs()
         self._start_limit_plot()
-        self.children = [W.HBox(list(self._sliders.values())), self._errors, self._status, self._latex,
+        self.children = [W.HBox(list(self.sliders.values())), self.errors, self._status, self._latex,
                          self._graphs, self._limit]
         if not self.set_partials(a, b):
             raise ValueError(self.error)
@@ -147,7 +147,7 @@ class StepInverse(WidgetBase, W.VBox):
 
     @property
     def error(self) -> str:
-        return self._errors.text
+        return self.errors.text
 
     @property
     def status(self) -> str:
@@ -159,14 +159,14 @@ class StepInverse(WidgetBase, W.VBox):
         values = [_partial(a, "a"), _partial(b, "b")]
         self._a, self._b = values
         with self.showing():
-            move_sliders([self._sliders["a"], self._sliders["b"]], values)
+            move_sliders([self.sliders["a"], self.sliders["b"]], values)
         self._update()
         return True
 
     # -- computing (the core) and drawing -------------------------------------------------------
     def _on_slider(self, _) -> None:
         if not self._showing:
-            self.set_partials(self._sliders["a"].value, self._sliders["b"].value)
+            self.set_partials(self.sliders["a"].value, self.sliders["b"].value)
 
     def _update(self) -> None:
         a, b = self._a, self._b
