@@ -45,11 +45,12 @@ The package: :mod:`.registers` (traced registers), :mod:`.program` (lumps, the i
 
 from .registers import cos, exp, log, sin, sqrt, tanh
 from .program import Lump, Program, Step, trace
-from .sweeps import (Sweep, Tape, forward_inverse, jacobian, jvp, logdet, partials, reverse_inverse, run, sweep,
+from .sweeps import (MODES, Sweep, Tape, forward_inverse, jacobian, jvp, logdet, partials, reverse_inverse, run, sweep,
                      unlayer, vjp)
 from .root_finding import NewtonError, NewtonResult, finite_difference_newton, newton
 
 __all__ = [
+    "MODES",
     "Lump",
     "NewtonError",
     "NewtonResult",
