@@ -126,7 +126,7 @@ def two_factor_slider() -> float:
 
 def chain_cell_click() -> float:
     table = ChainTable(preset=chaining_widgets.SECTION_6, rule="exact", memory=198887)
-    cells = list(table._cells.values())
+    cells = list(table.cells.values())
     return median_ms(lambda _: None, lambda k: cells[k % len(cells)].click())
 
 

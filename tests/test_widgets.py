@@ -403,7 +403,7 @@ def test_polytope_trivial_and_three_dimensional_kernels_show_text():
     w = PolytopeView([[1, 1, 1, 1]], (2, 2, 2, 2), beta=(2,))
     assert len(w.bounds_text) == 3 and w.image.layout.display == "none"
     assert len(w.points) == 6 and "6 integer points" in w.status
-    assert "z_2" in w._table.value
+    assert "z_2" in w.table.value
     w.step = 3
     assert "eliminate z_2" in w.step_text.value
 

@@ -75,7 +75,7 @@ def test_two_factor_presets_reproduce_the_table_of_section_3(name):
     cheapest = min(printed)
     assert explorer.best == ["abcdefgh"[printed.index(cheapest)]]
     assert explorer.plan.fma == cheapest
-    for y, bar in enumerate(explorer._bars):  # the bars are the costs, the optimum green
+    for y, bar in enumerate(explorer.bars):  # the bars are the costs, the optimum green
         assert bar.get_width() == printed[y]
         assert (to_rgb(bar.get_facecolor()) == to_rgb("#1a7f37")) == (printed[y] == cheapest)
     assert f"{cheapest:,} fma" in plain(explorer.summary.value)
@@ -223,7 +223,7 @@ def test_schedule_view_shows_the_section_5_optimum_and_its_baselines():
     assert view.plan.notation == "(F3dot I1)((I1 F2bar) F1bar)" and view.plan.fma == 56
     assert {name: p.fma for name, p in view.baselines.items()} == {"tangent": 150, "adjoint": 100,
                                                                   "preaccumulation": 123}
-    shown = plain(view._baseline_table.value)
+    shown = plain(view.baseline_table.value)
     for number in ("56", "150", "100", "123"):
         assert number in shown
     kinds = [box["kind"] for box in view.boxes]
@@ -231,7 +231,7 @@ def test_schedule_view_shows_the_section_5_optimum_and_its_baselines():
     adjoint = sorted((box for box in view.boxes if box["kind"] == "adjoint"), key=lambda box: box["tape"])
     assert [box["tape"] for box in adjoint] == [14, 29]
     assert luminance(adjoint[0]["colour"]) > luminance(adjoint[1]["colour"])  # more tape, darker
-    steps = plain(view._steps.value)
+    steps = plain(view.steps.value)
     assert all(step.line() in steps for step in view.plan.steps())
     assert picture(view).startswith(PNG)
 
@@ -242,7 +242,7 @@ def test_schedule_view_follows_the_bound_and_the_rule():
     assert view.set_memory(13)
     assert view.plan.fma == 142 and view.plan.memory == 0 and picture(view) != first
     assert all(box["kind"] != "adjoint" for box in view.boxes)
-    assert "✗" in view._baseline_table.value  # homogeneous adjoint needs tape 50
+    assert "✗" in view.baseline_table.value  # homogeneous adjoint needs tape 50
     assert view.set_memory(42) and view.set_rule("paper")
     assert view.plan.fma == 123
     assert not view.set_chain("3\n1 1 1\n") and "line 1 says q = 3" in view.error and view.plan.fma == 123
@@ -282,7 +282,7 @@ def test_memory_budget_reproduces_section_4():
         assert (budget.paper.fma, budget.paper.memory) == (paper_fma, paper_memory)
         assert budget.exact.fma == exact_fma
     budget.set_memory(55)
-    text = plain(budget._text.value)
+    text = plain(budget.text.value)
     assert "pays 56 fma more" in text and "((F3dot I2) F2bar) F1bar" in text
     exact = staircases_by_brute_force(budget.chain)
     for bound in range(budget.chain.total_edges + 1):
@@ -311,7 +311,7 @@ def test_memory_budget_shows_where_the_paper_rule_is_not_monotone():
     assert budget.memory == 42 and budget.paper.fma == 489
     budget.slider.value = 43
     assert budget.memory == 43 and budget.paper.fma == 535 and budget.exact.fma == 489
-    assert "Not monotone" in plain(budget._text.value)
+    assert "Not monotone" in plain(budget.text.value)
 
 
 def test_memory_budget_openfoam_bounds_of_section_6():

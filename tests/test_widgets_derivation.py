@@ -80,7 +80,7 @@ def test_each_step_shows_the_sweep(view, text, shapes):
         assert view.current == step
         # a node's adjoint is final once the sweep reaches it
         assert view.adjoints[view.graph.text((step.node, step.scope))] == expr_text(step.adjoint)
-        assert f"Δ{chr(0x2080 + k % 10)}" in view._text.value or k >= 10
+        assert f"Δ{chr(0x2080 + k % 10)}" in view.text.value or k >= 10
         pictures.add(bytes(view.image.value))
     assert len(pictures) == view.n_steps - 1  # every step draws something new
     final = view.adjoints
@@ -95,7 +95,7 @@ def test_partial_adjoints_grow_into_the_final_one(view):
     view.set_function(DEFAULT)
     view.step = 3  # +, exp, x * y handled: x has heard from x * y, not yet from sin
     assert view.adjoints["x[]"] == "df[] * exp (x[] * y[]) * y[]"
-    assert "partial" in view._text.value
+    assert "partial" in view.text.value
     view.step = view.n_steps - 1
     assert view.adjoints["x[]"] == "df[] * exp (x[] * y[]) * y[] + df[] * cos (x[])"
 
@@ -193,7 +193,7 @@ def test_section_6_example(explorer):
     assert conditions == [] and len(loops) == c.kernel.shape[1] == 2
     assert loops[0] == "max [dd_0 - 2; 0] <= dd_z1 <= min [dd_0; 4]"
     assert html.escape(loops[0]) in shown
-    assert explorer._derivative.value == explorer.gradients["d"]._repr_latex_()
+    assert explorer.derivative.value == explorer.gradients["d"]._repr_latex_()
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -235,7 +235,7 @@ def test_strided_and_windowed_conditions(explorer):
 def test_argument_switch_and_bad_argument(explorer):
     explorer.set_preset("matrix product")
     explorer.argument = "b"
-    assert "db" in explorer.check_line.value and "mathrm{db}" in explorer._derivative.value
+    assert "db" in explorer.check_line.value and "mathrm{db}" in explorer.derivative.value
     explorer.argument = "q"  # refused inline, like every setter's bad input
     assert "'q' is not an argument of c; choose one of a, b" in explorer.error and explorer.argument == "b"
     explorer.argument = "a"

@@ -70,7 +70,7 @@ def test_scale_control(lab):
     lab.set_preset(SECTION_6)
     assert lab.scales == (1, 2, 4, 8, 16) and lab.scale == 1
     lab.scale = 2
-    assert lab.scale == 2 and lab._scale_menu.value == 2 and lab.error == ""
+    assert lab.scale == 2 and lab.scale_menu.value == 2 and lab.error == ""
     assert lab.shapes == {"f": (6, 8), "a": (6, 10), "b": (8, 10), "c": (6, 6), "d": (16,)}
     assert "sum{k}_0^9" in str(lab.function) and lab.gradient_elements == 60 + 80 + 36 + 16
     assert "f=6x8, a=6x10, b=8x10, c=6x6, d=16" in lab.sizes.value and "sum{k}_0^9" in lab.sizes.value
@@ -170,7 +170,7 @@ def test_per_element_errors_and_heatmap_for_small_sizes(lab):
         assert np.allclose(numeric, numeric_gradient(fn, args, name, df), rtol=1e-6, atol=1e-12)
         assert float(np.max(result.element_errors[name])) < 1e-6 * max(1.0, result.scale[name])
     assert lab.heatmap.startswith(PNG) and bytes(lab.image.value) == lab.heatmap
-    assert lab.image.layout.display is None and "Central differences" in lab._image_note.value
+    assert lab.image.layout.display is None and "Central differences" in lab.image_note.value
     assert "max |kernel − central diff.|" in lab.results.value
     lab.scale = 4  # 736 gradient elements: no per-element differences, no heatmap
     assert lab.gradient_elements > HEATMAP_LIMIT
@@ -179,7 +179,7 @@ def test_per_element_errors_and_heatmap_for_small_sizes(lab):
     # the report's form recomputes f in every summand (seconds here): the kernels' form is the reference
     assert not lab.result.report_form and "Gradients.simplified" in lab.results.value
     assert "per element" not in lab.steps_done and lab.steps_done == list(STEPS[:-1])
-    assert lab.image.layout.display == "none" and f"up to {HEATMAP_LIMIT}" in lab._image_note.value
+    assert lab.image.layout.display == "none" and f"up to {HEATMAP_LIMIT}" in lab.image_note.value
     assert "central diff." not in lab.results.value
     lab.scale = 1
 
@@ -261,7 +261,7 @@ def test_typing_into_the_entries(lab):
     assert "^" in lab.error and str(lab.function) == "f[i] = tanh (x[i + 2])"
     lab._preset.value = "diagonal x[i; i]"
     assert lab.error == "" and lab.function_entry.value == PRESETS["diagonal x[i; i]"][0]
-    lab._scale_menu.value = 2
+    lab.scale_menu.value = 2
     assert lab.scale == 2 and lab.shapes == {"f": (8,), "x": (8, 8)}
     lab._target.value = "numpy"
     assert lab.target == "numpy"

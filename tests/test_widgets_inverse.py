@@ -65,12 +65,12 @@ def test_step_at_a_zero_has_no_inverse_and_recovers(step_widget):
     assert step_widget.matrices["J^-1"] is None and step_widget.matrices["J^-T"] is None
     assert step_widget.condition == math.inf
     assert "not invertible" in step_widget.status and "diagonal partial" in step_widget.status
-    assert "do not exist" in step_widget._latex.value
-    singular_picture = bytes(step_widget._graphs.value)
-    assert singular_picture.startswith(PNG) and bytes(step_widget._limit.value).startswith(PNG)
+    assert "do not exist" in step_widget.latex.value
+    singular_picture = bytes(step_widget.graphs.value)
+    assert singular_picture.startswith(PNG) and bytes(step_widget.limit.value).startswith(PNG)
     assert step_widget.set_partials(0.5, 1.5)
     np.testing.assert_allclose(step_widget.matrices["J^-1"], [[2, -3], [0, 1]])
-    assert bytes(step_widget._graphs.value) != singular_picture
+    assert bytes(step_widget.graphs.value) != singular_picture
 
 
 def test_step_as_a_approaches_zero_the_inverse_grows_like_one_over_a(step_widget):
@@ -146,7 +146,7 @@ def test_stepping_through_a_sweep_shows_registers_and_tape(machine, mode):
         tapes.append(state["tape"])
         assert f"step {k} of {machine.n_steps - 1}" in machine.heading.value
         if reverse and state["phase"] in ("start", "primal"):
-            assert state["derivative"] is None and "—" in machine._tables.value
+            assert state["derivative"] is None and "—" in machine.tables.value
     np.testing.assert_allclose(state["primal"], primal)
     np.testing.assert_allclose(state["derivative"], machine.result)
     if reverse:  # the primal pushes one entry per step, the sweep pops them in reverse order
@@ -155,7 +155,7 @@ def test_stepping_through_a_sweep_shows_registers_and_tape(machine, mode):
         assert machine.sweep.tape_bytes > 0
     else:
         assert phases == ["start"] + ["sweep"] * T and set(tapes) == {0}
-        assert "Tape:</b> none" in machine._tables.value and machine.sweep.tape_bytes == 0
+        assert "Tape:</b> none" in machine.tables.value and machine.sweep.tape_bytes == 0
 
 
 def test_each_sweep_step_shows_the_rule_with_numbers(machine):

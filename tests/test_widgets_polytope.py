@@ -36,7 +36,7 @@ def brute_z(view, A, beta, reach=20) -> set:
     if solutions is None:
         return set()
     solutions = tab.IntegerSolutions(solutions.particular, view.kernel)
-    shape = view._shape
+    shape = view.shape
     kappa = view.kernel.shape[1]
     return {z for z in product(range(-reach, reach + 1), repeat=kappa)
             if all(0 <= a < n for a, n in zip(solutions.point(z), shape))}
@@ -268,7 +268,7 @@ def test_step_none_is_shown_inline_and_the_buttons_of_the_steps_work():
 def test_typing_a_bad_kernel_basis_then_moving_a_slider():
     view = PolytopeView(*FIG4, beta=(3,))
     good_state = state(view)
-    entry, apply = view._kernel_box.children
+    entry, apply = view.kernel_box.children
     for text in ("garbage", "١٢", "9" * 5000, "[" * 300, "", "2 0; 1 1; 2 1"):
         entry.value = text  # what Enter in the box does: its callback must not raise
         assert shown_error(view) and state(view) == good_state

@@ -243,8 +243,8 @@ CONTROLS = [
     ("RegisterMachine", lambda w: w.entries["seed"]),
     ("LumpExplorer", lambda w: w.entry),
     ("ChainTable", lambda w: w.entry),
-    ("ChainTable", lambda w: w._memory_entry),
-    ("ScheduleView", lambda w: w._memory_entry),
+    ("ChainTable", lambda w: w.memory_entry),
+    ("ScheduleView", lambda w: w.memory_entry),
     ("MemoryBudget", lambda w: w.entry),
 ]
 

@@ -243,10 +243,10 @@ class BetaExplorer(WidgetBase, W.VBox):
         self._A = as_int_matrix(A, f"{what}: A")
         if self._A.shape[0] == 0 or self._A.shape[1] == 0:
             raise ValueError(f"{what}: A is {self._A.shape[0]} x {self._A.shape[1]}; it needs rows and columns")
-        self._shape = check_shape(shape, self._A.shape[1], what)
-        points = math.prod(self._shape)
+        self.shape = check_shape(shape, self._A.shape[1], what)
+        points = math.prod(self.shape)
         if self.MAX_BOX_POINTS is not None and points > self.MAX_BOX_POINTS:
-            raise ValueError(f"{what} draws every point of the box: {' x '.join(shown(n) for n in self._shape)} "
+            raise ValueError(f"{what} draws every point of the box: {' x '.join(shown(n) for n in self.shape)} "
                              f"has {shown(points)} points, at most {self.MAX_BOX_POINTS:,} can be drawn (e.g. "
                              "100 x 100 or 21 x 21 x 21)")
         self._inverse = integer_inverse(self._A)
@@ -255,7 +255,7 @@ class BetaExplorer(WidgetBase, W.VBox):
         self.errors = MessageBox()
         self._status = MessageBox(color="black")
         self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
-        self._ranges = image_range(self._A, self._shape)
+        self._ranges = image_range(self._A, self.shape)
         self.sliders = [W.IntSlider(min=lo, max=hi, value=lo, description=f"β{subscript(k)}",
                                      continuous_update=True, style={"description_width": "2em"})
                          for k, (lo, hi) in enumerate(self._ranges)]
@@ -271,12 +271,12 @@ class BetaExplorer(WidgetBase, W.VBox):
         self._filling_kernel = False  # set while the entry shows a basis set from Python
         apply = W.Button(description="Use this kernel basis", layout=W.Layout(width="auto"))
         apply.on_click(lambda _: self.set_kernel(self.kernel_entry.value))
-        self._kernel_box = W.HBox([self.kernel_entry, apply])
+        self.kernel_box = W.HBox([self.kernel_entry, apply])
 
     def _start(self, beta) -> None:
         """Show the initial beta: the one given, else ``A`` times the box's middle (which has solutions)."""
         if beta is None:
-            beta = matvec(self._A, [n // 2 for n in self._shape])
+            beta = matvec(self._A, [n // 2 for n in self.shape])
         if not self.set_beta(beta):
             raise ValueError(self.error)
 
@@ -364,7 +364,7 @@ class BetaExplorer(WidgetBase, W.VBox):
         solutions = self._inverse.solve(self._beta)
         if solutions is None:
             return None, self._inverse.solvability(self._beta).reason
-        return IntegerSolutions(solutions.particular, self._kernel).within(self._shape), None
+        return IntegerSolutions(solutions.particular, self._kernel).within(self.shape), None
 
 
 class CodeMessageBox(MessageBox):

@@ -118,10 +118,10 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         self._argument = W.Dropdown(description="argument:")
         self._argument.observe(lambda _: self._showing or self._show(), names="value")
         self.check_line = W.HTML()
-        self._derivative = W.HTMLMath()
+        self.derivative = W.HTMLMath()
         self.occurrences = W.HTMLMath()
         self.children = [W.HBox([self._preset, self._argument]), self.function_entry,
-                         W.HBox([self.shapes_entry, apply]), self.errors, self._derivative, self.check_line,
+                         W.HBox([self.shapes_entry, apply]), self.errors, self.derivative, self.check_line,
                          self.occurrences]
         if text is None:
             text, shapes = PRESETS[preset or SECTION_6]
@@ -190,7 +190,7 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
 
     def _show(self) -> None:
         name = self.argument
-        self._derivative.value = self._grads[name]._repr_latex_()
+        self.derivative.value = self._grads[name]._repr_latex_()
         error = self.check[name]
         good = error <= TOLERANCE
         self.check_line.value = (f'<span style="color:{"#1a7f37" if good else "#b00020"};font-weight:600">'

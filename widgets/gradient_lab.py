@@ -343,9 +343,9 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
                                   layout=W.Layout(width="20em"))
         self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                              names="value")
-        self._scale_menu = W.Dropdown(options=[("×1", 1)], value=1, description="scale:",
+        self.scale_menu = W.Dropdown(options=[("×1", 1)], value=1, description="scale:",
                                       style={"description_width": "3em"}, layout=W.Layout(width="8em"))
-        self.on_user_change(self._scale_menu, self.set_scale)
+        self.on_user_change(self.scale_menu, self.set_scale)
         self._target = W.Dropdown(options=[(self._target_label(t), t) for t in codegen.TARGETS], value=target,
                                   description="target:", style={"description_width": "3.5em"},
                                   layout=W.Layout(width="25em"))
@@ -367,15 +367,15 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._status = W.HTML()
         self.results = W.HTML()
         self.image = W.Image(format="png", layout=W.Layout(display="none"))
-        self._image_note = W.HTML()
+        self.image_note = W.HTML()
         self.source_view = W.HTML()
         self.source_box = W.Accordion(children=[self.source_view], selected_index=None)
         self.source_box.observe(lambda _: self._show_source(), names="selected_index")
 
-        self.children = [W.HBox([self._preset, self._scale_menu, self._target, self.run_button]),
+        self.children = [W.HBox([self._preset, self.scale_menu, self._target, self.run_button]),
                          self.function_entry, W.HBox([self.shapes_entry, apply]), self.errors,
                          self.sizes, self._target_note, W.HBox([self.progress, self._status]), self._run_error,
-                         self.results, self.image, self._image_note, self.source_box]
+                         self.results, self.image, self.image_note, self.source_box]
         if text is None:
             if (preset or SECTION_6) not in PRESETS:
                 raise ValueError(f"no preset {preset!r}; choose one of: {', '.join(PRESETS)}")
@@ -434,7 +434,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
 
     @property
     def scales(self) -> tuple[int, ...]:
-        return tuple(value for _, value in self._scale_menu.options)
+        return tuple(value for _, value in self.scale_menu.options)
 
     @property
     def scale(self) -> int:
@@ -491,8 +491,8 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             self.function_entry.value = text
             self.shapes_entry.value = shapes_text(shapes)
             self._preset.value = preset
-            self._scale_menu.options = [(f"×{f}", f) for f in fits]
-            self._scale_menu.value = scale
+            self.scale_menu.options = [(f"×{f}", f) for f in fits]
+            self.scale_menu.value = scale
             self._misfit = misfit
         self._changed()
         return True
@@ -503,7 +503,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         fits, _ = fitting_scales(*self._base)
         if isinstance(factor, bool) or not isinstance(factor, (int, np.integer)) or factor not in fits:
             with self.showing():
-                self._scale_menu.value = self._scale  # the menu shows the scale still in use
+                self.scale_menu.value = self._scale  # the menu shows the scale still in use
             if factor in SCALES:
                 problem = _misfit(*self._base, factor) or "it does not change the sizes (scalars only)"
                 raise ValueError(f"scale ×{factor} does not fit this function: {problem}")
@@ -512,7 +512,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         _derivation(*key)
         self._scale, self._key = factor, key
         with self.showing():
-            self._scale_menu.value = factor
+            self.scale_menu.value = factor
         self._changed()
         return True
 
@@ -603,13 +603,13 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             self.image.value = self._heatmap
             self.image.layout.display = None
             self.image.layout.width = f"{int(heatmap_width(len(element_errors)) * DPI)}px"
-            self._image_note.value = (f"<small>The {html.escape(target)} kernels' gradients against central "
+            self.image_note.value = (f"<small>The {html.escape(target)} kernels' gradients against central "
                                       "differences, element by element. "
                                       "Central differences with step 1e-6 are themselves only good to about "
                                       "10⁻¹⁰: errors at that level mean the kernel and the differences agree. "
                                       "Exact zeros are drawn at the bottom of the scale.</small>")
         else:
-            self._image_note.value = (f"<small>{self.gradient_elements} gradient elements: the per-element "
+            self.image_note.value = (f"<small>{self.gradient_elements} gradient elements: the per-element "
                                       f"check and its heatmap are drawn up to {HEATMAP_LIMIT}.</small>")
         self.progress.value = len(STEPS)
         self.progress.bar_style = "success" if self._result.ok else "warning"
@@ -665,7 +665,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
 
     def _clear_results(self) -> None:
         self._result = self._heatmap = None
-        self.results.value = self._image_note.value = ""
+        self.results.value = self.image_note.value = ""
         self.image.layout.display = "none"
 
     def _show_source(self) -> None:

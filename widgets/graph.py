@@ -283,11 +283,11 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
         self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
         self.slider.observe(lambda _: self._show(), names="value")
         self.image = W.Image(format="png")
-        self._text = W.HTMLMath()
+        self.text = W.HTMLMath()
         self._figure = self._canvas = self._ax = self._background = None
         self._pictures: dict[int, bytes] = {}  # step -> PNG of the function shown
         self.children = [W.HBox([self.entry, apply]), self.errors,
-                         W.HBox([*self.buttons.values(), self.slider]), self.image, self._text]
+                         W.HBox([*self.buttons.values(), self.slider]), self.image, self.text]
         if not self.set_function(text, shapes):
             raise ValueError(self.error)
 
@@ -358,7 +358,7 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
         self.buttons["Back"].disabled = self.step == 0
         self.buttons["Forward"].disabled = self.step == self.n_steps - 1
         self.image.value = self._draw()
-        self._text.value = self._describe()
+        self.text.value = self._describe()
 
     def _start_figure(self) -> None:
         graph = self._graph

@@ -45,7 +45,7 @@ class KernelLattice(BetaExplorer):
                              f"(one per entry of alpha), got {self._dim}")
         self._alphas: list[tuple[int, ...]] = []
         self._build_figure()
-        self.children = [self._slider_box, self._kernel_box, self.errors, self._status, self.image]
+        self.children = [self._slider_box, self.kernel_box, self.errors, self._status, self.image]
         self._start(beta)
 
     @property
@@ -57,7 +57,7 @@ class KernelLattice(BetaExplorer):
         """The parts that do not depend on beta: the box, its grid points, labels, legend entries."""
         self._plot = Plot("3d" if self._dim == 3 else None)
         ax = self._ax = self._plot.ax
-        grid = np.array(list(product(*(range(n) for n in self._shape)))).T
+        grid = np.array(list(product(*(range(n) for n in self.shape)))).T
         flat = {"depthshade": False} if self._dim == 3 else {}  # 3-D shading would fade far points
         ax.scatter(*grid, s=12 if self._dim == 2 else 5, color="0.75", zorder=1, **flat)
         for edge in self._box_edges():
@@ -82,7 +82,7 @@ class KernelLattice(BetaExplorer):
 
     def _box_edges(self):
         """The edges of the box ``0 <= alpha <= shape - 1`` as coordinate lists."""
-        highs = [n - 1 for n in self._shape]
+        highs = [n - 1 for n in self.shape]
         corners = list(product(*([0, h] for h in highs)))
         return [list(zip(a, b)) for a, b in product(corners, corners)
                 if a < b and sum(x != y for x, y in zip(a, b)) == 1]
@@ -97,7 +97,7 @@ class KernelLattice(BetaExplorer):
     def _describe(self, reason, particular) -> str:
         if reason is not None:
             return f"beta = {vector_text(self._beta)}: {reason}."
-        box = " x ".join(str(n) for n in self._shape)
+        box = " x ".join(str(n) for n in self.shape)
         count = len(self._alphas)
         if not count:
             return (f"beta = {vector_text(self._beta)}: A alpha = beta has integer solutions (I beta = "
@@ -126,7 +126,7 @@ class KernelLattice(BetaExplorer):
         # kernel directions keep their true angles.
         spans = []
         for k, setter in enumerate((ax.set_xlim, ax.set_ylim, getattr(ax, "set_zlim", None))[:self._dim]):
-            values = [0, self._shape[k] - 1, particular[k]] + [tip[k] for tip in tips]
+            values = [0, self.shape[k] - 1, particular[k]] + [tip[k] for tip in tips]
             setter(min(values) - 0.7, max(values) + 0.7)
             spans.append(max(values) - min(values) + 1.4)
         if self._dim == 3:

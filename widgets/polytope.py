@@ -169,13 +169,13 @@ class PolytopeView(SliderSteps, BetaExplorer):
                                    style={"description_width": "5em"})
         self.slider.observe(lambda _: self._show_step(), names="value")
         self.step_text = W.HTML()
-        self._table = W.HTML()
+        self.table = W.HTML()
         if self._kappa in (1, 2):
             self._build_figure()
         else:  # no picture for a point or for more than two dimensions: the text says it all
             self.image.layout.display = self._alpha_image.layout.display = "none"
-        self.children = [self._slider_box, self._kernel_box, self.errors, self._status, self.slider,
-                         self.step_text, W.HBox([self._alpha_image, self.image]), self._table]
+        self.children = [self._slider_box, self.kernel_box, self.errors, self._status, self.slider,
+                         self.step_text, W.HBox([self._alpha_image, self.image]), self.table]
         self._start(beta)
 
     # -- Python API ---------------------------------------------------------
@@ -230,7 +230,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
         self._vertices = (polygon_vertices(boxed.constraint_matrix, boxed.rhs, boxed.system)
                           if boxed is not None and self._kappa == 2 else [])
         self._status.show(self._describe())
-        self._table.value = self._table_html()
+        self.table.value = self._table_html()
         self._draw_alpha()  # alpha-space changes with beta and the kernel basis, not with the step
         self._show_step()
 
@@ -357,7 +357,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
             axis.set_major_locator(MaxNLocator(nbins=7, integer=True))
         ax.tick_params(labelsize=9)
         a, b = pair
-        high_a, high_b = self._shape[a] - 1, self._shape[b] - 1
+        high_a, high_b = self.shape[a] - 1, self.shape[b] - 1
         ax.plot([0, high_a, high_a, 0, 0], [0, 0, high_b, high_b, 0], gid="alpha-box", **_BOX)
         grid = np.array(list(product(range(high_a + 1), range(high_b + 1))), dtype=float)
         ax.scatter(grid[:, 0], grid[:, 1], gid="alpha-grid", **_GRID)
@@ -379,7 +379,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
         a, b = self._alpha_background()
         ax = self._alpha_plot.ax
         artists = []
-        hidden = [h for h in range(len(self._shape)) if h not in (a, b)]
+        hidden = [h for h in range(len(self.shape)) if h not in (a, b)]
         view = [ax.get_xlim(), ax.get_ylim()]
         title = f"α-space: α = Iβ + K z for β = {vector_text(self._beta)}"
         if self._boxed is None:
@@ -413,7 +413,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
                                                     gid="alpha-region", **_REGION)))
             if self._kappa == 2:
                 artists += self._hidden_limits(a, b, p, K)
-            outside = [at(z) for z in solutions_in_view(p, K, (a, b), view, outside=self._shape)]
+            outside = [at(z) for z in solutions_in_view(p, K, (a, b), view, outside=self.shape)]
             if outside:
                 artists.append(ax.scatter(*np.array(outside).T, s=34, gid="alpha-outside", **_OUTSIDE))
             inside = np.array([(alpha[a], alpha[b]) for alpha in self._alphas], dtype=float).reshape(-1, 2)
@@ -453,7 +453,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
         lines in the panel (on the solutions, alpha_h is an affine function of alpha_a and alpha_b)."""
         lines = []
         for h, (c, g_a, g_b) in hidden_entries(p, K, (a, b)).items():
-            for level in (0, self._shape[h] - 1):
+            for level in (0, self.shape[h] - 1):
                 if g_b:
                     line = self._alpha_plot.ax.axline((0.0, float((level - c) / g_b)), slope=float(-g_a / g_b),
                                                       gid="alpha-hidden", **_HIDDEN)

@@ -39,13 +39,13 @@ class _ChainWidget(WidgetBase, W.VBox):
         self.on_user_change(self.entry, self.set_chain)
         apply = W.Button(description="Apply", tooltip="Use the chain typed in the box")
         apply.on_click(lambda _: self.set_chain(self.entry.value))
-        self._memory_entry = W.Text(description="M̄ =", placeholder=UNLIMITED, continuous_update=False,
+        self.memory_entry = W.Text(description="M̄ =", placeholder=UNLIMITED, continuous_update=False,
                                     tooltip="tape bound Mbar; empty for unlimited", layout=W.Layout(width="14em"))
-        self.on_user_change(self._memory_entry, self.set_memory)
+        self.on_user_change(self.memory_entry, self.set_memory)
         self._rule = W.Dropdown(options=[(label, rule) for rule, label in RULE_NAMES.items()], value="exact",
                                 description="rule:", layout=W.Layout(width="24em"))
         self.on_user_change(self._rule, self.set_rule)
-        settings = [self._preset] + ([self._memory_entry, self._rule] if self.SHOW_MEMORY_ENTRY else [])
+        settings = [self._preset] + ([self.memory_entry, self._rule] if self.SHOW_MEMORY_ENTRY else [])
         self._controls = W.VBox([W.HBox(settings), W.HBox([self.entry, apply])])
 
     # -- Python API ---------------------------------------------------------
@@ -108,7 +108,7 @@ class _ChainWidget(WidgetBase, W.VBox):
                        and (memory == state["memory"] or not self.SHOW_MEMORY_ENTRY)), None)
         with self.showing():
             self.entry.value = state["chain"].to_text()
-            self._memory_entry.value = "" if state["memory"] is None else str(state["memory"])
+            self.memory_entry.value = "" if state["memory"] is None else str(state["memory"])
             self._rule.value = state["rule"]
             self._preset.value = preset
             self._accept(computed)

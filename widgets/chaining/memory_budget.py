@@ -60,8 +60,8 @@ class MemoryBudget(_ChainWidget):
         _, bottom, _, height = AXES_RECT[None]
         self._title = self._plot.fig.text(0.5, bottom + height + 0.05, "", ha="center", va="center", fontsize=10)
         self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
-        self._text = W.HTML()
-        self.children = [self._controls, self.errors, self.slider, self.image, self._text]
+        self.text = W.HTML()
+        self.children = [self._controls, self.errors, self.slider, self.image, self.text]
         self._start(chain, memory, "exact", preset)
 
     # -- Python API ---------------------------------------------------------
@@ -119,7 +119,7 @@ class MemoryBudget(_ChainWidget):
                              f"paper's rule {_number(paper.fma)} fma")
         self._plot.fig.draw_artist(self._title)
         self.image.value = canvas_png(canvas)
-        self._text.value = self._describe(exact, paper)
+        self.text.value = self._describe(exact, paper)
 
     def _draw_curves(self) -> None:
         chain = self.chain

@@ -97,9 +97,9 @@ class ScheduleView(_ChainWidget):
         self._figures: dict[int, tuple] = {}
         self._pictures: dict[str, bytes] = {}
         self.image = W.Image(format="png")
-        self._baseline_table = W.HTML(layout=W.Layout(margin="0 0 0 1em"))
-        self._steps = W.HTML()
-        self.children = [self._controls, self.errors, W.HBox([self.image, self._baseline_table]), self._steps]
+        self.baseline_table = W.HTML(layout=W.Layout(margin="0 0 0 1em"))
+        self.steps = W.HTML()
+        self.children = [self._controls, self.errors, W.HBox([self.image, self.baseline_table]), self.steps]
         self._start(chain, memory, rule, preset)
 
     @property
@@ -130,8 +130,8 @@ class ScheduleView(_ChainWidget):
         if notation not in self._pictures:
             self._pictures[notation] = self._draw()
         self.image.value = self._pictures[notation]
-        self._baseline_table.value = self._baseline_html()
-        self._steps.value = self._steps_html()
+        self.baseline_table.value = self._baseline_html()
+        self.steps.value = self._steps_html()
 
     # -- the tree ---------------------------------------------------------------
     def _layout(self) -> list[dict]:

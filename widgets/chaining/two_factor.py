@@ -51,11 +51,11 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
         self._start_figure()
         self.image = W.Image(format="png", layout=W.Layout(width=f"{int(BAR_FIGSIZE[0] * DPI)}px"))
         self.summary = W.HTML()
-        self._table = W.HTML()
+        self.table = W.HTML()
         dimensions = W.VBox([self.sliders[name] for name in ("n1", "m1", "m2")])
         edge_counts = W.VBox([self.sliders[name] for name in ("e1", "e2")])
         self.children = [self._preset, W.HBox([dimensions, edge_counts]), self.errors, self.image, self.summary,
-                         self._table]
+                         self.table]
         start = dict(zip(SIZE_NAMES, TWO_FACTOR_PRESETS[preset or next(iter(TWO_FACTOR_PRESETS))]))
         if preset is not None and preset not in TWO_FACTOR_PRESETS:
             raise ValueError(f"no preset {preset!r}; choose one of: {', '.join(TWO_FACTOR_PRESETS)}")
@@ -132,7 +132,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
         self._figure = Figure(figsize=BAR_FIGSIZE, dpi=DPI)
         self._canvas = FigureCanvasAgg(self._figure)
         ax = self._ax = self._figure.add_axes((0.3, 0.12, 0.66, 0.76))
-        self._bars = ax.barh(range(8), [0] * 8, height=0.65)
+        self.bars = ax.barh(range(8), [0] * 8, height=0.65)
         self._values = [ax.text(0, y, "", va="center", fontsize=10) for y in range(8)]
         self._title = self._figure.text(0.63, 0.94, "", ha="center", va="center", fontsize=11)
         ax.invert_yaxis()  # a at the top, as the paper lists them
@@ -155,7 +155,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
         self._ax.set_xlim(0, 1.3 * top)
         self._canvas.restore_region(self._background)
         for y, (letter, schedule) in enumerate(self._schedules.items()):
-            bar, value = self._bars[y], self._values[y]
+            bar, value = self.bars[y], self._values[y]
             bar.set_width(float(schedule.fma))  # beyond int64, an int is not a coordinate matplotlib takes
             bar.set_color(GREEN if letter in best else BLUE)
             value.set_position((float(schedule.fma) + 0.01 * top, y))
@@ -180,5 +180,5 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
             f"<td style='text-align:right'>{_number(schedule.fma)}</td>"
             f"<td style='text-align:right'>{_number(schedule.memory)}</td></tr>"
             for letter, schedule in self._schedules.items())
-        self._table.value = ("<table><tr><th></th><th>schedule</th><th>steps (fma)</th><th>fma</th>"
+        self.table.value = ("<table><tr><th></th><th>schedule</th><th>steps (fma)</th><th>fma</th>"
                              "<th>tape M</th></tr>" + rows + "</table>")

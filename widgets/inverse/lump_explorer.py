@@ -95,11 +95,11 @@ class LumpExplorer(WidgetBase, W.VBox):
         self._tops: dict = {}         # preset -> the height its axes have (grows, never shrinks)
         self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
         self._listing = W.HTML()
-        self._table = W.HTML()
+        self.table = W.HTML()
         self.summary = W.HTML()
         self.children = [W.HBox([self._preset_menu, *self._order_buttons]),
                          W.HBox([self.entry, self._vertex_menu, *self._move_buttons]), self.errors,
-                         self.image, self.summary, self._table, self._listing]
+                         self.image, self.summary, self.table, self._listing]
         if not self.set_preset(preset, order):
             raise ValueError(self.error)
 
@@ -204,7 +204,7 @@ class LumpExplorer(WidgetBase, W.VBox):
             rows.append(f"<tr style='background:{colour};white-space:pre'>"
                         + "".join(f"<td {_CELL}>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
         heads = ("lump", "vertices", "steps", "writes", "also reads", "l", "k", "A (l × l)", "B")
-        self._table.value = (f"<table {_TABLE}><tr>" + "".join(f"<th {_CELL}>{h}</th>" for h in heads) + "</tr>"
+        self.table.value = (f"<table {_TABLE}><tr>" + "".join(f"<th {_CELL}>{h}</th>" for h in heads) + "</tr>"
                              + "".join(rows) + f"</table><div style='font-size:12px;color:#555'>blocks at x = "
                              f"{numbers(self.x)}</div>")
         lines = "".join(f"<div style='font-family:monospace'>{html.escape(str(step))}"

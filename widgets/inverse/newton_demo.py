@@ -76,9 +76,9 @@ class NewtonDemo(WidgetBase, W.VBox):
         self._ax = self._figure.add_axes((0.12, 0.14, 0.5, 0.76))
         self._start_plot()
         self.image = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * DPI)}px"))
-        self._table = W.HTML()
+        self.table = W.HTML()
         self.children = [W.HBox([self._preset_menu, self._h_slider]), self._slider_box, self.errors,
-                         self._status, self.image, self._table]
+                         self._status, self.image, self.table]
         if not self.set_preset(preset, x0):
             raise ValueError(self.error)
 
@@ -169,7 +169,7 @@ class NewtonDemo(WidgetBase, W.VBox):
         self._status.value = "".join(f"<div><b>{html.escape(line.split(': ', 1)[0])}:</b> "
                                      f"{html.escape(line.split(': ', 1)[1])}</div>" for line in self.status.split("\n"))
         self.image.value = self._draw()
-        self._table.value = self._iterates_html()
+        self.table.value = self._iterates_html()
 
     def _start_plot(self) -> None:
         ax = self._ax

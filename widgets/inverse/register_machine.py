@@ -113,11 +113,11 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
         self.slider.observe(lambda _: self._show(), names="value")
         self._listing = W.HTML()
         self.heading = W.HTML()
-        self._tables = W.HTML()
+        self.tables = W.HTML()
         self.summary = W.HTML()
         self.children = [W.HBox([self._preset_menu, self.entries["x"], self.entries["seed"]]),
                          self._mode_buttons, self.errors, self._listing,
-                         W.HBox([*self.buttons.values(), self.slider]), self.heading, self._tables,
+                         W.HBox([*self.buttons.values(), self.slider]), self.heading, self.tables,
                          self.summary]
         self.on_user_change(self._preset_menu, self.set_preset)
         self.on_user_change(self._mode_buttons, self._set_mode)
@@ -277,7 +277,7 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
         lump = None if state["lump"] is None else self._program.lump(state["lump"])
         self._listing.value = self._program_html(lump)
         self.heading.value = self._heading_html(state, lump)
-        self._tables.value = self._registers_html(state, lump) + self._tape_html(state)
+        self.tables.value = self._registers_html(state, lump) + self._tape_html(state)
         self.summary.value = self._summary_html() if self.step == last else ""
 
     def _program_html(self, lump) -> str:

@@ -110,13 +110,13 @@ class StepInverse(WidgetBase, W.VBox):
                                    style={"description_width": "1.5em"}, layout=W.Layout(width="26em"))
             slider.observe(self._on_slider, names="value")
             self.sliders[name] = slider
-        self._latex = W.HTMLMath()
-        self._graphs = W.Image(format="png", layout=W.Layout(width=f"{int(5 * _PANEL_WIDTH * FIG1_DPI)}px"))
-        self._limit = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * 80)}px"))
+        self.latex = W.HTMLMath()
+        self.graphs = W.Image(format="png", layout=W.Layout(width=f"{int(5 * _PANEL_WIDTH * FIG1_DPI)}px"))
+        self.limit = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * 80)}px"))
         self._start_graphs()
         self._start_limit_plot()
-        self.children = [W.HBox(list(self.sliders.values())), self.errors, self._status, self._latex,
-                         self._graphs, self._limit]
+        self.children = [W.HBox(list(self.sliders.values())), self.errors, self._status, self.latex,
+                         self.graphs, self.limit]
         if not self.set_partials(a, b):
             raise ValueError(self.error)
 
@@ -182,9 +182,9 @@ class StepInverse(WidgetBase, W.VBox):
             singular = str(exc)
         self._matrices = matrices
         self._status.show(self._describe(singular))
-        self._latex.value = self._matrices_html(singular)
-        self._graphs.value = self._draw_graphs()
-        self._limit.value = self._draw_limit()
+        self.latex.value = self._matrices_html(singular)
+        self.graphs.value = self._draw_graphs()
+        self.limit.value = self._draw_limit()
 
     def _describe(self, singular) -> str:
         a = self._a
