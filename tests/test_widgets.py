@@ -37,7 +37,7 @@ def picture(widget) -> bytes:
 # -- SmithStepper -----------------------------------------------------------
 
 def shown_matrices(stepper):
-    return stepper._matrices.value
+    return stepper.matrix_view.value
 
 
 def test_stepper_starts_at_the_start_state_of_algorithm_1():
@@ -167,7 +167,7 @@ def test_stepper_typing_in_the_entry_applies_on_submit_and_apply_button():
     assert s.result.A.tolist() == [[4, 6]]
     s.entry.value = "4 six"
     assert "six" in s.error and s.result.A.tolist() == [[4, 6]]
-    s._apply.click()  # the same bad text via the button
+    s.apply_button.click()  # the same bad text via the button
     assert "six" in s.error
     s.entry.value = "[[3], [5]]"
     assert s.error == "" and s.result.A.tolist() == [[3], [5]]

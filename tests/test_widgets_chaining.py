@@ -153,7 +153,7 @@ def test_chain_table_fills_diagonal_by_diagonal():
     assert table.step == 1 and table.selected == (2, 1)
     assert [cell for cell, button in table.cells.items() if not button.disabled] == \
         [cell for cell in table.cells if cell[0] - cell[1] <= 1]
-    assert "Candidates for F'" in table._candidates.value and "2,1" in table._candidates.value
+    assert "Candidates for F'" in table.candidate_list.value and "2,1" in table.candidate_list.value
     table.forward(), table.forward()
     assert table.step == 2 and table.buttons["Forward"].disabled
 
@@ -164,14 +164,14 @@ def test_selecting_a_cell_lists_its_candidates():
     assert table.selected == (2, 1) and table.cells[2, 1].button_style == "info"
     candidates = table.plan.candidates(2, 1)
     assert table.candidates == candidates and len(candidates) == 3  # one split, MxM, GxM, MxG
-    listed = plain(table._candidates.value)
+    listed = plain(table.candidate_list.value)
     for c in candidates:
         assert c.label in listed and f"{c.fma:,}" in listed
     kept = [c for c in candidates if c.kept]
     assert [(c.label, c.fma, c.memory) for c in kept] == [("MxG(1)", 43, 43)]
     table.select(3, 1)  # two splits, three operations each
     assert len(table.candidates) == 6 and [c.label for c in table.candidates if c.kept] == ["MxM(2)"]
-    assert "fma3,3 + fma2,1 + m3·m2·n1" in plain(table._candidates.value)
+    assert "fma3,3 + fma2,1 + m3·m2·n1" in plain(table.candidate_list.value)
 
 
 def test_exact_rule_lists_the_pareto_front_and_the_bound_changes_the_answer():
@@ -184,7 +184,7 @@ def test_exact_rule_lists_the_pareto_front_and_the_bound_changes_the_answer():
     assert len(front) > 1 and "front: " in table.cells[3, 1].description
     kept = [c for c in table.candidates if c.kept]
     assert sorted((c.fma, c.memory) for c in kept) == sorted((s.fma, s.memory) for s in front)
-    assert "Pareto" in plain(table._candidates.value)
+    assert "Pareto" in plain(table.candidate_list.value)
     assert table.set_memory("")  # unlimited
     assert table.memory is None and table.plan.fma == jc.optimize(table.chain).fma
 

@@ -179,7 +179,7 @@ def test_shapes_text_round_trip():
 def test_section_6_example(explorer):
     assert explorer.set_preset(SECTION_6)
     assert explorer.function.arguments == ("a", "b", "c", "d")
-    assert explorer.argument == "a" and explorer._preset.value == SECTION_6
+    assert explorer.argument == "a" and explorer.preset_menu.value == SECTION_6
     assert explorer.shapes_entry.value == "f=3x4, a=3x5, b=4x5, c=3x3, d=8"
     explorer.argument = "d"
     (c,) = explorer.gradients.contributions["d"]
@@ -255,7 +255,7 @@ def test_bad_input_keeps_the_last_good_state(explorer):
     assert not explorer.set_preset("no such preset") and "no preset" in explorer.error
     assert explorer.function == good[0]
     assert explorer.set_function("f[i] = x[i] * x[i]", "f=3, x=3") and explorer.error == ""
-    assert explorer._preset.value is None  # not one of the presets
+    assert explorer.preset_menu.value is None  # not one of the presets
     assert abs(explorer.check["x"]) < 1e-6
 
 
@@ -265,7 +265,7 @@ def test_typing_into_the_entries(explorer):
     assert explorer.error == "" and explorer.function.shapes["x"] == (5,)
     (c,) = explorer.gradients.contributions["x"]
     assert c.offset == (2,)
-    explorer._preset.value = "diagonal x[i; i]"
+    explorer.preset_menu.value = "diagonal x[i; i]"
     assert explorer.function_entry.value == PRESETS["diagonal x[i; i]"][0]
 
 

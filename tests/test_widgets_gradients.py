@@ -197,13 +197,13 @@ def test_progress_is_shown_step_by_step(lab):
     lab.set_target("numpy")
     lab_module._WARM.discard((*lab._key, "numpy"))  # as if never run: the compile step has work to do
     shown = []
-    lab._status.observe(lambda change: shown.append(change["new"]), names="value")
+    lab.status_line.observe(lambda change: shown.append(change["new"]), names="value")
     values = []
     lab.progress.observe(lambda change: values.append(change["new"]), names="value")
     try:
         assert lab.run()
     finally:
-        lab._status.unobserve_all()
+        lab.status_line.unobserve_all()
         lab.progress.unobserve_all()
     steps = [s for s in shown if "step " in s]
     assert [f"step {k + 1} of {len(STEPS)}" in s for k, s in enumerate(steps)] == [True] * len(STEPS)
@@ -249,7 +249,7 @@ def test_bad_input_is_shown_inline_and_the_lab_keeps_working(lab):
     assert not lab.set_target("fortran") and "unknown target" in lab.error and lab.target == "numpy"
     assert lab.run() and lab.result.ok  # the last good function still runs
     assert lab.set_function("f[i] = sin (x[i]) * x[i]", "f=3, x=3") and lab.error == ""
-    assert lab._preset.value is None  # not a preset
+    assert lab.preset_menu.value is None  # not a preset
     assert lab.run() and lab.result.ok
 
 
@@ -259,11 +259,11 @@ def test_typing_into_the_entries(lab):
     assert lab.error == "" and lab.shapes == {"f": (4,), "x": (6,)}
     lab.function_entry.value = "f[i] = tanh (x[i + 2]"
     assert "^" in lab.error and str(lab.function) == "f[i] = tanh (x[i + 2])"
-    lab._preset.value = "diagonal x[i; i]"
+    lab.preset_menu.value = "diagonal x[i; i]"
     assert lab.error == "" and lab.function_entry.value == PRESETS["diagonal x[i; i]"][0]
     lab.scale_menu.value = 2
     assert lab.scale == 2 and lab.shapes == {"f": (8,), "x": (8, 8)}
-    lab._target.value = "numpy"
+    lab.target_menu.value = "numpy"
     assert lab.target == "numpy"
     lab.scale = 1
 
@@ -306,7 +306,7 @@ def no_cuda(monkeypatch):
 def test_missing_cuda_is_explained_and_the_other_targets_work(no_cuda):
     lab = GradientLab(preset=SECTION_6, target="numpy")
     assert lab.targets == ("numpy", "numba", "numba-scatter")
-    labels = dict((value, label) for label, value in lab._target.options)
+    labels = dict((value, label) for label, value in lab.target_menu.options)
     assert "needs a GPU" in labels["cuda"] and "needs a GPU" in labels["cuda-scatter"]
     lab.target = "cuda"
     assert lab.target == "cuda" and no_cuda in lab.target_note and "NUMBA_ENABLE_CUDASIM=1" in lab.target_note

@@ -253,7 +253,7 @@ class BetaExplorer(WidgetBase, W.VBox):
         self._kernel = self._inverse.kernel if kernel is None else self._drawable_basis(kernel)
         self._beta: tuple[int, ...] = ()
         self.errors = MessageBox()
-        self._status = MessageBox(color="black")
+        self.status_line = MessageBox(color="black")
         self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
         self._ranges = image_range(self._A, self.shape)
         self.sliders = [W.IntSlider(min=lo, max=hi, value=lo, description=f"β{subscript(k)}",
@@ -301,7 +301,7 @@ class BetaExplorer(WidgetBase, W.VBox):
     @property
     def status(self) -> str:
         """What the current beta gives, in plain words."""
-        return self._status.text
+        return self.status_line.text
 
     @shows_errors
     def set_beta(self, beta) -> bool:

@@ -1,4 +1,4 @@
-"""What every widget of the book shares, in one place: the re-entry guard of its controls.
+"""What every widget of the book shares, in one place: the re-entry guard of its controls and its preset menu.
 
 A widget shows a state set from Python (a preset, ``set_function``, a step) by writing its controls'
 values, and each control's observer would then call back into the widget as if the user had typed it.
@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import ipywidgets as W
+
 
 class WidgetBase:
     """The re-entry guard: :meth:`showing` while controls display a state set from Python, and
-    :meth:`on_user_change` for observers that must only hear the user."""
+    :meth:`on_user_change` for observers that must only hear the user; :meth:`preset_dropdown` for
+    widgets with presets."""
 
     _showing = False  # True while the widget writes its own controls
 
@@ -43,3 +46,12 @@ class WidgetBase:
     def on_user_change(self, control, handler, names: str = "value") -> None:
         """Call ``handler(new value)`` when the user changes ``control``, not when the widget shows a state."""
         control.observe(lambda change: self._showing or handler(change["new"]), names=names)
+
+    def preset_dropdown(self, presets, width: str | None = None) -> W.Dropdown:
+        """The preset menu of a widget with ``set_preset(name)``: empty (None) until the user picks one, and
+        empty again when the widget shows a state that is no preset."""
+        menu = W.Dropdown(options=list(presets), value=None, description="preset:",
+                          layout=W.Layout(width=width) if width else W.Layout())
+        menu.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
+                     names="value")
+        return menu

@@ -112,15 +112,13 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         self.errors = CodeMessageBox()
         self.function_entry, self.shapes_entry, apply = function_entries(
             lambda: self._showing or self._apply(), self._apply, "Derive this function")
-        self._preset = W.Dropdown(options=list(PRESETS), value=None, description="preset:")
-        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
-                             names="value")
+        self.preset_menu = self.preset_dropdown(PRESETS)
         self._argument = W.Dropdown(description="argument:")
         self._argument.observe(lambda _: self._showing or self._show(), names="value")
         self.check_line = W.HTML()
         self.derivative = W.HTMLMath()
         self.occurrences = W.HTMLMath()
-        self.children = [W.HBox([self._preset, self._argument]), self.function_entry,
+        self.children = [W.HBox([self.preset_menu, self._argument]), self.function_entry,
                          W.HBox([self.shapes_entry, apply]), self.errors, self.derivative, self.check_line,
                          self.occurrences]
         if text is None:
@@ -177,7 +175,7 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         with self.showing():
             self.function_entry.value = text
             self.shapes_entry.value = shapes_text(shapes)
-            self._preset.value = preset
+            self.preset_menu.value = preset
             previous = self._argument.value
             self._argument.options = self._fn.arguments
             self._argument.value = previous if previous in self._fn.arguments else self._fn.arguments[0]

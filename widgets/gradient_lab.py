@@ -339,17 +339,14 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._step_started = 0.0
         self._cuda_problem = cuda_problem()
 
-        self._preset = W.Dropdown(options=list(PRESETS), value=None, description="preset:",
-                                  layout=W.Layout(width="20em"))
-        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
-                             names="value")
+        self.preset_menu = self.preset_dropdown(PRESETS, "20em")
         self.scale_menu = W.Dropdown(options=[("×1", 1)], value=1, description="scale:",
                                       style={"description_width": "3em"}, layout=W.Layout(width="8em"))
         self.on_user_change(self.scale_menu, self.set_scale)
-        self._target = W.Dropdown(options=[(self._target_label(t), t) for t in codegen.TARGETS], value=target,
+        self.target_menu = W.Dropdown(options=[(self._target_label(t), t) for t in codegen.TARGETS], value=target,
                                   description="target:", style={"description_width": "3.5em"},
                                   layout=W.Layout(width="25em"))
-        self.on_user_change(self._target, self.set_target)
+        self.on_user_change(self.target_menu, self.set_target)
         self.run_button = W.Button(description="Run", button_style="primary", icon="play",
                                     tooltip="Compile and run the gradient kernels, then check them")
         self.run_button.on_click(lambda _: self.run())
@@ -364,7 +361,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._target_note = MessageBox(color="#8a5300")
         self.sizes = W.HTML()
         self.progress = W.IntProgress(min=0, max=len(STEPS), value=0, layout=W.Layout(width="16em"))
-        self._status = W.HTML()
+        self.status_line = W.HTML()
         self.results = W.HTML()
         self.image = W.Image(format="png", layout=W.Layout(display="none"))
         self.image_note = W.HTML()
@@ -372,9 +369,9 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self.source_box = W.Accordion(children=[self.source_view], selected_index=None)
         self.source_box.observe(lambda _: self._show_source(), names="selected_index")
 
-        self.children = [W.HBox([self._preset, self.scale_menu, self._target, self.run_button]),
+        self.children = [W.HBox([self.preset_menu, self.scale_menu, self.target_menu, self.run_button]),
                          self.function_entry, W.HBox([self.shapes_entry, apply]), self.errors,
-                         self.sizes, self._target_note, W.HBox([self.progress, self._status]), self._run_error,
+                         self.sizes, self._target_note, W.HBox([self.progress, self.status_line]), self._run_error,
                          self.results, self.image, self.image_note, self.source_box]
         if text is None:
             if (preset or SECTION_6) not in PRESETS:
@@ -430,7 +427,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
 
     @property
     def status(self) -> str:
-        return re.sub(r"<[^>]+>", "", html.unescape(self._status.value))
+        return re.sub(r"<[^>]+>", "", html.unescape(self.status_line.value))
 
     @property
     def scales(self) -> tuple[int, ...]:
@@ -446,7 +443,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
 
     @property
     def target(self) -> str:
-        return self._target.value
+        return self.target_menu.value
 
     @target.setter
     def target(self, name: str) -> None:
@@ -490,7 +487,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         with self.showing():
             self.function_entry.value = text
             self.shapes_entry.value = shapes_text(shapes)
-            self._preset.value = preset
+            self.preset_menu.value = preset
             self.scale_menu.options = [(f"×{f}", f) for f in fits]
             self.scale_menu.value = scale
             self._misfit = misfit
@@ -522,7 +519,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         source view still shows its code) and its Run reports the core's error."""
         choose(name, codegen.TARGETS, "unknown target")
         with self.showing():
-            self._target.value = name
+            self.target_menu.value = name
         unavailable = codegen.KERNEL_TARGETS[name].on_gpu and self._cuda_problem
         self._target_note.show(f"{self._cuda_problem}. Here you can run {', '.join(self.targets)}; the source "
                                "view below still shows the CUDA module." if unavailable else "")
@@ -616,7 +613,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._end_step()  # the last step includes drawing its results
         total = time.perf_counter() - started
         steps = ", ".join(f"{name} {_seconds(t)}" for name, t in self.step_seconds.items())
-        self._status.value = (f"<span style='margin-left:8px'>done in {_seconds(total)} ({steps}) · module "
+        self.status_line.value = (f"<span style='margin-left:8px'>done in {_seconds(total)} ({steps}) · module "
                               f"<code style='font-size:11px'>{html.escape(str(compiled.path))}</code></span>")
         return True
 
@@ -660,7 +657,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._run_error.show("")
         self.progress.value = 0
         self.progress.bar_style = ""
-        self._status.value = "<span style='margin-left:8px'>press Run to compile, run and check the kernels</span>"
+        self.status_line.value = "<span style='margin-left:8px'>press Run to compile, run and check the kernels</span>"
         self._show_source()
 
     def _clear_results(self) -> None:
@@ -687,7 +684,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._step_started = time.perf_counter()
         index = STEPS.index(name)
         self.progress.value = index
-        self._status.value = (f"<span style='margin-left:8px'>step {index + 1} of {len(STEPS)}: "
+        self.status_line.value = (f"<span style='margin-left:8px'>step {index + 1} of {len(STEPS)}: "
                               f"{html.escape(text)}</span>")
         self.steps_done.append(name)
         return name
@@ -706,4 +703,4 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         self._run_error.show(message)
         self._end_step()
         self.progress.bar_style = "danger"
-        self._status.value = f"<span style='margin-left:8px'>stopped at step {STEPS.index(step) + 1}: {step}</span>"
+        self.status_line.value = f"<span style='margin-left:8px'>stopped at step {STEPS.index(step) + 1}: {step}</span>"

@@ -45,7 +45,7 @@ class KernelLattice(BetaExplorer):
                              f"(one per entry of alpha), got {self._dim}")
         self._alphas: list[tuple[int, ...]] = []
         self._build_figure()
-        self.children = [self._slider_box, self.kernel_box, self.errors, self._status, self.image]
+        self.children = [self._slider_box, self.kernel_box, self.errors, self.status_line, self.image]
         self._start(beta)
 
     @property
@@ -91,7 +91,7 @@ class KernelLattice(BetaExplorer):
         boxed, reason = self._solve()
         particular = [float(v) for v in self._inverse.solvability(self._beta).particular]
         self._alphas = boxed.alphas() if boxed is not None else []
-        self._status.show(self._describe(reason, particular))
+        self.status_line.show(self._describe(reason, particular))
         self._draw(particular)
 
     def _describe(self, reason, particular) -> str:

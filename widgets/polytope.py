@@ -174,7 +174,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
             self._build_figure()
         else:  # no picture for a point or for more than two dimensions: the text says it all
             self.image.layout.display = self._alpha_image.layout.display = "none"
-        self.children = [self._slider_box, self.kernel_box, self.errors, self._status, self.slider,
+        self.children = [self._slider_box, self.kernel_box, self.errors, self.status_line, self.slider,
                          self.step_text, W.HBox([self._alpha_image, self.image]), self.table]
         self._start(beta)
 
@@ -229,7 +229,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
         self._bounds = loop_bounds(boxed.system, boxed.rhs) if boxed is not None else []
         self._vertices = (polygon_vertices(boxed.constraint_matrix, boxed.rhs, boxed.system)
                           if boxed is not None and self._kappa == 2 else [])
-        self._status.show(self._describe())
+        self.status_line.show(self._describe())
         self.table.value = self._table_html()
         self._draw_alpha()  # alpha-space changes with beta and the kernel basis, not with the step
         self._show_step()

@@ -35,8 +35,8 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         self.errors = MessageBox()
         self.entry = W.Text(description="A =", placeholder="rows like 2 4 4; -6 6 12  or  [[2, 4], [6, 8]]",
                              continuous_update=False, layout=W.Layout(width="28em"))
-        self._apply = W.Button(description="Apply", tooltip="Run Algorithm 1 on this matrix")
-        self._apply.on_click(lambda _: self.set_matrix(self.entry.value))
+        self.apply_button = W.Button(description="Apply", tooltip="Run Algorithm 1 on this matrix")
+        self.apply_button.on_click(lambda _: self.set_matrix(self.entry.value))
         self.entry.observe(self._on_entry, names="value")
         self.buttons = {}
         for name, tip in (("First", "start state"), ("Back", "previous operation"),
@@ -47,14 +47,14 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
         self.slider.observe(lambda _: self._show(), names="value")
         self.heading = W.HTML()
-        self._matrices = W.HTMLMath()
+        self.matrix_view = W.HTMLMath()
         self.summary = W.HTML()
         self.children = [
-            W.HBox([self.entry, self._apply]),
+            W.HBox([self.entry, self.apply_button]),
             self.errors,
             W.HBox([*self.buttons.values(), self.slider]),
             self.heading,
-            self._matrices,
+            self.matrix_view,
             self.summary,
         ]
         if not self.set_matrix(A):
@@ -118,7 +118,7 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         cols = op.touched if op is not None and op.axis == "cols" else ()
         where = "" if state.line is None else f" &mdash; Algorithm 1, line {state.line}"
         self.heading.value = (f"<b>Step {state.index} of {last}</b>{where}<br>{html.escape(state.words)}")
-        self._matrices.value = (
+        self.matrix_view.value = (
             rf"$$S = {matrix_latex(state.S, rows, cols)} \qquad U = {matrix_latex(state.U, highlight_rows=rows)}"
             rf" \qquad V = {matrix_latex(state.V, highlight_cols=cols)}$$")
         for name, disabled in (("First", state.index == 0), ("Back", state.index == 0),

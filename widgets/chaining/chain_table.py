@@ -55,10 +55,10 @@ class ChainTable(SliderSteps, _ChainWidget):
         self._grid = W.GridBox()
         self.cells: dict[tuple[int, int], W.Button] = {}
         self.heading = W.HTML()
-        self._candidates = W.HTML()
+        self.candidate_list = W.HTML()
         self.children = [CELL_STYLE, self._controls, self.errors,
                          W.HBox([*self.buttons.values(), self.slider]), self.heading, self._grid,
-                         self._candidates]
+                         self.candidate_list]
         self._start(chain, memory, rule, preset)
 
     # -- Python API ---------------------------------------------------------
@@ -155,7 +155,7 @@ class ChainTable(SliderSteps, _ChainWidget):
         else:
             status = f"Filled up to diagonal {filled} of {q - 1}: cells F'<sub>j,i</sub> with j − i ≤ {filled}."
         self.heading.value = f"<p><b>{RULE_NAMES[self.rule]}</b> rule, {bound}. {status}</p>"
-        self._candidates.value = self._candidate_html()
+        self.candidate_list.value = self._candidate_html()
 
     def _candidate_html(self) -> str:
         plan, chain = self._plan, self.chain

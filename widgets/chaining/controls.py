@@ -29,10 +29,7 @@ class _ChainWidget(WidgetBase, W.VBox):
     def _init_controls(self) -> None:
         self._state: dict = {}
         self.errors = MessageBox()
-        self._preset = W.Dropdown(options=list(CHAIN_PRESETS), value=None, description="preset:",
-                                  layout=W.Layout(width="22em"))
-        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
-                             names="value")
+        self.preset_menu = self.preset_dropdown(CHAIN_PRESETS, "22em")
         self.entry = W.Textarea(description="chain:", rows=4, continuous_update=False,
                                  placeholder="q, then one line 'm n |E|' per factor, F₁ first",
                                  layout=W.Layout(width="22em"))
@@ -45,7 +42,7 @@ class _ChainWidget(WidgetBase, W.VBox):
         self._rule = W.Dropdown(options=[(label, rule) for rule, label in RULE_NAMES.items()], value="exact",
                                 description="rule:", layout=W.Layout(width="24em"))
         self.on_user_change(self._rule, self.set_rule)
-        settings = [self._preset] + ([self.memory_entry, self._rule] if self.SHOW_MEMORY_ENTRY else [])
+        settings = [self.preset_menu] + ([self.memory_entry, self._rule] if self.SHOW_MEMORY_ENTRY else [])
         self._controls = W.VBox([W.HBox(settings), W.HBox([self.entry, apply])])
 
     # -- Python API ---------------------------------------------------------
@@ -56,7 +53,7 @@ class _ChainWidget(WidgetBase, W.VBox):
     @property
     def preset(self) -> str | None:
         """The preset shown, None for a chain (or bound) of one's own."""
-        return self._preset.value
+        return self.preset_menu.value
 
     @property
     def chain(self) -> jc.Chain:
@@ -110,7 +107,7 @@ class _ChainWidget(WidgetBase, W.VBox):
             self.entry.value = state["chain"].to_text()
             self.memory_entry.value = "" if state["memory"] is None else str(state["memory"])
             self._rule.value = state["rule"]
-            self._preset.value = preset
+            self.preset_menu.value = preset
             self._accept(computed)
         self._show()
         return True

@@ -37,10 +37,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
         super().__init__()
         self._sizes: dict[str, int] = {}
         self.errors = MessageBox()
-        self._preset = W.Dropdown(options=list(TWO_FACTOR_PRESETS), value=None, description="preset:",
-                                  layout=W.Layout(width="24em"))
-        self._preset.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
-                             names="value")
+        self.preset_menu = self.preset_dropdown(TWO_FACTOR_PRESETS, "24em")
         self.sliders = {name: W.IntSlider(min=1, max=SLIDER_MAX[name], value=1, description=SIZE_LABELS[name],
                                            continuous_update=True, style={"description_width": "5em"},
                                            layout=W.Layout(width="24em"))
@@ -54,7 +51,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
         self.table = W.HTML()
         dimensions = W.VBox([self.sliders[name] for name in ("n1", "m1", "m2")])
         edge_counts = W.VBox([self.sliders[name] for name in ("e1", "e2")])
-        self.children = [self._preset, W.HBox([dimensions, edge_counts]), self.errors, self.image, self.summary,
+        self.children = [self.preset_menu, W.HBox([dimensions, edge_counts]), self.errors, self.image, self.summary,
                          self.table]
         start = dict(zip(SIZE_NAMES, TWO_FACTOR_PRESETS[preset or next(iter(TWO_FACTOR_PRESETS))]))
         if preset is not None and preset not in TWO_FACTOR_PRESETS:
@@ -69,7 +66,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
 
     @property
     def preset(self) -> str | None:
-        return self._preset.value
+        return self.preset_menu.value
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -120,7 +117,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
             for name, slider in self.sliders.items():
                 slider.max = max(slider.max, wanted[name])  # typed sizes beyond the slider widen it
                 slider.value = wanted[name]
-            self._preset.value = preset
+            self.preset_menu.value = preset
         self._show()
         return True
 

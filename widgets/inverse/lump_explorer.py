@@ -63,9 +63,9 @@ class LumpExplorer(WidgetBase, W.VBox):
         super().__init__()
         self._program = self._preset = None
         self.errors = MessageBox()
-        self._preset_menu = W.Dropdown(options=list(LUMP_PRESETS), description="program:",
+        self.preset_menu = W.Dropdown(options=list(LUMP_PRESETS), description="program:",
                                        style={"description_width": "5.5em"}, layout=W.Layout(width="27em"))
-        self.on_user_change(self._preset_menu, self.set_preset)
+        self.on_user_change(self.preset_menu, self.set_preset)
         self._order_buttons = []
         for label, order_name in (("program order", "program"), ("greedy order", "greedy")):
             button = W.Button(description=label, layout=W.Layout(width="9em"),
@@ -97,7 +97,7 @@ class LumpExplorer(WidgetBase, W.VBox):
         self._listing = W.HTML()
         self.table = W.HTML()
         self.summary = W.HTML()
-        self.children = [W.HBox([self._preset_menu, *self._order_buttons]),
+        self.children = [W.HBox([self.preset_menu, *self._order_buttons]),
                          W.HBox([self.entry, self._vertex_menu, *self._move_buttons]), self.errors,
                          self.image, self.summary, self.table, self._listing]
         if not self.set_preset(preset, order):
@@ -147,7 +147,7 @@ class LumpExplorer(WidgetBase, W.VBox):
         function, point = LUMP_PRESETS[choose(name, LUMP_PRESETS, "unknown program")]
         program = ia.trace(function, n=len(point), order=_order(order))
         self._preset = name
-        self._fill(self._preset_menu, name)
+        self._fill(self.preset_menu, name)
         self._fill(self._vertex_menu, None, options=program.vertices)
         self._cut(program)
         return True

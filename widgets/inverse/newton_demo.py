@@ -61,9 +61,9 @@ class NewtonDemo(WidgetBase, W.VBox):
         self._inverse = self._differences = None
         self.errors = MessageBox()
         self._status = W.HTML()
-        self._preset_menu = W.Dropdown(options=list(NEWTON_PRESETS), description="F(x) = 0:",
+        self.preset_menu = W.Dropdown(options=list(NEWTON_PRESETS), description="F(x) = 0:",
                                        style={"description_width": "5em"}, layout=W.Layout(width="30em"))
-        self.on_user_change(self._preset_menu, self.set_preset)
+        self.on_user_change(self.preset_menu, self.set_preset)
         self._h_slider = W.FloatLogSlider(value=h, base=10, min=-12, max=-1, step=0.5, description="FD step h",
                                           readout_format=".0e", style={"description_width": "5em"},
                                           layout=W.Layout(width="28em"))
@@ -77,7 +77,7 @@ class NewtonDemo(WidgetBase, W.VBox):
         self._start_plot()
         self.image = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * DPI)}px"))
         self.table = W.HTML()
-        self.children = [W.HBox([self._preset_menu, self._h_slider]), self._slider_box, self.errors,
+        self.children = [W.HBox([self.preset_menu, self._h_slider]), self._slider_box, self.errors,
                          self._status, self.image, self.table]
         if not self.set_preset(preset, x0):
             raise ValueError(self.error)
@@ -129,7 +129,7 @@ class NewtonDemo(WidgetBase, W.VBox):
         x0 = parse_vector(start if x0 is None else x0, program.n, "x0")
         self._program, self._preset = program, name
         with self.showing():
-            self._preset_menu.value = name
+            self.preset_menu.value = name
             self.sliders = [W.FloatSlider(min=min(-4.0, v), max=max(4.0, v), step=0.05, value=v,
                                            description=f"x₀[{k}]", continuous_update=False, readout_format=".2f",
                                            style={"description_width": "3.5em"}) for k, v in enumerate(x0)]

@@ -92,7 +92,7 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
         self._preset = self._mode = None
         self._timeline: list[tuple[str, int | None]] = []
         self.errors = MessageBox()
-        self._preset_menu = W.Dropdown(options=list(FIG2_PRESETS), description="p, q:",
+        self.preset_menu = W.Dropdown(options=list(FIG2_PRESETS), description="p, q:",
                                        style={"description_width": "3em"}, layout=W.Layout(width="24em"))
         self._mode_buttons = W.ToggleButtons(options=[(MODE_NAMES[m][0], m) for m in MODE_NAMES],
                                              style={"button_width": "9.5em"})
@@ -115,11 +115,11 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
         self.heading = W.HTML()
         self.tables = W.HTML()
         self.summary = W.HTML()
-        self.children = [W.HBox([self._preset_menu, self.entries["x"], self.entries["seed"]]),
+        self.children = [W.HBox([self.preset_menu, self.entries["x"], self.entries["seed"]]),
                          self._mode_buttons, self.errors, self._listing,
                          W.HBox([*self.buttons.values(), self.slider]), self.heading, self.tables,
                          self.summary]
-        self.on_user_change(self._preset_menu, self.set_preset)
+        self.on_user_change(self.preset_menu, self.set_preset)
         self.on_user_change(self._mode_buttons, self._set_mode)
         if not (self._set_mode(mode) and self.set_preset(preset, x) and self.set_seed(seed)):
             raise ValueError(self.error)
@@ -203,7 +203,7 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
         seed = self._seed if self._seed is not None and len(self._seed) == program.n else np.ones(program.n)
         self._recompute(parse_vector(point if x is None else x, program.n, "x"), seed, program=program)
         self._preset = name
-        self._fill(self._preset_menu, name)
+        self._fill(self.preset_menu, name)
         return True
 
     @shows_errors

@@ -100,7 +100,7 @@ class StepInverse(WidgetBase, W.VBox):
     def __init__(self, a: float = 1.5, b: float = 1.0):
         super().__init__()
         self._a = self._b = None
-        self._matrices: dict = {}
+        self.matrix_view: dict = {}
         self.errors = MessageBox()
         self._status = MessageBox(color="black")
         self.sliders = {}
@@ -139,11 +139,11 @@ class StepInverse(WidgetBase, W.VBox):
 
     @property
     def matrices(self) -> dict:
-        return dict(self._matrices)
+        return dict(self.matrix_view)
 
     @property
     def condition(self) -> float:
-        return float(np.linalg.cond(self._matrices["J"])) if self._matrices["J^-1"] is not None else math.inf
+        return float(np.linalg.cond(self.matrix_view["J"])) if self.matrix_view["J^-1"] is not None else math.inf
 
     @property
     def error(self) -> str:
@@ -180,7 +180,7 @@ class StepInverse(WidgetBase, W.VBox):
         except ValueError as exc:  # a = 0: the core names the step and its zero diagonal partial
             matrices["J^-1"] = matrices["J^-T"] = None
             singular = str(exc)
-        self._matrices = matrices
+        self.matrix_view = matrices
         self._status.show(self._describe(singular))
         self.latex.value = self._matrices_html(singular)
         self.graphs.value = self._draw_graphs()
@@ -191,18 +191,18 @@ class StepInverse(WidgetBase, W.VBox):
         if singular is not None:
             return (f"a = 0: det J = a = 0, so the step is not invertible and neither inverse mode can pass it "
                     f"(the core says: {singular}). x₁ is lost: y₁ = b x₂ depends on x₂ alone.")
-        inverse = self._matrices["J^-1"]
+        inverse = self.matrix_view["J^-1"]
         return (f"det J = a = {number(a)}. J⁻¹ keeps the sparsity of J, with 1/a = {number(inverse[0, 0])} and "
                 f"−b/a = {number(inverse[0, 1])} where J has a and b; cond₂ J = {number(self.condition)}. "
                 f"As a → 0 both grow like 1/a: the inverse sweeps divide by a.")
 
     def _matrices_html(self, singular) -> str:
         upper, lower = ((1, 1), (0, 1)), ((1, 0), (1, 1))  # structural non-zeros of J, J^-1 and of J^T, J^-T
-        parts = [_matrix_latex(r"J", self._matrices["J"], upper),
-                 _matrix_latex(r"J^{\mathsf{T}}", self._matrices["J^T"], lower)]
+        parts = [_matrix_latex(r"J", self.matrix_view["J"], upper),
+                 _matrix_latex(r"J^{\mathsf{T}}", self.matrix_view["J^T"], lower)]
         if singular is None:
-            parts += [_matrix_latex(r"J^{-1}", self._matrices["J^-1"], upper),
-                      _matrix_latex(r"J^{-\mathsf{T}}", self._matrices["J^-T"], lower)]
+            parts += [_matrix_latex(r"J^{-1}", self.matrix_view["J^-1"], upper),
+                      _matrix_latex(r"J^{-\mathsf{T}}", self.matrix_view["J^-T"], lower)]
         else:
             parts += [r"J^{-1},\ J^{-\mathsf{T}}\ \text{do not exist } (a = 0)"]
         return ("$$" + r" \qquad ".join(parts) + "$$"
@@ -293,7 +293,7 @@ class StepInverse(WidgetBase, W.VBox):
         stack[:, 0, 0], stack[:, 0, 1], stack[:, 1, 1] = grid, b, 1.0
         curves = (1 / np.abs(grid), np.abs(b / grid), np.linalg.cond(stack))
         artists = [ax.axvline(a, color="0.3", linestyle=":", linewidth=1.2)]
-        inverse = self._matrices["J^-1"]
+        inverse = self.matrix_view["J^-1"]
         here = (None if inverse is None else
                 (abs(inverse[0, 0]), abs(inverse[0, 1]), self.condition))
         for k, ((_, color, style), curve) in enumerate(zip(_LIMIT_CURVES, curves)):
