@@ -159,6 +159,27 @@ class SliderSteps:
     def back(self) -> None:
         self.step = self.step - 1
 
+    def make_step_controls(self, tips: dict[str, str]) -> None:
+        """``buttons`` First, Back, Forward and Last (``tips``: label -> tooltip) and the step ``slider``;
+        either shows the step with the widget's ``_show``."""
+        self.buttons = {}
+        for label, tip in tips.items():
+            button = W.Button(description=label, tooltip=tip, layout=W.Layout(width="6em"))
+            button.on_click(lambda _, label=label: self.jump(label))
+            self.buttons[label] = button
+        self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
+        self.slider.observe(lambda _: self._show(), names="value")
+
+    def jump(self, label: str) -> None:
+        """What the step button ``label`` does."""
+        self.step = {"First": 0, "Back": self.step - 1, "Forward": self.step + 1, "Last": self.n_steps - 1}[label]
+
+    def enable_step_buttons(self) -> None:
+        """Grey out the buttons that would not move: First and Back at the start, Forward and Last at the end."""
+        at_start, at_end = self.step == 0, self.step == self.n_steps - 1
+        for label, disabled in (("First", at_start), ("Back", at_start), ("Forward", at_end), ("Last", at_end)):
+            self.buttons[label].disabled = disabled
+
 
 class MessageBox(W.HTML):
     """An inline message: red for errors, hidden while empty; ``.text`` holds the plain text."""

@@ -55,3 +55,16 @@ class WidgetBase:
         menu.observe(lambda change: self._showing or change["new"] is None or self.set_preset(change["new"]),
                      names="value")
         return menu
+
+
+class NamedPreset:
+    """``preset``: the name of the preset a widget shows (kept in ``_preset`` by its ``set_preset``), and
+    ``widget.preset = name`` as ``set_preset(name)``."""
+
+    @property
+    def preset(self) -> str:
+        return self._preset
+
+    @preset.setter
+    def preset(self, name: str) -> None:
+        self.set_preset(name)

@@ -38,14 +38,8 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         self.apply_button = W.Button(description="Apply", tooltip="Run Algorithm 1 on this matrix")
         self.apply_button.on_click(lambda _: self.set_matrix(self.entry.value))
         self.entry.observe(self._on_entry, names="value")
-        self.buttons = {}
-        for name, tip in (("First", "start state"), ("Back", "previous operation"),
-                          ("Forward", "next operation"), ("Last", "Smith normal form")):
-            button = W.Button(description=name, tooltip=tip, layout=W.Layout(width="6em"))
-            button.on_click(lambda _, name=name: self._jump(name))
-            self.buttons[name] = button
-        self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
-        self.slider.observe(lambda _: self._show(), names="value")
+        self.make_step_controls({"First": "start state", "Back": "previous operation",
+                                 "Forward": "next operation", "Last": "Smith normal form"})
         self.heading = W.HTML()
         self.matrix_view = W.HTMLMath()
         self.summary = W.HTML()
@@ -107,10 +101,6 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         if not self._showing:
             self.set_matrix(change["new"])
 
-    def _jump(self, name: str) -> None:
-        targets = {"First": 0, "Back": self.step - 1, "Forward": self.step + 1, "Last": self.n_steps - 1}
-        self.step = targets[name]
-
     def _show(self) -> None:
         state, last = self.current, self.n_steps - 1
         op = state.operation
@@ -121,9 +111,7 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
         self.matrix_view.value = (
             rf"$$S = {matrix_latex(state.S, rows, cols)} \qquad U = {matrix_latex(state.U, highlight_rows=rows)}"
             rf" \qquad V = {matrix_latex(state.V, highlight_cols=cols)}$$")
-        for name, disabled in (("First", state.index == 0), ("Back", state.index == 0),
-                               ("Forward", state.index == last), ("Last", state.index == last)):
-            self.buttons[name].disabled = disabled
+        self.enable_step_buttons()
         self.summary.value = self._final_summary() if state.index == last else ""
 
     def _final_summary(self) -> str:

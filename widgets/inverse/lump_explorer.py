@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import as_int, shown
 from tensoradbook.inverse import examples
-from ..base import WidgetBase
+from ..base import NamedPreset, WidgetBase
 from .._common import DPI, FIGSIZE, MessageBox, choose, shows_errors
 
 from .shared import GREY, RED, _CELL, _TABLE, blit_png, number, numbers
@@ -40,7 +40,7 @@ def _order(order):
     return order
 
 
-class LumpExplorer(WidgetBase, W.VBox):
+class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
     """Cut a program with temporaries into lumps along a topological order of its vertices (sec. 3, Fig. 4).
 
     A vertex is a value the program makes: ``s3`` the value step 3 writes,
@@ -104,14 +104,6 @@ class LumpExplorer(WidgetBase, W.VBox):
             raise ValueError(self.error)
 
     # -- Python API ---------------------------------------------------------------------------
-    @property
-    def preset(self) -> str:
-        return self._preset
-
-    @preset.setter
-    def preset(self, name: str) -> None:
-        self.set_preset(name)
-
     @property
     def program(self):
         return self._program

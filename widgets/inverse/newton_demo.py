@@ -15,7 +15,7 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
 from tensoradbook.inverse import examples
-from ..base import WidgetBase
+from ..base import NamedPreset, WidgetBase
 from .._common import DPI, MessageBox, choose, move_sliders, shows_errors
 
 from .shared import BLUE, ORANGE, RED, _CELL, _TABLE, blit_png, numbers, parse_vector
@@ -38,7 +38,7 @@ def _difference_step(value) -> float:
 _NEWTON_FLOOR, _NEWTON_CEILING = 1e-17, 1e6
 
 
-class NewtonDemo(WidgetBase, W.VBox):
+class NewtonDemo(WidgetBase, NamedPreset, W.VBox):
     """Newton's method for ``F(x) = 0`` with ``x <- x - J^-1 F(x)``: ``J^-1 F(x)`` by one reverse-inverse sweep
     (:func:`tensoradbook.inverse.newton`), against Newton with a finite-difference Jacobian.
 
@@ -83,14 +83,6 @@ class NewtonDemo(WidgetBase, W.VBox):
             raise ValueError(self.error)
 
     # -- Python API ---------------------------------------------------------------------------
-    @property
-    def preset(self) -> str:
-        return self._preset
-
-    @preset.setter
-    def preset(self, name: str) -> None:
-        self.set_preset(name)
-
     @property
     def x0(self) -> np.ndarray:
         return self._x0.copy()

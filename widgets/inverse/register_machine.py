@@ -9,7 +9,7 @@ import ipywidgets as W
 import numpy as np
 from tensoradbook import inverse as ia
 from tensoradbook.inverse import examples
-from ..base import WidgetBase
+from ..base import NamedPreset, WidgetBase
 from .._common import MessageBox, SliderSteps, choose, shows_errors
 
 from .shared import _CELL, _TABLE, number, numbers, parse_vector
@@ -64,7 +64,7 @@ def _operation(mode: str, written, read, A, B, before: np.ndarray, after: np.nda
     return f"{rule} = {values}) / {_factor(a)} = {number(after[r])}"
 
 
-class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
+class RegisterMachine(WidgetBase, NamedPreset, SliderSteps, W.VBox):
     """A register program swept in one of the four modes, one step at a time (Fig. 2, eqs. 2.3-2.4).
 
     Forward sweeps (``"jvp"``, ``"forward_inverse"``) run with the primal, step
@@ -103,14 +103,8 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
             entry.observe(lambda change, name=name: self._showing or self._typed(name, change["new"]),
                           names="value")
             self.entries[name] = entry
-        self.buttons = {}
-        for label, tip in (("First", "start"), ("Back", "previous step"), ("Forward", "next step"),
-                           ("Last", "the result")):
-            button = W.Button(description=label, tooltip=tip, layout=W.Layout(width="6em"))
-            button.on_click(lambda _, label=label: self._jump(label))
-            self.buttons[label] = button
-        self.slider = W.IntSlider(min=0, max=0, description="step", continuous_update=True)
-        self.slider.observe(lambda _: self._show(), names="value")
+        self.make_step_controls({"First": "start", "Back": "previous step", "Forward": "next step",
+                                 "Last": "the result"})
         self._listing = W.HTML()
         self.heading = W.HTML()
         self.tables = W.HTML()
@@ -125,14 +119,6 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
             raise ValueError(self.error)
 
     # -- Python API ---------------------------------------------------------------------------
-    @property
-    def preset(self) -> str:
-        return self._preset
-
-    @preset.setter
-    def preset(self, name: str) -> None:
-        self.set_preset(name)
-
     @property
     def mode(self) -> str:
         return self._mode
@@ -224,9 +210,6 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
     def _typed(self, name: str, text: str) -> None:
         (self.set_point if name == "x" else self.set_seed)(text)
 
-    def _jump(self, label: str) -> None:
-        self.step = {"First": 0, "Back": self.step - 1, "Forward": self.step + 1, "Last": self.n_steps - 1}[label]
-
     @shows_errors
     def _set_mode(self, mode: str) -> bool:
         try:
@@ -270,15 +253,13 @@ class RegisterMachine(WidgetBase, SliderSteps, W.VBox):
 
     # -- drawing --------------------------------------------------------------------------------
     def _show(self) -> None:
-        state, last = self.state, self.n_steps - 1
-        for label, disabled in (("First", self.step == 0), ("Back", self.step == 0),
-                                ("Forward", self.step == last), ("Last", self.step == last)):
-            self.buttons[label].disabled = disabled
+        state = self.state
+        self.enable_step_buttons()
         lump = None if state["lump"] is None else self._program.lump(state["lump"])
         self._listing.value = self._program_html(lump)
         self.heading.value = self._heading_html(state, lump)
         self.tables.value = self._registers_html(state, lump) + self._tape_html(state)
-        self.summary.value = self._summary_html() if self.step == last else ""
+        self.summary.value = self._summary_html() if self.step == self.n_steps - 1 else ""
 
     def _program_html(self, lump) -> str:
         current = set(lump.steps) if lump is not None else set()
