@@ -15,19 +15,29 @@ EXTRAS ?= lab,test
 IP   ?= 127.0.0.1
 PORT ?= 8888
 START_PAGE ?= notebooks/00_start_here.ipynb
+# make demo CHAPTER=04a_integer_equations, make slides CHAPTER=06_kernels
+CHAPTER ?=
+
+# nbgrader runs alembic (and the demos run jupyter) as subprocesses: the venv's bin comes first on PATH.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 NOTEBOOKS = $(sort $(wildcard notebooks/*.ipynb))
 NBVAL_OPTS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
               -p tests.plugins.nbval_semicolon
 PYTEST_OPTS ?= -p no:cacheprovider
 
-.PHONY: help install lab test lint notebooks clean
+.PHONY: help install lab test lint notebooks assignments grade demo slides site clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE) (IP=$(IP) PORT=$(PORT))"
 	@echo "make test       install, then lint (ruff), run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
 	@echo "make lint       install, then ruff check (rules in pyproject.toml) over the code, tests and notebooks"
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
+	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
+	@echo "make grade      nbgrader: autograde course/submitted/, feedback HTML and course/grades.csv"
+	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
+	@echo "make slides CHAPTER=06_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
+	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets)"
 	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
 	@echo "make clean      remove $(VENV)/ and build leftovers"
 
@@ -50,6 +60,8 @@ $(STAMP): pyproject.toml Makefile
 	$(VPY) -m pip install --quiet -e '.[$(EXTRAS)]'
 	@# A kernelspec inside the venv, so notebooks' "python3" kernel is the venv's Python.
 	$(VPY) -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (ipykernel)' >/dev/null
+	@# reveal.js, the widget manager, require.js and jQuery for offline slides and the static site (npm pack)
+	$(VPY) -m classroom.assets
 	@touch $@
 	@echo "Installed into $(VENV)/"
 
@@ -75,5 +87,21 @@ notebooks: install
 	  --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 	  $(NOTEBOOKS)
 
+assignments: install
+	$(VPY) -m classroom.course assignments
+
+grade: install
+	$(VPY) -m classroom.course grade
+
+demo: install
+	$(VPY) -m classroom.demo serve --ip $(IP) --port $(PORT) $(if $(CHAPTER),--chapter $(CHAPTER))
+
+slides: install
+	@test -n "$(CHAPTER)" || { echo "usage: make slides CHAPTER=06_kernels (a name from notebooks/)"; exit 2; }
+	$(VPY) -m classroom.demo slides --ip $(IP) --port $(PORT) --chapter $(CHAPTER)
+
+site: install
+	$(VPY) -m classroom.site
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .hypothesis

@@ -165,8 +165,11 @@ def test_environment_yml_matches_pyproject():
     py = _pyproject_requirements()
     env, local = _environment()
     requires_python = SpecifierSet(_pyproject()["project"]["requires-python"])
-    assert env.pop("python", None) == requires_python, (
-        f"environment.yml python must be {requires_python} like requires-python"
+    # Binder reads the version only from a conda pin `python=X.Y`: the oldest Python that requires-python admits.
+    oldest = min(f"3.{minor}" for minor in range(8, 20) if requires_python.contains(f"3.{minor}"))
+    assert env.pop("python", None) == SpecifierSet(f"=={oldest}.*"), (
+        f"environment.yml must pin python={oldest} (Binder's form), the oldest that requires-python "
+        f"{requires_python} admits"
     )
     env.pop("pip", None)
     missing = sorted(set(py) - set(env))
