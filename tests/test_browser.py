@@ -28,17 +28,13 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
-import contextlib
+
+from tests.browser_support import chromium, free_port, server
 
 pytestmark = pytest.mark.browser
 
@@ -46,77 +42,14 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = Path(os.environ.get("BOOK_BROWSER_NOTEBOOKS") or REPO / "notebooks")
 SCREENSHOTS = REPO / "screenshots"
 TIMEOUT_S = float(os.environ.get("BOOK_BROWSER_TIMEOUT", "300"))
-IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-HOW_TO_INSTALL = (
-    "install it with `apt-get install -y chromium` (Debian; sudo if not root) and "
-    "`make install` (playwright), or point BOOK_CHROMIUM at a chromium binary"
-)
 
 NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.glob("*.ipynb") if not p.name.startswith("."))
-
-
-def _skip_or_fail(why: str):
-    message = f"{why}; {HOW_TO_INSTALL}"
-    if IN_CI:
-        pytest.fail(f"CI=true and {message}", pytrace=False)
-    pytest.skip(message)
-
-
-def _find_chromium() -> str | None:
-    candidates = [os.environ.get("BOOK_CHROMIUM"), "/usr/bin/chromium"]
-    candidates += [shutil.which(n) for n in ("chromium", "chromium-browser")]
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _write_json(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
-
-
-def _stop(proc: subprocess.Popen, base_url: str, token: str) -> None:
-    """Ask the server to shut down (it stops its kernels), then end its process group."""
-    if proc.poll() is None:
-        try:
-            req = urllib.request.Request(
-                f"{base_url}/api/shutdown",
-                method="POST",
-                headers={"Authorization": f"token {token}"},
-            )
-            urllib.request.urlopen(req, timeout=5).close()
-            proc.wait(timeout=15)
-        except Exception:
-            pass
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            continue
-    # the session's other processes (kernels) may outlive the leader
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +82,8 @@ def lab(tmp_path_factory):
         PYTHONUNBUFFERED="1",
     )
     token = secrets.token_hex(24)
-    port = _free_port()
+    port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    log = open(tmp / "jupyterlab.log", "w+")  # noqa: SIM115 -- open while the server runs, closed at teardown
     cmd = [
         sys.executable, "-m", "jupyterlab",
         "--no-browser",
@@ -166,50 +98,15 @@ def lab(tmp_path_factory):
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers run as root
         cmd.append("--ServerApp.allow_root=True")
-    proc = subprocess.Popen(
-        cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{log.read()[-4000:]}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"JupyterLab did not start within 90 s:\n{log.read()[-4000:]}")
-            time.sleep(0.3)
+    with server(cmd, f"{base_url}/api/status?token={token}", tmp / "jupyterlab.log", cwd=root, env=env,
+                shutdown_url=f"{base_url}/api/shutdown", token=token):
         yield base_url, token
-    finally:
-        _stop(proc, base_url, token)
-        log.close()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    chromium = _find_chromium()
-    if chromium is None:
-        _skip_or_fail("chromium is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("playwright is not installed")
-    pw = sync_playwright().start()
-    try:
-        b = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-    finally:
-        pw.stop()
+    with chromium() as b:
+        yield b
 
 
 def _stored_notebook(path: Path):
