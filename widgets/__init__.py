@@ -34,7 +34,8 @@ Pearlmutter & Siskind, "Inverse Accumulation Mode" (:mod:`tensoradbook.inverse`)
 * :class:`LumpExplorer` -- a program with temporaries cut into lumps along a
   chosen topological order: live values per cut, the lumps (sec. 3, Fig. 4).
 
-The widgets call :mod:`tensoradbook` for every computation and only draw.
+The widgets call :mod:`tensoradbook` for every computation and only draw. ``set_scale(PRESENTATION_SCALE)``
+draws every widget made afterwards twice as large (pixels, dpi and fonts together) for a lecture hall.
 """
 
 from .chaining import ChainTable, MemoryBudget, ScheduleView, TwoFactorExplorer
@@ -46,6 +47,9 @@ from .lattice import KernelLattice
 from .polytope import PolytopeView
 from .smith import SmithStepper
 
+from ._common import PRESENTATION_SCALE, get_scale, set_scale
+
 __all__ = ["DerivationExplorer", "GradientLab", "GraphView", "KernelLattice", "PolytopeView", "SmithStepper"]
 __all__ += ["ChainTable", "MemoryBudget", "ScheduleView", "TwoFactorExplorer"]
 __all__ += ["LumpExplorer", "NewtonDemo", "RegisterMachine", "StepInverse"]
+__all__ += ["PRESENTATION_SCALE", "get_scale", "set_scale"]

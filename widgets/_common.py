@@ -12,6 +12,8 @@ the call returns False.
 
 from __future__ import annotations
 
+import os
+
 import ast
 import functools
 import html
@@ -37,6 +39,51 @@ from .base import WidgetBase
 # well inside the 100 ms an interaction may take.
 FIGSIZE = (6.0, 4.5)
 DPI = 80
+#: The scale for a lecture hall (``set_scale(PRESENTATION_SCALE)``): a 6-inch figure is 960 pixels wide, fits a
+#: 1280-pixel screen, and its 9-point labels are 20 pixels high.
+PRESENTATION_SCALE = 2.0
+_SCALE_ENV = "TENSORADBOOK_WIDGET_SCALE"
+
+
+def _scale_from_environment() -> float:
+    text = os.environ.get(_SCALE_ENV, "").strip()
+    try:
+        return _checked_scale(float(text)) if text else 1.0
+    except ValueError as err:
+        raise ValueError(f"{_SCALE_ENV}={text!r}: {err}") from None
+
+
+def _checked_scale(scale: float) -> float:
+    if not 0.5 <= scale <= 4:
+        raise ValueError(f"the widget scale must lie between 0.5 and 4, not {scale}")
+    return float(scale)
+
+
+_scale = _scale_from_environment()
+
+
+def set_scale(scale: float = PRESENTATION_SCALE) -> float:
+    """Draw every widget made from now on ``scale`` times larger: the figure in pixels, its dpi and so its
+    fonts, together (1: the book's size; :data:`PRESENTATION_SCALE` for a lecture hall; the environment
+    variable ``TENSORADBOOK_WIDGET_SCALE`` sets it for a whole server). Returns the scale it replaced."""
+    global _scale
+    previous, _scale = _scale, _checked_scale(float(scale))
+    return previous
+
+
+def get_scale() -> float:
+    """The scale widgets made now are drawn at (see :func:`set_scale`)."""
+    return _scale
+
+
+def figure_dpi(base: float = DPI) -> float:
+    """The dpi a figure drawn at ``base`` dpi at scale 1 has at the current scale."""
+    return base * _scale
+
+
+def css_width(inches: float, base: float = DPI) -> str:
+    """The CSS width that shows a figure ``inches`` wide pixel for pixel at the current scale."""
+    return f"{int(inches * figure_dpi(base))}px"
 # Axes on the left (figure fractions: left, bottom, width, height); the legend
 # goes to the right of them, anchored to the figure, so it never covers points
 # and stays put when equal aspect makes the axes narrower.
@@ -206,7 +253,7 @@ class Plot:
     """
 
     def __init__(self, projection: str | None = None):
-        self.fig = Figure(figsize=FIGSIZE, dpi=DPI)
+        self.fig = Figure(figsize=FIGSIZE, dpi=figure_dpi())
         self.canvas = FigureCanvasAgg(self.fig)
         left, _, width, _ = rect = AXES_RECT[projection]
         self.ax = self.fig.add_axes(rect, projection=projection)
@@ -275,7 +322,7 @@ class BetaExplorer(WidgetBase, W.VBox):
         self._beta: tuple[int, ...] = ()
         self.errors = MessageBox()
         self.status_line = MessageBox(color="black")
-        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=css_width(FIGSIZE[0])))
         self._ranges = image_range(self._A, self.shape)
         self.sliders = [W.IntSlider(min=lo, max=hi, value=lo, description=f"β{subscript(k)}",
                                      continuous_update=True, style={"description_width": "2em"})

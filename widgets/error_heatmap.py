@@ -13,9 +13,10 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullFormatter
 
-from ._common import DPI, canvas_png
+from ._common import canvas_png, figure_dpi
 
 HEATMAP_WIDTH, HEATMAP_ROW, HEATMAP_TOP = 8.0, 2.3, 0.6  # inches: width, per row of panels, title
+MAX_WIDTH_PX = 1200  # two columns only where they fit a 1280-pixel screen at the current scale
 
 
 def shape_text(shape) -> str:
@@ -36,9 +37,14 @@ def _panel(values: np.ndarray) -> tuple[np.ndarray, str, str, str]:
             f"{values.ndim}-D, rows flattened")
 
 
+def heatmap_columns(n_panels: int) -> int:
+    """Panels side by side: two, or one for a single panel and at a scale where two would not fit the screen."""
+    return 2 if n_panels > 1 and HEATMAP_WIDTH * figure_dpi() <= MAX_WIDTH_PX else 1
+
+
 def heatmap_width(n_panels: int) -> float:
     """The heatmap's width in inches: two columns of panels, or one."""
-    return HEATMAP_WIDTH if n_panels > 1 else HEATMAP_WIDTH * 0.6
+    return HEATMAP_WIDTH if heatmap_columns(n_panels) == 2 else HEATMAP_WIDTH * 0.6
 
 
 def _color_range(errors: dict[str, np.ndarray]) -> tuple[float, float]:
@@ -57,10 +63,10 @@ class _HeatmapFrame:
 
     def __init__(self, panels: tuple, title: str, color_range: tuple[float, float]):
         names = [name for name, _, _ in panels]
-        cols = 1 if len(names) == 1 else 2
+        cols = heatmap_columns(len(names))
         rows = -(-len(names) // cols)
         self.width, height = heatmap_width(len(names)), HEATMAP_TOP + HEATMAP_ROW * rows
-        self.figure = Figure(figsize=(self.width, height), dpi=DPI)
+        self.figure = Figure(figsize=(self.width, height), dpi=figure_dpi())
         self.canvas = FigureCanvasAgg(self.figure)
         self.bottom = color_range[0]
         norm = LogNorm(*color_range, clip=True)
@@ -113,7 +119,8 @@ class _HeatmapFrame:
 
 
 @lru_cache(maxsize=4)
-def _heatmap_frame(panels: tuple, title: str, color_range: tuple[float, float]) -> _HeatmapFrame:
+def _heatmap_frame(panels: tuple, title: str, color_range: tuple[float, float], dpi: float) -> _HeatmapFrame:
+    """A frame per layout, colour range and dpi (the scale it was made at)."""
     return _HeatmapFrame(panels, title, color_range)
 
 
@@ -131,5 +138,5 @@ def error_heatmap(errors: dict[str, np.ndarray], title: str = "", sizes: dict | 
         if sizes is not None:
             heading += f", |d{name}| ≤ {sizes[name]:.1e}"
         panels.append((name, shape, heading))
-    frame = _heatmap_frame(tuple(panels), title, _color_range(errors))
+    frame = _heatmap_frame(tuple(panels), title, _color_range(errors), figure_dpi())
     return frame.png(list(errors.values()))

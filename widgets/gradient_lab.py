@@ -43,7 +43,7 @@ from tensoradbook.integer.matrix import shown
 from tensoradbook.ad.gradcheck import numeric_gradient, random_arguments
 
 from .base import WidgetBase
-from ._common import (DPI, CodeMessageBox, MessageBox, choose, function_entries, read_shapes, shapes_text,
+from ._common import (CodeMessageBox, css_width, MessageBox, choose, function_entries, read_shapes, shapes_text,
                       shows_errors)
 from .error_heatmap import error_heatmap, heatmap_width, shape_text
 from .explorer import PRESETS, SECTION_6, TOLERANCE, PresetChoice, function_text
@@ -599,7 +599,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
                                           self._result.scale)
             self.image.value = self._heatmap
             self.image.layout.display = None
-            self.image.layout.width = f"{int(heatmap_width(len(element_errors)) * DPI)}px"
+            self.image.layout.width = css_width(heatmap_width(len(element_errors)))
             self.image_note.value = (f"<small>The {html.escape(target)} kernels' gradients against central "
                                       "differences, element by element. "
                                       "Central differences with step 1e-6 are themselves only good to about "

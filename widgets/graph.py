@@ -44,7 +44,8 @@ from tensoradbook.ad.reverse import child_keys, local_partials, reverse_accumula
 from tensoradbook.lang.simplify import ZERO
 
 from .base import WidgetBase
-from ._common import CodeMessageBox, SliderSteps, canvas_png, legend_pixels, shows_errors, subscript
+from ._common import (CodeMessageBox, SliderSteps, canvas_png, css_width, figure_dpi, legend_pixels, shows_errors,
+                      subscript)
 from .explorer import function_text
 
 DEFAULT = "f[] = exp (x[] * y[]) + sin (x[])"
@@ -59,7 +60,7 @@ REPORT_FIGURES = {
 MAX_NODES = 30  # beyond this the picture is unreadable; the text of the function is better
 
 # Geometry in inches: the axes' data units are inches, so sizes in points (1/72 in) line up with them.
-DPI = 72
+DPI = 72  # at scale 1 (see _common.set_scale)
 CHAR = 0.085      # average width of a 10 pt character
 PAD = 0.22        # box padding around a label, both sides together
 GAP = 0.35        # free space between neighbouring slots in a layer
@@ -362,7 +363,7 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
 
     def _start_figure(self) -> None:
         graph = self._graph
-        self._figure = Figure(figsize=graph.size, dpi=DPI)
+        self._figure = Figure(figsize=graph.size, dpi=figure_dpi(DPI))
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = ax = self._figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
@@ -377,12 +378,12 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
             x, y = graph.position[key]
             ax.text(x - 0.12, y + 0.3, f"v{subscript(j + 1)}", ha="right", va="center", fontsize=9,
                     color="0.35", zorder=3)
-        legend = legend_pixels(_LEGEND, DPI, ncol=3, fontsize=9, frameon=False)
-        self._figure.figimage(legend, xo=max(0, int((graph.size[0] * DPI - legend.shape[1]) / 2)), yo=4)
+        legend = legend_pixels(_LEGEND, figure_dpi(DPI), ncol=3, fontsize=9, frameon=False)
+        self._figure.figimage(legend, xo=max(0, int((graph.size[0] * figure_dpi(DPI) - legend.shape[1]) / 2)), yo=4)
         self._canvas.draw()
         self._background = self._canvas.copy_from_bbox(self._figure.bbox)
         self._pictures = {}
-        self.image.layout.width = f"{int(graph.size[0] * DPI)}px"
+        self.image.layout.width = css_width(graph.size[0], DPI)
 
     def _node_box(self, key, box):
         x, y = self._graph.position[key]

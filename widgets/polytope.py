@@ -40,7 +40,7 @@ from tensoradbook.integer.matrix import matvec
 from tensoradbook.integer.geometry import (drawn_entries, hidden_entries, loop_bounds, polygon_vertices,
                                            solutions_in_view)
 
-from ._common import DPI, BetaExplorer, Plot, SliderSteps, canvas_png, subscript, vector_text
+from ._common import BetaExplorer, css_width, Plot, SliderSteps, canvas_png, subscript, vector_text
 
 _REGION = dict(facecolor="#9ecae1", edgecolor="#3182bd", alpha=0.5, linewidth=1.5)
 _POINTS = dict(color="#08306b", zorder=5)
@@ -164,7 +164,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
         self._boxed, self._reason, self._points, self._bounds, self._vertices = None, None, [], [], []
         self._alphas: list[tuple[int, ...]] = []
         self._alpha_plot, self._pair = None, None
-        self._alpha_image = W.Image(format="png", layout=W.Layout(width=f"{int(_AlphaPlot.SIZE[0] * DPI)}px"))
+        self._alpha_image = W.Image(format="png", layout=W.Layout(width=css_width(_AlphaPlot.SIZE[0])))
         self.slider = W.IntSlider(min=0, max=self._kappa, description="FM step",
                                    style={"description_width": "5em"})
         self.slider.observe(lambda _: self._show_step(), names="value")

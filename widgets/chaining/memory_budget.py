@@ -10,7 +10,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from tensoradbook import chaining as jc
-from .._common import (AXES_RECT, DPI, FIGSIZE, Plot, canvas_png)
+from .._common import AXES_RECT, FIGSIZE, Plot, canvas_png, css_width
 
 from .shared import BLUE, GREEN, RED, SECTION_4, _compact, _number
 from .controls import _ChainWidget
@@ -59,7 +59,7 @@ class MemoryBudget(_ChainWidget):
         self._plot = Plot()
         _, bottom, _, height = AXES_RECT[None]
         self._title = self._plot.fig.text(0.5, bottom + height + 0.05, "", ha="center", va="center", fontsize=10)
-        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=css_width(FIGSIZE[0])))
         self.text = W.HTML()
         self.children = [self._controls, self.errors, self.slider, self.image, self.text]
         self._start(chain, memory, "exact", preset)

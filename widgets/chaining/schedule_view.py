@@ -14,7 +14,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from tensoradbook import chaining as jc
-from .._common import (canvas_png, subscript)
+from .._common import canvas_png, css_width, figure_dpi, subscript
 
 from .shared import BLUE, BLUE_FILL, GREY, GREY_FILL, RED, RULE_NAMES, SECTION_5, TAPE_RAMP, _compact, _number, own_cost
 from .controls import _ChainWidget
@@ -32,27 +32,27 @@ TREE_DPI = 80
 
 _BOX_PIXELS: dict[tuple, np.ndarray] = {}
 MAX_KEPT_BOXES = 2000  # about 30 kB each
-_SCRATCH: list = []  # one transparent figure that draws the boxes, made on first use
+_SCRATCH: dict[float, list] = {}  # per dpi, one transparent figure that draws the boxes, made on first use
 
 
-def box_pixels(text: str, face, edge: str) -> np.ndarray:
+def box_pixels(text: str, face, edge: str, dpi: float = TREE_DPI) -> np.ndarray:
     """RGBA pixels of one tree box (rounded frame and text), drawn once and kept.
 
     Laying out and rendering text is most of a tree's drawing time, and the
     same boxes (a factor's preaccumulation, a sweep) recur from schedule to
     schedule, so each distinct box is drawn once and pasted from then on.
     """
-    key = (text, tuple(face) if not isinstance(face, str) else face, edge)
+    key = (text, tuple(face) if not isinstance(face, str) else face, edge, dpi)
     if key not in _BOX_PIXELS:
         if len(_BOX_PIXELS) >= MAX_KEPT_BOXES:
             _BOX_PIXELS.clear()
-        if not _SCRATCH:
-            figure = Figure(figsize=(8, 1.5), dpi=TREE_DPI)
+        if dpi not in _SCRATCH:
+            figure = Figure(figsize=(8, 1.5), dpi=dpi)
             figure.patch.set_alpha(0)
             canvas = FigureCanvasAgg(figure)
             canvas.draw()
-            _SCRATCH.extend([figure, canvas, canvas.copy_from_bbox(figure.bbox)])
-        figure, canvas, blank = _SCRATCH
+            _SCRATCH[dpi] = [figure, canvas, canvas.copy_from_bbox(figure.bbox)]
+        figure, canvas, blank = _SCRATCH[dpi]
         canvas.restore_region(blank)
         label = figure.text(0.5, 0.5, text, ha="center", va="center", fontsize=9,
                             bbox=dict(boxstyle="round,pad=0.3", facecolor=face, edgecolor=edge, linewidth=1.2))
@@ -96,6 +96,7 @@ class ScheduleView(_ChainWidget):
         # finished picture per schedule, so that a change that keeps the schedule costs no drawing.
         self._figures: dict[int, tuple] = {}
         self._pictures: dict[str, bytes] = {}
+        self._dpi = figure_dpi(TREE_DPI)  # the scale when made (set_scale)
         self.image = W.Image(format="png")
         self.baseline_table = W.HTML(layout=W.Layout(margin="0 0 0 1em"))
         self.steps = W.HTML()
@@ -181,7 +182,7 @@ class ScheduleView(_ChainWidget):
             chain = self.chain
             q = chain.q
             width, height = max(COLUMN * q + 0.4, 5.6), HEADER + LEVEL * levels + FOOTER
-            fig = Figure(figsize=(width, height), dpi=TREE_DPI)
+            fig = Figure(figsize=(width, height), dpi=self._dpi)
             canvas = FigureCanvasAgg(fig)
             ax = fig.add_axes((0, 0, 1, 1))
             ax.set_axis_off()
@@ -222,10 +223,11 @@ class ScheduleView(_ChainWidget):
         edges.remove()
         frame = np.asarray(canvas.buffer_rgba())  # the canvas's own pixels: boxes are blended in place
         for box in boxes:  # over the edges: each box's pixels, centred on its place
-            pixels = box_pixels(box["text"], box["colour"], {"tangent": BLUE, "adjoint": RED}.get(box["kind"], GREY))
+            pixels = box_pixels(box["text"], box["colour"], {"tangent": BLUE, "adjoint": RED}.get(box["kind"], GREY),
+                                self._dpi)
             rows, columns = pixels.shape[:2]
-            top = round(frame.shape[0] - middle(box["level"]) * TREE_DPI - rows / 2)  # array rows count from the top
-            left_edge = round(centre(box["span"]) * TREE_DPI - columns / 2)
+            top = round(frame.shape[0] - middle(box["level"]) * self._dpi - rows / 2)  # array rows count from the top
+            left_edge = round(centre(box["span"]) * self._dpi - columns / 2)
             # The part inside the frame (a very long label at the border would stick out).
             r0, c0 = max(0, -top), max(0, -left_edge)
             r1, c1 = min(rows, frame.shape[0] - top), min(columns, frame.shape[1] - left_edge)
@@ -233,7 +235,7 @@ class ScheduleView(_ChainWidget):
             target = frame[top + r0:top + r1, left_edge + c0:left_edge + c1]
             alpha = source[..., 3:] / 255.0
             target[..., :3] = (source[..., :3] * alpha + target[..., :3] * (1 - alpha)).round().astype(np.uint8)
-        self.image.layout.width = f"{int(width * TREE_DPI)}px"
+        self.image.layout.width = css_width(width, TREE_DPI)
         return canvas_png(canvas)
 
     def _baseline_html(self) -> str:

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from tensoradbook import chaining as jc
 from tensoradbook.integer.matrix import as_int
 from ..base import WidgetBase
-from .._common import (DPI, MessageBox, canvas_png, choose, shows_errors)
+from .._common import MessageBox, canvas_png, choose, css_width, figure_dpi, shows_errors
 
 from .shared import (BAR_FIGSIZE, BLUE, GREEN, SIZE_LABELS, SIZE_NAMES, SLIDER_MAX, TWO_FACTOR_PRESETS, _number,
                      check_size)
@@ -46,7 +46,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
             slider.observe(lambda change, name=name: self._showing or self.set_sizes(**{name: change["new"]}),
                            names="value")
         self._start_figure()
-        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(BAR_FIGSIZE[0] * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=css_width(BAR_FIGSIZE[0])))
         self.summary = W.HTML()
         self.table = W.HTML()
         dimensions = W.VBox([self.sliders[name] for name in ("n1", "m1", "m2")])
@@ -126,7 +126,7 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
     # pixels; an update restores them and draws only the bars, their values and the title on top
     # (matplotlib's blitting), which keeps a slider move well inside 100 ms.
     def _start_figure(self) -> None:
-        self._figure = Figure(figsize=BAR_FIGSIZE, dpi=DPI)
+        self._figure = Figure(figsize=BAR_FIGSIZE, dpi=figure_dpi())
         self._canvas = FigureCanvasAgg(self._figure)
         ax = self._ax = self._figure.add_axes((0.3, 0.12, 0.66, 0.76))
         self.bars = ax.barh(range(8), [0] * 8, height=0.65)

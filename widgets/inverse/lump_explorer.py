@@ -17,7 +17,7 @@ from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import as_int, shown
 from tensoradbook.inverse import examples
 from ..base import NamedPreset, WidgetBase
-from .._common import DPI, FIGSIZE, MessageBox, choose, shows_errors
+from .._common import FIGSIZE, MessageBox, css_width, figure_dpi, choose, shows_errors
 
 from .shared import GREY, RED, _CELL, _TABLE, blit_png, number, numbers
 from .register_machine import _registers
@@ -83,7 +83,7 @@ class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
             button = W.Button(description=label, layout=W.Layout(width="7em"))
             button.on_click(lambda _, offset=offset: self.move(self._vertex_menu.value, offset))
             self._move_buttons.append(button)
-        self._figure = Figure(figsize=FIGSIZE, dpi=DPI)
+        self._figure = Figure(figsize=FIGSIZE, dpi=figure_dpi())
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = self._figure.add_axes((0.11, 0.16, 0.52, 0.74))
         self._figure.legend([Patch(facecolor=_LUMP_COLOURS[0], edgecolor=GREY),
@@ -93,7 +93,7 @@ class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
                             loc="upper left", bbox_to_anchor=(0.65, 0.9), fontsize=9, framealpha=0.9)
         self._backgrounds: dict = {}  # (preset, height) -> pixels of the empty axes
         self._tops: dict = {}         # preset -> the height its axes have (grows, never shrinks)
-        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(FIGSIZE[0] * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=css_width(FIGSIZE[0])))
         self._listing = W.HTML()
         self.table = W.HTML()
         self.summary = W.HTML()

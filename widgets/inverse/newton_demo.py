@@ -16,7 +16,7 @@ from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
 from tensoradbook.inverse import examples
 from ..base import NamedPreset, WidgetBase
-from .._common import DPI, MessageBox, choose, move_sliders, shows_errors
+from .._common import MessageBox, css_width, figure_dpi, choose, move_sliders, shows_errors
 
 from .shared import BLUE, ORANGE, RED, _CELL, _TABLE, blit_png, numbers, parse_vector
 
@@ -71,11 +71,11 @@ class NewtonDemo(WidgetBase, NamedPreset, W.VBox):
         self._h = h
         self._slider_box = W.HBox()
         self.sliders: list[W.FloatSlider] = []
-        self._figure = Figure(figsize=(6.0, 3.8), dpi=DPI)
+        self._figure = Figure(figsize=(6.0, 3.8), dpi=figure_dpi())
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = self._figure.add_axes((0.12, 0.14, 0.5, 0.76))
         self._start_plot()
-        self.image = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * DPI)}px"))
+        self.image = W.Image(format="png", layout=W.Layout(width=css_width(6.0)))
         self.table = W.HTML()
         self.children = [W.HBox([self.preset_menu, self._h_slider]), self._slider_box, self.errors,
                          self._status, self.image, self.table]

@@ -16,7 +16,7 @@ from matplotlib.ticker import NullLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
 from ..base import WidgetBase
-from .._common import MessageBox, move_sliders, shows_errors
+from .._common import MessageBox, css_width, figure_dpi, move_sliders, shows_errors
 
 from .shared import BLUE, BLUE_FILL, ORANGE, RED, blit_png, number
 
@@ -33,6 +33,13 @@ _FIG1 = (
      ((0, 0, "1/a"), (1, 0, "−b/a"), (1, 1, ""))),
 )
 _PANEL_WIDTH, _FIG1_HEIGHT, FIG1_DPI = 2.3, 3.1, 72
+_MAX_WIDTH_PX = 1200  # the five graphs in one row only where it fits a 1280-pixel screen at the current scale
+
+
+def _fig1_grid() -> tuple[int, int]:
+    """Columns and rows of Fig. 1's five graphs: one row, or three and two at a presentation scale."""
+    return (5, 1) if 5 * _PANEL_WIDTH * figure_dpi(FIG1_DPI) <= _MAX_WIDTH_PX else (3, 2)
+_LIMIT_SIZE = (6.0, 3.4)
 _FIG1_X, _FIG1_Y = (-0.9, 1.45), (-0.35, 1.35)  # data limits of a panel; nodes sit at x = 0, 1 and y = 0, 1
 
 #: What the a -> 0 plot shows: curve label, style.
@@ -111,8 +118,8 @@ class StepInverse(WidgetBase, W.VBox):
             slider.observe(self._on_slider, names="value")
             self.sliders[name] = slider
         self.latex = W.HTMLMath()
-        self.graphs = W.Image(format="png", layout=W.Layout(width=f"{int(5 * _PANEL_WIDTH * FIG1_DPI)}px"))
-        self.limit = W.Image(format="png", layout=W.Layout(width=f"{int(6.0 * 80)}px"))
+        self.graphs = W.Image(format="png", layout=W.Layout(width=css_width(_fig1_grid()[0] * _PANEL_WIDTH, FIG1_DPI)))
+        self.limit = W.Image(format="png", layout=W.Layout(width=css_width(_LIMIT_SIZE[0])))
         self._start_graphs()
         self._start_limit_plot()
         self.children = [W.HBox(list(self.sliders.values())), self.errors, self._status, self.latex,
@@ -212,11 +219,13 @@ class StepInverse(WidgetBase, W.VBox):
 
     # Fig. 1: nodes, arrows and titles are drawn once; an interaction draws the edge labels.
     def _start_graphs(self) -> None:
-        self._fig1 = Figure(figsize=(5 * _PANEL_WIDTH, _FIG1_HEIGHT), dpi=FIG1_DPI)
+        cols, rows = _fig1_grid()
+        self._fig1 = Figure(figsize=(cols * _PANEL_WIDTH, rows * _FIG1_HEIGHT), dpi=figure_dpi(FIG1_DPI))
         self._fig1_canvas = FigureCanvasAgg(self._fig1)
         self._fig1_axes = []
         for k, (title, bottom, top, up, edges) in enumerate(_FIG1):
-            ax = self._fig1.add_axes((k / 5 + 0.005, 0.1, 0.19, 0.78))
+            row, col = divmod(k, cols)
+            ax = self._fig1.add_axes((col / cols + 0.005, (rows - 1 - row + 0.1) / rows, 0.95 / cols, 0.78 / rows))
             ax.set_xlim(*_FIG1_X)
             ax.set_ylim(*_FIG1_Y)
             ax.set_axis_off()
@@ -234,7 +243,7 @@ class StepInverse(WidgetBase, W.VBox):
                             bbox=dict(boxstyle="circle,pad=0.25", facecolor=BLUE_FILL,
                                       edgecolor=ORANGE if adds else BLUE, linewidth=2.6 if adds else 1.2))
             self._fig1_axes.append(ax)
-        self._fig1.text(0.5, 0.03, "orange ring: fan-in, where the sweep adds;  unlabelled edges carry 1",
+        self._fig1.text(0.5, 0.03 / rows, "orange ring: fan-in, where the sweep adds;  unlabelled edges carry 1",
                         ha="center", fontsize=10, color="0.3")
         self._fig1_canvas.draw()
         self._fig1_background = self._fig1_canvas.copy_from_bbox(self._fig1.bbox)
@@ -266,7 +275,7 @@ class StepInverse(WidgetBase, W.VBox):
 
     # What happens as a -> 0: the entries of J^-1 and the condition number against a.
     def _start_limit_plot(self) -> None:
-        self._limit_fig = Figure(figsize=(6.0, 3.4), dpi=80)
+        self._limit_fig = Figure(figsize=_LIMIT_SIZE, dpi=figure_dpi())
         self._limit_canvas = FigureCanvasAgg(self._limit_fig)
         ax = self._limit_ax = self._limit_fig.add_axes((0.11, 0.15, 0.55, 0.74))
         ax.set_xlim(-_LIMIT_RANGE, _LIMIT_RANGE)
