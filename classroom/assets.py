@@ -1,0 +1,103 @@
+"""Browser assets for lecture halls without a network: fetched from the npm registry at ``make install`` time
+(``npm pack``, by exact version), never from a CDN while a page is shown.
+
+``python -m classroom.assets`` fills :data:`ASSETS` (inside ``.venv/``); :func:`asset` finds one file there
+and says how to get it when it is missing. MathJax 2.7 comes from the PyPI package ``jupyter-server-mathjax``
+and the reveal.js script from Voila's own wheel; npm brings what no PyPI package ships.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+#: Where the fetched assets live: next to the interpreter that runs the book.
+ASSETS = Path(sys.prefix) / "share" / "tensoradbook" / "assets"
+
+#: npm package -> (exact version, the files to keep, relative to the package root). reveal.js matches the
+#: reveal.js script that Voila 0.5 bundles (6.0.1), whose style sheets it does not ship.
+NPM_PACKAGES = {
+    "reveal.js": ("6.0.1", ["dist/reveal.css", "dist/theme/white.css"]),
+    "@jupyter-widgets/html-manager": ("1.0.15", ["dist/embed-amd.js"]),
+    "requirejs": ("2.3.7", ["require.js"]),
+    "jquery": ("3.7.1", ["dist/jquery.min.js"]),
+}
+
+
+#: The Voila template of ``make slides``: Voila's reveal template with local jQuery and reveal.js style sheets.
+SLIDES_TEMPLATE = "tensoradbook-slides"
+SLIDES_TEMPLATE_DIR = Path(sys.prefix) / "share" / "jupyter" / "voila" / "templates" / SLIDES_TEMPLATE
+
+
+class MissingAsset(RuntimeError):
+    """An asset that ``make install`` should have fetched is not there."""
+
+
+def package_dir(package: str) -> Path:
+    return ASSETS / package
+
+
+def asset(package: str, relative: str) -> Path:
+    """The path of one fetched file, or a :class:`MissingAsset` that says how to fetch it."""
+    path = package_dir(package) / relative
+    if not path.exists():
+        raise MissingAsset(f"{path} is missing: run `make install` (or `{sys.executable} -m classroom.assets`), "
+                           f"which fetches {package} from the npm registry")
+    return path
+
+
+def mathjax_dir() -> Path:
+    """MathJax 2.7 as the PyPI package ``jupyter-server-mathjax`` ships it."""
+    import jupyter_server_mathjax
+
+    return Path(jupyter_server_mathjax.__file__).parent / "static"
+
+
+def fetch(npm: str = "npm") -> None:
+    """Fetch every package of :data:`NPM_PACKAGES` not yet in :data:`ASSETS` (a version stamp per package)."""
+    if shutil.which(npm) is None:
+        raise SystemExit("error: npm is needed once, at install time, to fetch reveal.js and the widget "
+                         "manager for offline slides and the static site: apt-get install -y npm")
+    for package, (version, keep) in NPM_PACKAGES.items():
+        target = package_dir(package)
+        stamp = target / ".version"
+        if stamp.exists() and stamp.read_text() == version:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([npm, "pack", "--silent", f"{package}@{version}", "--pack-destination", tmp],
+                           check=True, stdout=subprocess.DEVNULL)
+            (tarball,) = Path(tmp).glob("*.tgz")
+            with tarfile.open(tarball) as archive:
+                archive.extractall(tmp, filter="data")
+            if target.exists():
+                shutil.rmtree(target)
+            for relative in keep:
+                source = Path(tmp) / "package" / relative
+                destination = target / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                if source.is_dir():
+                    shutil.copytree(source, destination)
+                else:
+                    shutil.copy2(source, destination)
+        stamp.write_text(version)
+        print(f"fetched {package}@{version} into {target}")
+
+
+def install_slides_template() -> None:
+    """Put :data:`SLIDES_TEMPLATE` (``classroom/voila_slides``) where Voila finds templates, with the fetched
+    reveal.js style sheets and jQuery in its static folder (served at ``voila/templates/<name>/static/``)."""
+    if SLIDES_TEMPLATE_DIR.exists():
+        shutil.rmtree(SLIDES_TEMPLATE_DIR)
+    shutil.copytree(REPO / "classroom" / "voila_slides", SLIDES_TEMPLATE_DIR)
+    for package in ("reveal.js", "jquery"):
+        shutil.copytree(package_dir(package), SLIDES_TEMPLATE_DIR / "static" / package)
+
+
+if __name__ == "__main__":
+    fetch()
+    install_slides_template()
