@@ -29,9 +29,12 @@ NPM_PACKAGES = {
 }
 
 
+VOILA_TEMPLATES = Path(sys.prefix) / "share" / "jupyter" / "voila" / "templates"
+#: The Voila template of ``make demo``: Voila's lab template without links to a CDN.
+DEMO_TEMPLATE = "tensoradbook-demo"
 #: The Voila template of ``make slides``: Voila's reveal template with local jQuery and reveal.js style sheets.
 SLIDES_TEMPLATE = "tensoradbook-slides"
-SLIDES_TEMPLATE_DIR = Path(sys.prefix) / "share" / "jupyter" / "voila" / "templates" / SLIDES_TEMPLATE
+SLIDES_TEMPLATE_DIR = VOILA_TEMPLATES / SLIDES_TEMPLATE
 
 
 class MissingAsset(RuntimeError):
@@ -88,16 +91,19 @@ def fetch(npm: str = "npm") -> None:
         print(f"fetched {package}@{version} into {target}")
 
 
-def install_slides_template() -> None:
-    """Put :data:`SLIDES_TEMPLATE` (``classroom/voila_slides``) where Voila finds templates, with the fetched
-    reveal.js style sheets and jQuery in its static folder (served at ``voila/templates/<name>/static/``)."""
-    if SLIDES_TEMPLATE_DIR.exists():
-        shutil.rmtree(SLIDES_TEMPLATE_DIR)
-    shutil.copytree(REPO / "classroom" / "voila_slides", SLIDES_TEMPLATE_DIR)
-    for package in ("reveal.js", "jquery"):
-        shutil.copytree(package_dir(package), SLIDES_TEMPLATE_DIR / "static" / package)
+def install_voila_templates() -> None:
+    """Put :data:`DEMO_TEMPLATE` (``classroom/voila_demo``) and :data:`SLIDES_TEMPLATE` (``classroom/voila_slides``)
+    where Voila finds templates, the latter with the fetched reveal.js style sheets and jQuery in its static
+    folder (served at ``voila/templates/<name>/static/``)."""
+    for name, source in ((DEMO_TEMPLATE, "voila_demo"), (SLIDES_TEMPLATE, "voila_slides")):
+        if (VOILA_TEMPLATES / name).exists():
+            shutil.rmtree(VOILA_TEMPLATES / name)
+        shutil.copytree(REPO / "classroom" / source, VOILA_TEMPLATES / name)
+    # Not "reveal.js": Voila serves this folder at voila/static/ too, where reveal.js is its own script.
+    for package, folder in (("reveal.js", "revealjs"), ("jquery", "jquery")):
+        shutil.copytree(package_dir(package), SLIDES_TEMPLATE_DIR / "static" / folder)
 
 
 if __name__ == "__main__":
     fetch()
-    install_slides_template()
+    install_voila_templates()

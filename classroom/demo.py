@@ -205,18 +205,28 @@ def warm(demos=DEMOS) -> dict[str, float]:
     return seconds
 
 
-def _voila(target: Path, ip: str, port: int, extra: list[str]) -> list[str]:
+# JupyterLab extensions that expect JupyterLab itself (nbgrader's menus, Notebook 7's) and fail inside Voila.
+LAB_ONLY_EXTENSIONS = ["@jupyter/nbgrader", "@jupyter-notebook/lab-extension"]
+
+
+def voila_command(target: Path, ip: str, port: int, extra: list[str] = ()) -> list[str]:
+    """The Voila command line for a notebook or a folder of them, on ``ip:port`` (the demo template unless
+    ``extra`` names another)."""
+    from classroom.assets import DEMO_TEMPLATE
+
+    template = [] if any(e.startswith("--template=") for e in extra) else [f"--template={DEMO_TEMPLATE}"]
     return [sys.executable, "-m", "voila", str(target), "--no-browser", f"--Voila.ip={ip}", f"--port={port}",
-            "--Voila.port_retries=0", *extra]
+            "--Voila.port_retries=0", f"--VoilaConfiguration.extension_denylist={json.dumps(LAB_ONLY_EXTENSIONS)}",
+            *template, *extra]
 
 
 def slides_options(base_url: str = "/") -> list[str]:
     """Voila's options for a chapter as reveal.js slides from local assets (see classroom.assets)."""
     from classroom.assets import SLIDES_TEMPLATE, SLIDES_TEMPLATE_DIR
 
-    if not (SLIDES_TEMPLATE_DIR / "static" / "reveal.js" / "dist" / "reveal.css").exists():
+    if not (SLIDES_TEMPLATE_DIR / "static" / "revealjs" / "dist" / "reveal.css").exists():
         raise SystemExit(f"error: {SLIDES_TEMPLATE_DIR} is incomplete: run `make install`")
-    prefix = f"{base_url}voila/templates/{SLIDES_TEMPLATE}/static/reveal.js"
+    prefix = f"{base_url}voila/templates/{SLIDES_TEMPLATE}/static/revealjs"
     resources = json.dumps({"reveal": {"url_prefix": prefix, "theme": "white", "transition": "none"}})
     return [f"--template={SLIDES_TEMPLATE}", f"--VoilaConfiguration.resources={resources}"]
 
@@ -249,7 +259,7 @@ def main(argv=None) -> None:
         return
     if args.command == "slides":
         path = chapter_path(args.chapter or "00_start_here")
-        command = _voila(path, args.ip, args.port, slides_options())
+        command = voila_command(path, args.ip, args.port, slides_options())
         url = f"http://{args.ip}:{args.port}/"
         print(f"Slides of {path.stem}: open {url} (arrow keys move; Ctrl-C to stop)")
     else:
@@ -257,11 +267,11 @@ def main(argv=None) -> None:
         warm()
         if args.chapter:
             path = chapter_path(args.chapter)
-            command = _voila(path, args.ip, args.port, [])
+            command = voila_command(path, args.ip, args.port, [])
             url = f"http://{args.ip}:{args.port}/"
             print(f"Demo of chapter {path.stem}: open {url} (Ctrl-C to stop)")
         else:
-            command = _voila(DEMO_DIR, args.ip, args.port, [])
+            command = voila_command(DEMO_DIR, args.ip, args.port, [])
             url = f"http://{args.ip}:{args.port}/voila/render/index.ipynb"
             print(f"Demo gallery: open {url} (Ctrl-C to stop)")
     sys.stdout.flush()
