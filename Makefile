@@ -15,8 +15,10 @@ EXTRAS ?= lab,test
 IP   ?= 127.0.0.1
 PORT ?= 8888
 START_PAGE ?= notebooks/00_start_here.ipynb
-# make demo CHAPTER=04a_integer_equations, make slides CHAPTER=06_kernels
+# make demo CHAPTER=04a_integer_equations, make slides CHAPTER=06a_kernels
 CHAPTER ?=
+# the widgets' presentation scale in demos and slides (figure size, dpi and fonts together)
+SCALE ?= 2
 
 # nbgrader runs alembic (and the demos run jupyter) as subprocesses: the venv's bin comes first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -36,7 +38,7 @@ help:
 	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
 	@echo "make grade      nbgrader: autograde course/submitted/, feedback HTML and course/grades.csv"
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
-	@echo "make slides CHAPTER=06_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
+	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
 	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets)"
 	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
 	@echo "make clean      remove $(VENV)/ and build leftovers"
@@ -94,11 +96,11 @@ grade: install
 	$(VPY) -m classroom.course grade
 
 demo: install
-	$(VPY) -m classroom.demo serve --ip $(IP) --port $(PORT) $(if $(CHAPTER),--chapter $(CHAPTER))
+	$(VPY) -m classroom.demo serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))
 
 slides: install
-	@test -n "$(CHAPTER)" || { echo "usage: make slides CHAPTER=06_kernels (a name from notebooks/)"; exit 2; }
-	$(VPY) -m classroom.demo slides --ip $(IP) --port $(PORT) --chapter $(CHAPTER)
+	@test -n "$(CHAPTER)" || { echo "usage: make slides CHAPTER=06a_kernels (a name from notebooks/)"; exit 2; }
+	$(VPY) -m classroom.demo slides --ip $(IP) --port $(PORT) --scale $(SCALE) --chapter $(CHAPTER)
 
 site: install
 	$(VPY) -m classroom.site

@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 REPO = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO / "demos"
 NOTEBOOK_DIR = REPO / "notebooks"
@@ -77,7 +75,7 @@ DEMOS = [
          'GradientLab(preset="sec. 6 example")',
          "The derived expressions compile to lock-free kernels, one thread per gradient element. They are checked "
          "against the reference evaluator and finite differences, and timed.",
-         "Run the example: which argument's kernel is slowest, and why?", "06_kernels", "button:Run"),
+         "Run the example: which argument's kernel is slowest, and why?", "06a_kernels", "button:Run"),
     Demo("07_step_inverse", "One step and its inverse", "StepInverse", "StepInverse(a=1.5, b=1.0)",
          "A binary step has a Jacobian J with partials a and b; inverse accumulation runs it backwards with "
          "J^-1. As a goes to 0 the inverse blows up.",
@@ -102,29 +100,33 @@ DEMOS = [
          'TwoFactorExplorer(preset="sec. 3 case 5: n₁=4, m₁=2, m₂=4")',
          "The Jacobian of F2 o F1 can be accumulated in eight ways, tangents or adjoints, products or "
          "preaccumulation. Their costs differ by the sizes of the factors.",
-         "Change the sizes: when do adjoints win over tangents?", "09_jacobian_chaining", "slider:0"),
+         "Change the sizes: when do adjoints win over tangents?", "09a_jacobian_chaining", "slider:0"),
     Demo("12_chain_table", "The dynamic programming table", "ChainTable", 'ChainTable(preset="sec. 5 example")',
          "Naumann's dynamic program fills a table diagonal by diagonal, each cell the best way to accumulate a "
          "sub-chain. Each cell's candidates show why it chose what it did.",
-         "Step to the last diagonal: which split wins the whole chain?", "09_jacobian_chaining", "button:Back"),
+         "Step to the last diagonal: which split wins the whole chain?", "09a_jacobian_chaining", "button:Back"),
     Demo("13_schedule_view", "The chosen schedule as a tree", "ScheduleView",
          'ScheduleView(preset="sec. 5 example")',
          "The optimal schedule is a tree of products and sweeps. Beside it, the baselines show what plain "
          "tangent or adjoint mode would cost.",
-         "Lower the memory bound: where does the tree change?", "09_jacobian_chaining", "select:1"),
+         "Lower the memory bound: where does the tree change?", "09a_jacobian_chaining", "select:1"),
     Demo("14_memory_budget", "Cost against the tape bound", "MemoryBudget", 'MemoryBudget(preset="sec. 4: R⁸ → R")',
          "Adjoint sweeps need a tape, and memory is bounded. The paper's rule is compared with the exact optimum "
          "as the bound moves.",
-         "Find a bound where the paper's rule is not optimal.", "09_jacobian_chaining", "slider:0"),
+         "Find a bound where the paper's rule is not optimal.", "09b_tape_bounds", "slider:0"),
 ]
 
 
 def _chapter_title(stem: str) -> str:
+    import nbformat
+
     notebook = nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4)
     return notebook.cells[0].source.splitlines()[0].lstrip("# ").strip()
 
 
-def _demo_notebook(demo: Demo) -> nbformat.NotebookNode:
+def _demo_notebook(demo: Demo):
+    import nbformat
+
     chapter = _chapter_title(demo.chapter)
     cells = [
         nbformat.v4.new_markdown_cell(f"# {demo.title}\n\n{demo.goal}\n\n"
@@ -136,7 +138,9 @@ def _demo_notebook(demo: Demo) -> nbformat.NotebookNode:
         "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
 
 
-def _gallery_notebook() -> nbformat.NotebookNode:
+def _gallery_notebook():
+    import nbformat
+
     rows = "\n".join(f"| [{d.title}]({d.stem}.ipynb) | `{d.widget}` | {_chapter_title(d.chapter)} |" for d in DEMOS)
     text = ("# tensoradbook: demos for the lecture hall\n\n"
             "One widget per page, drawn large enough for a hall to read; each page says its goal and gives the "
@@ -147,10 +151,14 @@ def _gallery_notebook() -> nbformat.NotebookNode:
 
 def build(directory: Path = DEMO_DIR) -> list[Path]:
     """Write the gallery (``index.ipynb``) and one notebook per :data:`DEMOS` entry into ``directory``."""
+    import nbformat  # only here: a demo kernel imports this module for interact() and should stay light
+
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, notebook in [("index", _gallery_notebook())] + [(d.stem, _demo_notebook(d)) for d in DEMOS]:
         path = directory / f"{name}.ipynb"
+        for k, cell in enumerate(notebook.cells):
+            cell.id = f"{name[:3].rstrip('_')}-{k}"  # stable ids: a rebuild changes nothing that did not change
         nbformat.validate(notebook)
         nbformat.write(notebook, path)
         written.append(path)
