@@ -1,0 +1,630 @@
+"""Coursework on nbgrader: one assignment per chapter, built from the chapters' exercises.
+
+The chapters (``notebooks/01_introduction.ipynb`` ... ``09b_tape_bounds.ipynb``) end with exercises whose
+cells call a check function from :mod:`tensoradbook.exercises` on the placeholder ``None``. This module turns
+them into nbgrader assignments in ``course/`` (nbgrader's layout; its config is ``course/nbgrader_config.py``):
+
+* ``python -m classroom.course build-source`` writes ``course/source/<chapter>/<chapter>.ipynb`` from
+  :data:`ASSIGNMENTS`, the table below of exercises, instructor solutions and points. The exercise texts are
+  read from the chapters themselves, so an assignment says what its chapter says; the generated notebooks are
+  saved without outputs and committed.
+* ``python -m classroom.course assignments`` runs ``nbgrader generate_assignment`` for every chapter
+  (student versions in ``course/release/``, gradebook entries in ``course/gradebook.db``).
+* ``python -m classroom.course grade`` autogrades ``course/submitted/<student>/<chapter>/``, writes the
+  feedback HTML (``course/feedback/``) and exports the scores to ``course/grades.csv``.
+
+Every answer cell assigns an answer variable (``answer_1 = None`` in the release) and every graded cell calls the
+chapter's check function on it, prints the verdict and asserts it: the student sees the check's own words
+("U is not unimodular: det U = 2"), never the expected value. Where a student writes a function (Bezout in 04a,
+the vec index in 03, a gather kernel body in 06) hidden tests try it on more inputs than the visible one.
+
+Run from the repository root (the Makefile's ``make assignments`` and ``make grade`` do). nbgrader runs as
+``sys.executable -m nbgrader``, with this interpreter's bin folder first on PATH (nbgrader runs alembic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from textwrap import dedent
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+COURSE = REPO / "course"
+#: The environment variable that points nbgrader's exchange elsewhere (read by course/nbgrader_config.py).
+EXCHANGE_ENV = "TENSORADBOOK_EXCHANGE"
+ASSERT_MESSAGE = "not right yet: see the feedback above"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One check call of an exercise: the answer cell and the graded test cell that checks it.
+
+    ``call`` is the chapter's check call with ``{answer}`` where the chapter has its placeholder ``None``;
+    ``solution`` the instructor's code that sets ``answer`` (cut from the release by nbgrader); ``stub`` what
+    the student's answer cell starts with (default ``<answer> = None``); ``hidden`` more checks that only the
+    autograder runs.
+    """
+
+    answer: str
+    call: str
+    solution: str
+    points: int = 1
+    label: str = ""
+    stub: str = ""
+    hidden: str = ""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise: its text (read from the chapter unless ``text`` is given), the data it needs (``given``,
+    a read-only code cell) and its parts."""
+
+    number: int
+    parts: tuple[Part, ...]
+    given: str = ""
+    text: str = ""
+    extra: str = ""
+
+    @property
+    def points(self) -> int:
+        return sum(p.points for p in self.parts)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One chapter's assignment; ``stem`` is the chapter's file stem and the nbgrader assignment id."""
+
+    stem: str
+    title: str
+    setup: str
+    exercises: tuple[Exercise, ...]
+
+    @property
+    def points(self) -> int:
+        return sum(e.points for e in self.exercises)
+
+
+def _code(text: str) -> str:
+    return dedent(text).strip("\n")
+
+
+# --- the table: every exercise of every chapter, with a right answer and its points ----------------------
+
+ASSIGNMENTS: tuple[Assignment, ...] = (
+    Assignment("01_introduction", "Chapter 01: the introduction", _code("""
+        from tensoradbook.exercises import check_derivative, check_term_count
+        """), (
+        Exercise(1, (Part("answer_1", 'check_derivative("f[i; j] = x[j] ** 3", "x", {answer}, '
+                                      'shapes={{"f": (2, 4), "x": (4,)}})',
+                          'answer_1 = "dx[j] = sum{i}_0^1 (df[i; j] * 3 * x[j] ** 2)"', points=2),)),
+        Exercise(2, (Part("answer_2", 'check_derivative("f[i] = x[i; 2]", "x", {answer}, '
+                                      'shapes={{"f": (3,), "x": (3, 4)}})',
+                          'answer_2 = "dx[i; j] = if {j = 2} then (df[i]) else (0)"', points=2),)),
+        Exercise(3, (Part("answer_3a", 'check_term_count(shift[0], "x", [5], {answer}, shapes=shift[1])',
+                          "answer_3a = 3", label="a"),
+                     Part("answer_3b", 'check_term_count(shift[0], "x", [7], {answer}, shapes=shift[1])',
+                          "answer_3b = 1", label="b")),
+                 given='shift = ("f[i; j] = x[i + j]", {"f": (4, 5), "x": (8,)})'),
+    )),
+    Assignment("02_reverse_accumulation", "Chapter 02: reverse accumulation", _code("""
+        from tensoradbook.exercises import check_adjoint, check_scalar_gradient
+        """), (
+        Exercise(1, (Part("answer_1", 'check_adjoint("f[] = sin (x[] * y[]) * x[]", "x[] * y[]", {answer})',
+                          'answer_1 = "cos (x[] * y[]) * x[]"', points=2),)),
+        Exercise(2, (Part("answer_2", 'check_adjoint("f[] = sin (x[] * y[]) * x[]", "x[]", {answer})',
+                          'answer_2 = "sin (x[] * y[]) + x[] * y[] * cos (x[] * y[])"', points=2),)),
+        Exercise(3, (Part("answer_3", 'check_scalar_gradient("f[] = log (x[]) * y[] + x[] ** 2", '
+                                      '{{"x": 2.0, "y": 3.0}}, {answer})',
+                          'answer_3 = {"x": 3.0 / 2.0 + 2 * 2.0, "y": 0.6931}', points=2),)),
+    )),
+    Assignment("03_tensor_functions", "Chapter 03: tensor-valued functions", _code("""
+        import itertools
+
+        import numpy as np
+
+        from tensoradbook.exercises import check_jacobian, check_jacobian_memory, check_vec_index
+        """), (
+        Exercise(1, (Part("answer_1", "check_vec_index((2, 3, 4), (1, 2, 0), {answer})",
+                          "answer_1 = 1 + 2 * 2 + 0 * 2 * 3"),)),
+        Exercise(2, (Part("answer_2", "check_jacobian_memory((32, 10), (32, 28, 28), {answer})",
+                          "answer_2 = (32 * 10, 32 * 28 * 28, 32 * 10 * 32 * 28 * 28 * 8)", points=2),)),
+        Exercise(3, (Part("answer_3", 'check_jacobian(matvec[0], "x", point, {answer}, shapes=matvec[1])',
+                          "answer_3 = [[1, 0, 2, 0, 3, 0],\n            [0, 1, 0, 2, 0, 3]]", points=2),),
+                 given=_code("""
+                    matvec = ("f[i] = sum{j}_0^2 (x[i; j] * y[j])", {"f": (2,), "x": (2, 3), "y": (3,)})
+                    point = {"x": np.ones((2, 3)), "y": np.array([1.0, 2.0, 3.0])}
+                    """)),
+        Exercise(4, (Part("vec_index", "check_vec_index((2, 3, 4), (1, 2, 0), "
+                                       "vec_index((2, 3, 4), (1, 2, 0)))",
+                          _code("""
+                            def vec_index(shape, index):  # noqa: F811
+                                position, stride = 0, 1
+                                for n, i in zip(shape, index):
+                                    position += i * stride
+                                    stride *= n
+                                return position
+                            """),
+                          points=3,
+                          hidden=_code("""
+                            # every element, against numpy's column-major ravel (check_vec_index refuses the
+                            # elements whose row-major position is the same)
+                            for shape in [(5,), (3, 4), (2, 3, 4), (4, 1, 3, 2)]:
+                                for index in itertools.product(*(range(n) for n in shape)):
+                                    right = int(np.ravel_multi_index(index, shape, order="F"))
+                                    assert vec_index(shape, index) == right, f"vec_index({shape}, {index}) is wrong"
+                            """)),),
+                 text=_code("""
+                    **Exercise 4 (programming: vec).** Write a function `vec_index(shape, index)` that returns the
+                    (zero-based) position of the element `index` of a tensor of shape `shape` in its vec, for any
+                    number of dimensions, e.g. `vec_index((2, 3, 4), (1, 2, 0))`. The test below checks that
+                    element; hidden tests try every element of tensors of other shapes.
+                    """)),
+    )),
+    Assignment("04a_integer_equations", "Chapter 04a: integer equations", _code("""
+        from tensoradbook.exercises import (NO_SOLUTION, check_bezout, check_integer_solutions, check_kernel_basis,
+                                            check_smith)
+        """), (
+        Exercise(1, (Part("answer_1", "check_bezout(391, 299, {answer})", "answer_1 = (23, -3, 4)"),)),
+        Exercise(2, (Part("answer_2", "check_smith([[6, 4], [4, 6]], {answer})",
+                          "answer_2 = ([[2, 0], [0, 10]], [[-1, 1], [-3, 2]], [[0, -1], [1, -1]])", points=2),)),
+        Exercise(3, (Part("answer_3", "check_kernel_basis([[3, 5, 7]], {answer})",
+                          "answer_3 = [[-5, -14], [3, 7], [0, 1]]", points=2),)),
+        Exercise(4, (Part("answer_4a", "check_integer_solutions([[2, 4, 6]], [3], {answer})",
+                          "answer_4a = NO_SOLUTION", label="a"),
+                     Part("answer_4b", "check_integer_solutions([[1, 1, 0], [0, 1, 1]], [3, 5], {answer})",
+                          "answer_4b = ([3, 0, 5], [[1], [-1], [1]])", points=2, label="b"))),
+        Exercise(5, (Part("bezout", "check_bezout(240, 46, bezout(240, 46))",
+                          _code("""
+                            def bezout(a, b):  # noqa: F811
+                                # Algorithm 2: keep a = x0 a0 + y0 b0 and b = x1 a0 + y1 b0 while dividing
+                                x0, y0, x1, y1 = 1, 0, 0, 1
+                                while b:
+                                    q, r = divmod(a, b)
+                                    a, b = b, r
+                                    x0, y0, x1, y1 = x1, y1, x0 - q * x1, y0 - q * y1
+                                return a, x0, y0
+                            """),
+                          points=3,
+                          hidden=_code("""
+                            pairs = [(391, 299), (12, 18), (1071, 462), (17, 5), (5, 17), (0, 7), (7, 0), (1, 1),
+                                     (2 ** 31 - 1, 2 ** 13 - 1), (6, 4), (100, 75), (3, 3)]
+                            for a, b in pairs:
+                                result = check_bezout(a, b, bezout(a, b))
+                                assert result, f"bezout({a}, {b}): {result}"
+                            """)),),
+                 text=_code("""
+                    **Exercise 5 (programming: Bezout).** Write a function `bezout(a, b)` that returns a Bezout
+                    triple `(g, x, y)` with `g = gcd(a, b) = a x + b y` for non-negative integers `a`, `b` (Algorithm
+                    2, the extended Euclidean algorithm), without calling the library. The test below checks one
+                    pair; hidden tests check many more, including zeros.
+                    """)),
+    )),
+    Assignment("04b_fourier_motzkin", "Chapter 04b: Fourier-Motzkin elimination", _code("""
+        from tensoradbook.exercises import check_loop_bounds, check_point_count, check_redundant_rows
+        """), (
+        Exercise(1, (Part("answer_1", "check_loop_bounds(A_ex, b_ex, {answer})",
+                          "answer_1 = ((0, 4), lambda x1: (0, min(2 * x1, 7 - x1)))", points=2),),
+                 given=_code("""
+                    A_ex = [[1, 0], [0, 1], [0, -1], [-1, 2], [-1, -1]]
+                    b_ex = [0, 0, -4, 0, -7]
+                    """)),
+        Exercise(2, (Part("answer_2", "check_point_count([[1, -2, -2]], [1], (7, 4, 4), {answer})",
+                          "answer_2 = 6", points=2),)),
+        Exercise(3, (Part("answer_3", "check_redundant_rows(A_red, b_red, {answer})", "answer_3 = {2, 6}",
+                          points=2),),
+                 given=_code("""
+                    A_red = [[1, 0], [0, 1], [1, 1], [-1, 0], [0, -1], [-1, -1], [1, -1]]
+                    b_red = [0, 0, -2, -3, -3, -5, -4]
+                    """)),
+    )),
+    Assignment("05_elementwise_derivatives", "Chapter 05: element-wise derivatives", _code("""
+        import tensoradbook as tab
+        from tensoradbook.exercises import check_derivative, check_index_matrix, check_term_count
+
+        # the section 6 example of the report
+        text6 = "f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))"
+        shapes6 = {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)}
+        """), (
+        Exercise(1, (Part("answer_1", 'check_index_matrix(window[0], "w", {answer}, shapes=window[1])',
+                          "answer_1 = [[1, 1], [0, 1]]"),),
+                 given='window = ("f[i] = sum{k}_0^3 (w[i + k; k] * v[k])", {"f": (3,), "w": (6, 4), "v": (4,)})'),
+        Exercise(2, (Part("answer_2", 'check_derivative(window[0], "v", {answer}, shapes=window[1])',
+                          'answer_2 = "dv[k] = sum{i}_0^2 (df[i] * w[i + k; k])"', points=2),)),
+        Exercise(3, (Part("answer_3", 'check_term_count(text6, "d", [5], {answer}, shapes=shapes6)',
+                          "answer_3 = 2 * 4", points=2),)),
+        Exercise(4, (Part("answer_4", 'check_derivative(first, "x", {answer})',
+                          'answer_4 = "dx[i] = ddx[i] * df[i] * exp (x[i]) * y[i]"', points=2),),
+                 given=_code("""
+                    exp_y = tab.parse("f[i] = exp (x[i]) * y[i]", {"f": (4,), "x": (4,), "y": (4,)})
+                    first = tab.derive(exp_y)["x"]
+                    print(first)
+                    """)),
+    )),
+    Assignment("06a_kernels", "Chapter 06a: kernels", _code("""
+        import math
+
+        from tensoradbook.exercises import check_gather_bounds, check_gradient_element
+        """), (
+        Exercise(1, (Part("dy_element", 'check_gradient_element(matmul[0], "y", {answer}, shapes=matmul[1])',
+                          _code("""
+                            def dy_element(k, j, x, df):  # noqa: F811
+                                return sum(df[i, j] * x[i, k] for i in range(x.shape[0]))
+                            """),
+                          points=3,
+                          hidden=_code("""
+                            for n_i, n_k, n_j in [(5, 2, 3), (1, 4, 2), (6, 3, 1)]:
+                                other = (f"f[i; j] = sum{{k}}_0^{n_k - 1} (x[i; k] * y[k; j])",
+                                         {"f": (n_i, n_j), "x": (n_i, n_k), "y": (n_k, n_j)})
+                                result = check_gradient_element(other[0], "y", dy_element, shapes=other[1], seed=1)
+                                assert result, f"dy_element with x of shape {(n_i, n_k)}: {result}"
+                            """)),),
+                 given='matmul = ("f[i; j] = sum{k}_0^4 (x[i; k] * y[k; j])", {"f": (3, 4), "x": (3, 5), "y": (5, 4)})',
+                 extra=("Define `dy_element(k, j, x, df)` in the answer cell. Do not hard-code the sizes: "
+                        "hidden tests run your function on matrix products of other shapes (use `x.shape`).")),
+        Exercise(2, (Part("answer_2a", 'check_gather_bounds(strided[0], "x", "i", {answer}, shapes=strided[1])',
+                          "answer_2a = lambda m: (max(0, math.ceil((m - 3) / 2)), min(3, m // 2))  # noqa: E731",
+                          points=2, label="a"),
+                     Part("answer_2b", 'check_gather_bounds(strided[0], "x", "k", {answer}, shapes=strided[1])',
+                          "answer_2b = lambda m: range(m % 2 if m < 6 else m - 6, min(3, m) + 1, 2)  # noqa: E731",
+                          label="b")),
+                 given='strided = ("f[i] = sum{k}_0^3 (x[2 * i + k])", {"f": (4,), "x": (10,)})'),
+    )),
+    Assignment("06b_gather_scatter", "Chapter 06b: gather against scatter", _code("""
+        from tensoradbook.exercises import check_max_contention, check_scatter_races
+
+        # the section 6 example of the report
+        text = "f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))"
+        shapes = {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)}
+        """), (
+        Exercise(1, (Part("answer_1", 'check_scatter_races(shift[0], "x", {answer}, shapes=shift[1])',
+                          "answer_1 = {1, 2, 3, 4}", points=2),),
+                 given='shift = ("f[i; j] = x[i + j] ** 2", {"f": (3, 4), "x": (6,)})'),
+        Exercise(2, (Part("answer_2", 'check_max_contention(text, "b", {answer}, shapes=shapes)',
+                          "answer_2 = 3", points=2),)),
+    )),
+    Assignment("07_higher_order", "Chapter 07: higher order", _code("""
+        import numpy as np
+
+        import tensoradbook as tab
+        from tensoradbook.exercises import check_hessian_pattern, check_hessian_vector_product, check_second_derivative
+
+        # the section 6 example of the report
+        text6 = "f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))"
+        shapes6 = {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)}
+        f6 = tab.parse(text6, shapes6)
+        """), (
+        Exercise(1, (Part("answer_1", 'check_second_derivative(shift[0], "x", "x", {answer}, shapes=shift[1])',
+                          'answer_1 = ("dx[b] = if {b <= 3} then (df[b] * (-sin (x[b]) * x[b + 1] * ddx[b]"\n'
+                          '            " + cos (x[b]) * ddx[b + 1])) else (0)"\n'
+                          '            " + if {b >= 1} then (df[b - 1] * cos (x[b - 1]) * ddx[b - 1]) else (0)")',
+                          points=3),),
+                 given='shift = ("f[i] = sin (x[i]) * x[i + 1]", {"f": (4,), "x": (5,)})'),
+        Exercise(2, (Part("answer_2", 'check_second_derivative(cube[0], "x", "y", {answer}, shapes=cube[1])',
+                          'answer_2 = "dy[i] = ddx[i] * df[i] * 3 * x[i] ** 2"', points=2),),
+                 given='cube = ("f[i] = x[i] ** 3 * y[i]", {"f": (3,), "x": (3,), "y": (3,)})'),
+        Exercise(3, (Part("my_hv", 'check_hessian_vector_product(f6, "b", point, df_point, v_point, {answer})',
+                          'my_hv = tab.derive(tab.derive(f6)["b"]).evaluate({**point, "df": df_point}, v_point)["b"]',
+                          points=2, stub='my_hv = None  # e.g. tab.derive(...).evaluate(..., v_point)["b"]'),),
+                 given=_code("""
+                    rng = np.random.default_rng(2017)
+                    point = tab.ad.gradcheck.random_arguments(f6, rng)
+                    df_point = rng.standard_normal((3, 4))
+                    v_point = rng.standard_normal((4, 5))
+                    """)),
+        Exercise(4, (Part("answer_4", 'check_hessian_pattern(convolution[0], "x", 3, {answer}, '
+                                      'shapes=convolution[1])',
+                          "answer_4 = [1, 2, 3, 4, 5]", points=2),),
+                 given='convolution = ("f[i] = tanh (sum{k}_0^2 (w[k] * x[i + k]))", '
+                       '{"f": (6,), "w": (3,), "x": (8,)})'),
+    )),
+    Assignment("08_inverse_accumulation", "Chapter 08: inverse accumulation", _code("""
+        import math
+
+        from tensoradbook import inverse as ia
+        from tensoradbook.exercises import (check_forward_inverse, check_lump_order, check_newton_step,
+                                            check_reverse_inverse, check_step_inverse)
+
+
+        def fig2_transcendental(x):
+            # the second program of Fig. 2
+            x[0] = ia.exp(x[0]) + x[1] ** 2
+            x[2] = ia.sin(x[0]) + x[2] ** 3
+
+
+        def circle_and_line(x):
+            # F(x) = 0 where the circle of radius 2 meets the line u = v
+            u, v = x[0], x[1]
+            x[0] = u * u + v * v - 4
+            x[1] = u - v
+        """), (
+        Exercise(1, (Part("answer_1", "check_step_inverse(4, [2, -1], {answer})",
+                          "answer_1 = (1 / 4, -2 / 4, 1 / 4)"),)),
+        Exercise(2, (Part("answer_2", "check_reverse_inverse(fig2_transcendental, 3, (0, 2, 1), (1, 0, 0), {answer})",
+                          "answer_2 = (1, 0, -math.cos(5) / 3)", points=2),)),
+        Exercise(3, (Part("answer_3", "check_forward_inverse(fig2_transcendental, 3, (0, 2, 1), (0, 0, 1), {answer})",
+                          "answer_3 = (-math.cos(5) / 3, 0, 1 / 3)", points=2),)),
+        Exercise(4, (Part("answer_4", "check_newton_step(circle_and_line, 2, (2, 1), {answer})",
+                          "answer_4 = (1.5, 1.5)", points=2),)),
+        Exercise(5, (Part("answer_5", "check_lump_order(braid_steps, 3, {answer})",
+                          'answer_5 = "t1 s2 s3 t2 s1 s4"', points=2),),
+                 given=_code("""
+                    def braid_steps(x):
+                        t1 = ia.sin(x[0])
+                        t2 = ia.exp(x[2])
+                        x[2] = x[2] * t2
+                        x[0] = x[0] * t1 + x[1]
+                        x[0] = x[0] + t1
+                        x[2] = x[2] + t2
+
+
+                    braid = ia.trace(braid_steps, n=3)
+                    print("vertices:", braid.vertices, "  lump sizes in program order:", braid.lump_sizes)
+                    """)),
+    )),
+    Assignment("09a_jacobian_chaining", "Chapter 09a: matrix-free Jacobian chaining", _code("""
+        from tensoradbook import chaining as jc
+        from tensoradbook.exercises import check_cell_fma, check_homogeneous_costs, check_two_factor_optimum
+
+        # the introduction's chain (section 1 of the chapter): (m, n, |E|) for F_1 .. F_4
+        intro = jc.Chain([(5, 3, 28), (4, 5, 48), (1, 4, 5), (4, 1, 21)])
+        """), (
+        Exercise(1, (Part("answer_1", "check_two_factor_optimum((6, 3, 5, 40, 70), {answer})",
+                          'answer_1 = "d"', points=2),)),
+        Exercise(2, (Part("answer_2", "check_homogeneous_costs(chain2, {answer})", "answer_2 = (300, 200)",
+                          points=2),),
+                 given='chain2 = "4\\n5 6 23\\n3 5 16\\n3 3 7\\n4 3 4\\n"'),
+        Exercise(3, (Part("answer_3", "check_cell_fma(intro, 3, 2, {answer})", "answer_3 = 53", points=2),)),
+    )),
+    Assignment("09b_tape_bounds", "Chapter 09b: tape bounds", _code("""
+        from tensoradbook import chaining as jc
+        from tensoradbook.exercises import check_bounded_optimum, check_tape_threshold
+
+        # the introduction's chain (chapter 09a, section 1): (m, n, |E|) for F_1 .. F_4
+        intro = jc.Chain([(5, 3, 28), (4, 5, 48), (1, 4, 5), (4, 1, 21)])
+        """), (
+        Exercise(1, (Part("answer_1", "check_bounded_optimum(chain4, 63, {answer})", "answer_1 = 146", points=2),),
+                 given="chain4 = [(4, 3, 18), (6, 4, 18), (3, 6, 25), (2, 3, 8)]"),
+        Exercise(2, (Part("answer_2", "check_tape_threshold(intro, {answer})", "answer_2 = 81", points=2),)),
+    )),
+)
+
+BY_STEM = {a.stem: a for a in ASSIGNMENTS}
+
+
+# --- the chapters' exercise sections ----------------------------------------------------------------------
+
+def exercise_cells(chapter: Path) -> list[dict]:
+    """The cells of a chapter's "Exercises" section: from its heading to the next level-2 heading."""
+    cells = json.loads(chapter.read_text())["cells"]
+    start = None
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown" and re.search(r"^##\s+Exercises\s*$", "".join(cell["source"]), re.M):
+            start = i
+    if start is None:
+        return []
+    # the heading may close a cell of the chapter's last section: keep what follows it
+    first = dict(cells[start])
+    text = "".join(first["source"])
+    first["source"] = text[re.search(r"^##\s+Exercises\s*$", text, re.M).start():]
+    section = [first]
+    for cell in cells[start + 1:]:
+        if cell["cell_type"] == "markdown" and re.match(r"##\s", "".join(cell["source"])):
+            break
+        section.append(cell)
+    return section
+
+
+def exercise_texts(chapter: Path) -> tuple[str, dict[int, str]]:
+    """The section's introduction (what comes before Exercise 1) and each exercise's text, by number."""
+    markdown = "\n\n".join("".join(c["source"]) for c in exercise_cells(chapter) if c["cell_type"] == "markdown")
+    markdown = re.sub(r"^##\s+Exercises\s*$", "", markdown, count=1, flags=re.M)
+    pieces = re.split(r"(?=^\*\*Exercise \d+\b)", markdown, flags=re.M)
+    intro, texts = pieces[0].strip(), {}
+    for piece in pieces[1:]:
+        number = int(re.match(r"\*\*Exercise (\d+)", piece).group(1))
+        texts[number] = piece.strip()
+    return intro, texts
+
+
+def check_calls(code: str) -> list[ast.Call]:
+    """The calls of ``check_*`` functions in a piece of code."""
+    return [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")]
+
+
+def normalized_call(call: ast.Call) -> str:
+    """A check call as text, every argument by name and the ``answer`` replaced by ``ANSWER``: the chapter's
+    ``None`` (or ``my_hv``) and an assignment's answer variable compare equal."""
+    import inspect
+
+    from tensoradbook import exercises
+
+    signature = inspect.signature(getattr(exercises, call.func.id))
+    bound = signature.bind(*call.args, **{k.arg: k.value for k in call.keywords})
+    bound.arguments["answer"] = ast.Name("ANSWER")
+    return f"{call.func.id}({', '.join(f'{k}={ast.unparse(v)}' for k, v in bound.arguments.items())})"
+
+
+# --- the source notebooks -----------------------------------------------------------------------------------
+
+def _cell(cell_type: str, source: str, grade_id: str, *, grade=False, solution=False, locked=True,
+          points=None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
+            "task": False}
+    if points is not None:
+        meta["points"] = points
+    cell = {"cell_type": cell_type, "metadata": {"nbgrader": meta}, "source": source}
+    if cell_type == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def answer_source(part: Part) -> str:
+    """The answer cell: the placeholder, then the solution, which nbgrader replaces by the code stub.
+
+    Solutions may carry ``# noqa`` for ruff (``make lint`` checks course/source/ too): a function redefines its
+    placeholder ``None`` (F811), a loop-bounds answer is a lambda (E731). The release never shows them.
+    """
+    stub = part.stub or f"{part.answer} = None"
+    return f"{stub}\n### BEGIN SOLUTION\n{part.solution}\n### END SOLUTION"
+
+
+def test_source(part: Part) -> str:
+    """The graded cell: the chapter's check on the answer, the verdict printed, then asserted."""
+    lines = []
+    if "{answer}" not in part.call:  # a function the student writes, called inside the check
+        lines.append(f'assert callable({part.answer}), "no answer yet: define {part.answer} in the cell above"')
+    lines += [f"result = {part.call.format(answer=part.answer)}", "print(result)",
+              f'assert result, "{ASSERT_MESSAGE}"']
+    if part.hidden:
+        lines += ["### BEGIN HIDDEN TESTS", part.hidden, "### END HIDDEN TESTS"]
+    return "\n".join(lines)
+
+
+def source_notebook(assignment: Assignment) -> dict:
+    """The instructor's notebook of one assignment, in nbgrader's cell metadata (schema 3)."""
+    intro, texts = exercise_texts(NOTEBOOKS / f"{assignment.stem}.ipynb")
+    n = len(assignment.exercises)
+    header = "\n".join([
+        f"# {assignment.title}: exercises",
+        "",
+        f"The exercises at the end of `notebooks/{assignment.stem}.ipynb`, as an assignment: {n} exercises, "
+        f"**{assignment.points} points** in all.",
+        "",
+        "* Run the setup cell first, then each exercise's cells from top to bottom.",
+        "* Write your answer in the cell that starts with `answer_... = None` (or the function named there), "
+        "replacing `None`; leave the other cells as they are (they are read-only).",
+        "* The test cell after each answer runs the chapter's check function and prints what is right or wrong, "
+        "with a hint; it counts the points shown next to the exercise. Some tests run more checks when graded.",
+        "* Before you submit: Kernel > Restart Kernel and Run All Cells, or the **Validate** button.",
+    ] + (["", intro] if intro else []))
+    cells = [_cell("markdown", header, "header"), _cell("code", assignment.setup, "setup")]
+    for ex in assignment.exercises:
+        text = ex.text or texts[ex.number]
+        text += f"\n\n*({ex.points} point{'s' if ex.points != 1 else ''})*"
+        if ex.extra:
+            text += f" {ex.extra}"
+        tag = f"ex{ex.number}"
+        cells.append(_cell("markdown", text, f"{tag}_text"))
+        if ex.given:
+            cells.append(_cell("code", ex.given, f"{tag}_given"))
+        for part in ex.parts:
+            pid = f"{tag}{part.label}"
+            cells.append(_cell("code", answer_source(part), f"{pid}_answer", solution=True, locked=False))
+            cells.append(_cell("code", test_source(part), f"{pid}_test", grade=True, points=part.points))
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def _with_ids(nb: dict, stem: str) -> dict:
+    # nbformat 4.5 wants a cell id; stable ids keep the committed notebooks' diffs small
+    for i, cell in enumerate(nb["cells"]):
+        cell["id"] = f"{stem.split('_')[0]}-{i:02d}"
+        cell["source"] = cell["source"].splitlines(keepends=True)
+        # jupyter's own key order
+        ordered = {k: cell[k] for k in ("cell_type", "execution_count", "id", "metadata", "outputs", "source")
+                   if k in cell}
+        cell.clear()
+        cell.update(ordered)
+    return nb
+
+
+def build_source(course: Path = COURSE) -> list[Path]:
+    """Write ``course/source/<stem>/<stem>.ipynb`` for every assignment; returns the paths."""
+    written = []
+    for assignment in ASSIGNMENTS:
+        path = course / "source" / assignment.stem / f"{assignment.stem}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nb = _with_ids(source_notebook(assignment), assignment.stem)
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+        written.append(path)
+    return written
+
+
+# --- nbgrader ---------------------------------------------------------------------------------------------
+
+def nbgrader_env() -> dict:
+    """The environment for nbgrader: this interpreter's bin folder first on PATH (nbgrader runs alembic)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def nbgrader(*args: str, course: Path = COURSE, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``nbgrader <args>`` inside ``course`` (which holds nbgrader_config.py), output passed through."""
+    cmd = [sys.executable, "-m", "nbgrader", *args]
+    print("$", " ".join(cmd[2:]), flush=True)
+    return subprocess.run(cmd, cwd=course, env=nbgrader_env(), check=check)
+
+
+def generate_assignments(course: Path = COURSE) -> None:
+    """The student version of every assignment in ``course/release/``; gradebook entries are created."""
+    # one nbgrader process for all of them: "*" is a glob over source/ (starting nbgrader takes seconds)
+    nbgrader("generate_assignment", "*", "--force", course=course)
+    print(f"Releases are in {course / 'release'}/<assignment>/ "
+          f"({', '.join(a.stem for a in ASSIGNMENTS)}).")
+
+
+def submissions(course: Path = COURSE) -> dict[str, list[str]]:
+    """The submitted assignments: assignment id -> students with a notebook in submitted/<student>/<id>/."""
+    found: dict[str, list[str]] = {}
+    for folder in sorted((course / "submitted").glob("*/*/")):
+        if any(folder.glob("*.ipynb")):
+            found.setdefault(folder.name, []).append(folder.parent.name)
+    return found
+
+
+def grade(course: Path = COURSE) -> int:
+    """Autograde every submission, write the feedback and export the gradebook to ``course/grades.csv``."""
+    found = submissions(course)
+    if not found:
+        print(f"Nothing to grade: no notebooks in {course / 'submitted'}/<student>/<assignment>/.")
+        return 0
+    for assignment_id, students in found.items():
+        print(f"{assignment_id}: {len(students)} submission(s) ({', '.join(students)})")
+        if assignment_id in BY_STEM and not ((course / "gradebook.db").exists()
+                                             and (course / "release" / assignment_id).is_dir()):
+            # autograde needs the assignment and its tests in the gradebook: `make assignments` was not run here
+            nbgrader("generate_assignment", assignment_id, "--force", course=course)
+        nbgrader("autograde", assignment_id, "--create", "--force", course=course)
+        nbgrader("generate_feedback", assignment_id, "--force", course=course)
+    grades = course / "grades.csv"
+    nbgrader("export", f"--to={grades}", course=course)
+    print(f"Feedback is in {course / 'feedback'}/<student>/<assignment>/ and the grades are in {grades}.")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m classroom.course", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["build-source", "assignments", "grade"])
+    parser.add_argument("--course", type=Path, default=COURSE,
+                        help="the course folder with nbgrader_config.py (default: course/ of the repository)")
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    if args.command == "build-source":
+        for path in build_source(course):
+            print("wrote", path.relative_to(course.parent) if course.parent in path.parents else path)
+        return 0
+    if args.command == "assignments":
+        generate_assignments(course)
+        return 0
+    return grade(course)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
