@@ -174,8 +174,10 @@ class PolytopeView(SliderSteps, BetaExplorer):
             self._build_figure()
         else:  # no picture for a point or for more than two dimensions: the text says it all
             self.image.layout.display = self._alpha_image.layout.display = "none"
+        # the two pictures side by side where they fit, one below the other where not (a presentation scale)
+        self.pictures = W.HBox([self._alpha_image, self.image], layout=W.Layout(flex_flow="row wrap"))
         self.children = [self._slider_box, self.kernel_box, self.errors, self.status_line, self.slider,
-                         self.step_text, W.HBox([self._alpha_image, self.image]), self.table]
+                         self.step_text, self.pictures, self.table]
         self._start(beta)
 
     # -- Python API ---------------------------------------------------------

@@ -100,7 +100,9 @@ class ScheduleView(_ChainWidget):
         self.image = W.Image(format="png")
         self.baseline_table = W.HTML(layout=W.Layout(margin="0 0 0 1em"))
         self.steps = W.HTML()
-        self.children = [self._controls, self.errors, W.HBox([self.image, self.baseline_table]), self.steps]
+        # side by side where they fit, the table below the tree where not (a presentation scale)
+        tree_and_table = W.HBox([self.image, self.baseline_table], layout=W.Layout(flex_flow="row wrap"))
+        self.children = [self._controls, self.errors, tree_and_table, self.steps]
         self._start(chain, memory, rule, preset)
 
     @property
