@@ -9,7 +9,9 @@ slider move: ``classroom.demo.interact``). Printed and recorded per demo:
   cache warm, which ``make demo`` sees to by running ``classroom.demo warm`` first; so does this script);
 * ``kernel RSS``: the kernel's resident memory after both, in MiB (what each demo costs a class server).
 
-The warm-up runs first and its seconds are printed too (a cold cache compiles there, not in the demos).
+The warm-up runs first and its seconds are printed too (a cold cache compiles there, not in the demos). Every
+demo is measured twice in one run: on the machine as it is, and with every CPU busy in another process (a
+shared class server), each figure with its ratio to the quiet one.
 Run: ``.venv/bin/python benchmarks/demo_kernels.py [--json benchmarks/results/demo_kernels.json]``.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import statistics
 import sys
@@ -50,6 +53,19 @@ def _rss_mib(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def _spin() -> None:
+    while True:
+        pass
+
+
+def busy_cpus() -> list[multiprocessing.Process]:
+    """One CPU-bound process per CPU, as other users of a shared server would be (stop with ``terminate``)."""
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(os.cpu_count() or 1)]
+    for spinner in spinners:
+        spinner.start()
+    return spinners
+
+
 def measure(demo: demos.Demo, scale: str) -> dict:
     env = dict(os.environ, **{demos.SCALE_ENV: scale})
     manager, client = start_new_kernel(kernel_name="python3", env=env)
@@ -76,28 +92,41 @@ def main() -> None:
     print(f"load average before: {load_before:.2f} on {os.cpu_count()} CPUs")
     warm = demos.warm()
     print(f"warm-up (this process, every demo once): {sum(warm.values()):.1f} s")
-    rows = {}
-    print(f"{'demo':26s} {'render':>8s} {'first interaction':>18s} {'kernel RSS':>11s}")
-    for demo in demos.DEMOS:
-        rows[demo.stem] = figures = measure(demo, options.scale)
-        print(f"{demo.stem:26s} {figures['render_s']:7.2f}s {figures['first_interaction_s']:17.2f}s "
-              f"{figures['kernel_rss_mib']:8.0f} MiB")
+    runs = {}
+    for load in ("quiet", "busy"):
+        spinners = busy_cpus() if load == "busy" else []
+        try:
+            print(f"\n{load}: {len(spinners)} CPU-bound processes beside the kernels")
+            print(f"{'demo':26s} {'render':>8s} {'first interaction':>18s} {'kernel RSS':>11s}")
+            rows = {}
+            for demo in demos.DEMOS:
+                rows[demo.stem] = figures = measure(demo, options.scale)
+                print(f"{demo.stem:26s} {figures['render_s']:7.2f}s {figures['first_interaction_s']:17.2f}s "
+                      f"{figures['kernel_rss_mib']:8.0f} MiB")
+        finally:
+            for spinner in spinners:
+                spinner.terminate()
+        interactions = [r["first_interaction_s"] for r in rows.values()]
+        memory = [r["kernel_rss_mib"] for r in rows.values()]
+        summary = {"first_interaction_max_s": max(interactions),
+                   "first_interaction_median_s": statistics.median(interactions),
+                   "kernel_rss_median_mib": statistics.median(memory), "kernel_rss_max_mib": max(memory)}
+        print(f"first interaction: median {summary['first_interaction_median_s']:.2f} s, "
+              f"max {summary['first_interaction_max_s']:.2f} s (goal: under 2 s)")
+        print(f"memory per demo kernel: median {summary['kernel_rss_median_mib']:.0f} MiB, "
+              f"max {summary['kernel_rss_max_mib']:.0f} MiB")
+        runs[load] = {"demos": rows, "summary": summary}
+    slowdown = {stem: runs["busy"]["demos"][stem]["first_interaction_s"] / runs["quiet"]["demos"][stem][
+        "first_interaction_s"] for stem in runs["quiet"]["demos"]}
+    print(f"busy / quiet, first interaction: median {statistics.median(slowdown.values()):.1f}x, "
+          f"max {max(slowdown.values()):.1f}x")
     load_after = os.getloadavg()[0]
-    interactions = [r["first_interaction_s"] for r in rows.values()]
-    memory = [r["kernel_rss_mib"] for r in rows.values()]
-    summary = {"first_interaction_max_s": max(interactions), "first_interaction_median_s":
-               statistics.median(interactions), "kernel_rss_median_mib": statistics.median(memory),
-               "kernel_rss_max_mib": max(memory)}
-    print(f"first interaction: median {summary['first_interaction_median_s']:.2f} s, "
-          f"max {summary['first_interaction_max_s']:.2f} s (goal: under 2 s)")
-    print(f"memory per demo kernel: median {summary['kernel_rss_median_mib']:.0f} MiB, "
-          f"max {summary['kernel_rss_max_mib']:.0f} MiB")
     print(f"load average after: {load_after:.2f}")
     if options.json:
         with open(options.json, "w") as out:
-            json.dump({"machine": machine(), "scale": options.scale, "warm_up_s": warm, "demos": rows,
-                       "summary": summary, "load_average": {"before": load_before, "after": load_after}},
-                      out, indent=1)
+            json.dump({"machine": machine(), "scale": options.scale, "warm_up_s": warm, "runs": runs,
+                       "busy_over_quiet_first_interaction": slowdown,
+                       "load_average": {"before": load_before, "after": load_after}}, out, indent=1)
 
 
 if __name__ == "__main__":

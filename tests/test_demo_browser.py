@@ -13,6 +13,7 @@ Screenshots (screenshots/demo-*.png, screenshots/slides-*.png) are kept for a pe
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -77,7 +78,9 @@ def _view(page) -> str:
 def _interact(page, interaction: str) -> None:
     kind, _, which = interaction.partition(":")
     if kind == "button":
-        page.get_by_role("button", name=which, exact=True).first.click()
+        # the button's text (an icon, as on GradientLab's Run, adds no text but can change its accessible name)
+        label = re.compile(rf"^\s*{re.escape(which)}\s*$")
+        page.locator("button.jupyter-button").filter(has_text=label).first.click()
     elif kind == "slider":
         handle = page.locator(".widget-slider .noUi-handle").nth(int(which))
         handle.focus()
