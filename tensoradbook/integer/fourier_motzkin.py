@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property, lru_cache, reduce
+from functools import cached_property, lru_cache
 
 import numpy as np
 import sympy
@@ -41,11 +41,11 @@ def _array(rows: list[list], n_cols: int) -> np.ndarray:
 
 
 def _primitive_key(row: list) -> tuple:
-    """The row scaled to coprime integers: equal keys mean the same inequality."""
-    denominators = [Fraction(v).denominator for v in row]
-    scale = reduce(math.lcm, denominators, 1)
-    integers = [int(Fraction(v) * scale) for v in row]
-    divisor = reduce(math.gcd, integers, 0) or 1
+    """The row (exact rationals: Fractions or ints) scaled to coprime integers: equal keys mean the same
+    inequality. Integer arithmetic on numerators and denominators, since pruning keys every generated row."""
+    scale = math.lcm(1, *(v.denominator for v in row))
+    integers = [v.numerator * (scale // v.denominator) for v in row]
+    divisor = math.gcd(*integers) or 1
     return tuple(v // divisor for v in integers)
 
 
