@@ -6,11 +6,14 @@ which every request that leaves loopback is aborted (and recorded), as in a lect
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -160,3 +163,34 @@ def server(cmd: list[str], ready_url: str, log_path: Path, *, cwd=None, env=None
     finally:
         stop_process_group(proc, shutdown_url, token)
         log.close()
+
+
+def write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+@contextlib.contextmanager
+def jupyterlab(root: Path, env: dict, log_path: Path):
+    """A JupyterLab server on ``root`` (a free loopback port, a random token, no news or update checks) until
+    the block ends: yields ``(base_url, token)``."""
+    token = secrets.token_hex(24)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    cmd = [
+        sys.executable, "-m", "jupyterlab",
+        "--no-browser",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers run as root
+        cmd.append("--ServerApp.allow_root=True")
+    with server(cmd, f"{base_url}/api/status?token={token}", log_path, cwd=root, env=env,
+                shutdown_url=f"{base_url}/api/shutdown", token=token):
+        yield base_url, token

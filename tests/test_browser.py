@@ -26,15 +26,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.browser_support import chromium, free_port, server
+from tests.browser_support import chromium, jupyterlab, write_json
 
 pytestmark = pytest.mark.browser
 
@@ -46,10 +44,6 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.glob("*.ipynb") if not p.name.startswith("."))
 
-
-def _write_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +58,11 @@ def lab(tmp_path_factory):
     )
     settings = tmp / "settings"
     # No news / update toasts; every cell in the DOM (no virtual scrolling).
-    _write_json(
+    write_json(
         settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings",
         {"fetchNews": "false", "checkForUpdates": False},
     )
-    _write_json(
+    write_json(
         settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
         {"windowingMode": "none"},
     )
@@ -81,26 +75,8 @@ def lab(tmp_path_factory):
         BROWSER="true",  # never open a browser, whatever happens
         PYTHONUNBUFFERED="1",
     )
-    token = secrets.token_hex(24)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable, "-m", "jupyterlab",
-        "--no-browser",
-        f"--IdentityProvider.token={token}",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers run as root
-        cmd.append("--ServerApp.allow_root=True")
-    with server(cmd, f"{base_url}/api/status?token={token}", tmp / "jupyterlab.log", cwd=root, env=env,
-                shutdown_url=f"{base_url}/api/shutdown", token=token):
-        yield base_url, token
+    with jupyterlab(root, env, tmp / "jupyterlab.log") as lab_server:
+        yield lab_server
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,6 @@ playwright like tests/test_browser.py: skipped without them, failed when CI=true
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -24,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from classroom import course as cc
-from tests.browser_support import chromium, free_port, offline_context, server
+from tests.browser_support import chromium, jupyterlab, offline_context, write_json
 
 pytestmark = pytest.mark.browser
 
@@ -33,10 +30,6 @@ SCREENSHOTS = REPO / "screenshots"
 CHAPTER = "04a_integer_equations"
 RUNTIME = ("release", "submitted", "autograded", "feedback", "gradebook.db", "grades.csv", ".ipynb_checkpoints")
 
-
-def _write_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +40,7 @@ def lab(tmp_path_factory):
     shutil.copytree(REPO / "course", root, ignore=shutil.ignore_patterns(*RUNTIME, "__pycache__"))
     env = cc.nbgrader_env()
     settings = tmp / "settings"
-    _write_json(settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings",
+    write_json(settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings",
                 {"fetchNews": "false", "checkForUpdates": False})
     env.update(
         JUPYTER_CONFIG_DIR=str(tmp / "config"),
@@ -63,26 +56,8 @@ def lab(tmp_path_factory):
     proc = subprocess.run([sys.executable, "-m", "classroom.course", "assignments", "--course", str(root)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    token = secrets.token_hex(24)
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable, "-m", "jupyterlab",
-        "--no-browser",
-        f"--IdentityProvider.token={token}",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # CI containers run as root
-        cmd.append("--ServerApp.allow_root=True")
-    with server(cmd, f"{base_url}/api/status?token={token}", tmp / "jupyterlab.log", cwd=root, env=env,
-                shutdown_url=f"{base_url}/api/shutdown", token=token):
-        yield base_url, token
+    with jupyterlab(root, env, tmp / "jupyterlab.log") as lab_server:
+        yield lab_server
 
 
 @pytest.fixture(scope="module")
