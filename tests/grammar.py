@@ -4,9 +4,10 @@ Three kinds of :class:`Case`, each a text with its shapes:
 
 * :meth:`Grammar.valid`: a well-defined function by construction, drawn from the whole grammar
   (outputs of rank 0-3, integer-affine indices with constant factors, divisions under the
-  matching ``%`` condition, sums with ``max``/``min``/``ceil``/``floor`` bounds, ``if`` with
-  ``=``, ``>=``, ``<=``, ``%`` and ``and``, the unary functions, ``**`` with int, float and
-  expression exponents, numbers, unary minus). Every argument's shape is grown to hold every
+  matching ``%`` condition, sums, max and min reductions with ``max``/``min``/``ceil``/``floor``
+  bounds, ``if`` with ``=``, ``>=``, ``<=``, ``%`` and ``and``, conditions on values
+  (``if {x[i] > 0}``), every function of the operation table, ``max (a, b)``, ``**`` with int,
+  float and expression exponents, numbers, unary minus). Every argument's shape is grown to hold every
   index the text can reach, and everything stays far inside the parser's stated limits, so the
   parser must accept it. Half of them are *positive*: every ``log``, ``sqrt``, division and
   non-integer power sees a positive value, so the values are finite for inputs in [0.5, 1.5].
@@ -55,6 +56,12 @@ OUTPUT_INDICES_RARE = ["dx_0", "df_0", "x", "i_", "lambda", "k"]
 SUM_INDICES = ["k", "m", "s", "t", "u"]
 SUM_INDICES_RARE = ["da_z0", "dx_z0", "dx_0", "k_", "f_k", "for"]
 
+# Functions of a positive argument that are positive; the functions of any argument; those that need a
+# positive argument to be finite (tan, asin and acos may give nan: such a case is only compared, not derived).
+POSITIVE_FUNCTIONS = ["exp", "cosh", "sqrt", "tanh", "sinh", "erf", "atan", "log1p", "expm1", "abs", "ceil"]
+FUNCTIONS = ["exp", "log", "sqrt", "sin", "cos", "tanh", "sinh", "cosh", "tan", "asin", "acos", "atan", "log10",
+             "log1p", "expm1", "erf", "abs", "sign", "floor", "ceil", "round"]
+POSITIVE_DOMAIN = {"log", "sqrt", "log10", "log1p"}
 POSITIVE_NUMBERS = ["1", "2", "3", "0.5", "1.5", "2.", ".25", "1e-1", "2.5E+0", "10", "0.75"]
 INT_EXPONENTS = ["0", "1", "2", "3", "4"]
 NEGATIVE_EXPONENTS = ["-1", "-2", "-0.5"]
@@ -222,7 +229,9 @@ class Grammar:
             lower, upper, lo_low, up_high = "0", str(high), 0, high
         inner = _Scope({**scope.ranges, name: (lo_low, up_high)}, scope.divisions, scope.sums + 1)
         body = self.expression(inner, depth + 1, positive)[0]
-        return f"sum{{{name}}}_{lower}^{upper} ({body})", PREFIX
+        # max and min reductions range like sums; where a positive value is needed their range is never empty
+        op = self.rng.choice(["sum", "sum", "sum", "max", "min"])
+        return f"{op}{{{name}}}_{lower}^{upper} ({body})", PREFIX
 
     def atom(self, scope: _Scope, then: list) -> str:
         """A condition; a ``%`` one offers its division to the then-branch (appended to ``then``)."""
@@ -253,6 +262,15 @@ class Grammar:
         otherwise = "0" if not positive and self.rng.random() < 0.3 else self.expression(scope, depth + 1, positive)[0]
         return f"if {{{atoms}}} then ({then}) else ({otherwise})", PREFIX
 
+    def selection(self, scope: _Scope, depth: int, positive: bool) -> tuple[str, int]:
+        """A condition on values, ``if {a > b} then (..) else (..)``, or ``max (a, b)`` / ``min (a, b)``."""
+        rng, sub = self.rng, self.expression
+        left, right = sub(scope, depth + 1, positive)[0], sub(scope, depth + 1, positive)[0]
+        if rng.random() < 0.4:
+            return f"{rng.choice(['max', 'min'])} ({left}{self.separator()}{right})", ATOM
+        then, otherwise = sub(scope, depth + 1, positive)[0], sub(scope, depth + 1, positive)[0]
+        return f"if {{{left} {rng.choice(['>', '>=', '<', '<='])} {right}}} then ({then}) else ({otherwise})", PREFIX
+
     # --- scalar expressions ----------------------------------------------------------------------------
 
     def wrap(self, piece: tuple[str, int], minimum: int) -> str:
@@ -266,7 +284,7 @@ class Grammar:
             if rng.random() < 0.75:
                 return self.element(scope), ATOM
             return rng.choice(POSITIVE_NUMBERS + ([] if positive else ["0", "0.0"])), ATOM
-        kinds = ["function", "function", "+", "+", "*", "*", "/", "**", "**", "if", "if"]
+        kinds = ["function", "function", "+", "+", "*", "*", "/", "**", "**", "if", "if", "select"]
         if scope.sums < MAX_NESTED_SUMS:
             kinds += ["sum", "sum"]
         if not positive:
@@ -278,11 +296,14 @@ class Grammar:
             return self.sum(scope, depth, positive)
         if kind == "if":
             return self.condition(scope, depth, positive)
+        if kind == "select":
+            return self.selection(scope, depth, positive)
         if kind == "function":
-            name = rng.choice(["exp", "cosh", "sqrt", "tanh", "sinh"] if positive else
-                              ["exp", "log", "sqrt", "sin", "cos", "tanh", "sinh", "cosh"])
-            # log and sqrt see a positive argument, and so do tanh and sinh where the value must be positive
-            argument = sub(scope, depth + 1, positive=name in ("log", "sqrt", "tanh", "sinh") and not unsafe)
+            name = rng.choice(POSITIVE_FUNCTIONS if positive else FUNCTIONS)
+            # log and sqrt see a positive argument, and so do the others where the value must be positive
+            argument = sub(scope, depth + 1, positive=(name in POSITIVE_DOMAIN or positive) and not unsafe)
+            if name in ("asin", "acos"):  # their domain is [-1, 1]
+                argument = (f"tanh ({argument[0]})", ATOM)
             return f"{name}{rng.choice([' ', ''])}({argument[0]})", ATOM
         if kind == "neg":
             return f"-{rng.choice(['', ' '])}{self.wrap(sub(scope, depth + 1, False), UNARY)}", UNARY
@@ -321,7 +342,7 @@ class Grammar:
         body = self.expression(_Scope({n: (0, s - 1) for n, s in zip(indices, sizes)}), 0, positive)[0]
         text = f"{self.output}[{self.separator().join(indices)}] = {body}"
         if rng.random() < 0.15:  # no spaces around operators and brackets
-            text = re.sub(r" ?([-+*/%^_=()\[\]{};,<>]+) ?", r"\1", text)
+            text = re.sub(r" ?([-+*/%^=()\[\]{};,<>]+) ?", r"\1", text)  # not "_": "i_ and" must stay apart
         if rng.random() < 0.1:
             spaces = [m.start() for m in re.finditer(" ", text)]
             if spaces:
@@ -349,7 +370,8 @@ class Grammar:
 _TOKEN = re.compile(r"\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+|[A-Za-z][A-Za-z0-9_]*|\*\*|>=|<=|\S")
 _CHARACTERS = list("()[]{};,_^%=<>+-*/.e0123456789ikx ") + ["\n", "\t", "**", ">=", "١", "５", "é", "²", "\u00a0"]
 _TOKENS = ["sum", "if", "then", "else", "and", "max", "min", "ceil", "floor", "exp", "log", "sinh", "cosh", "sqrt",
-           "erf", "(", ")", "[", "]", "{", "}", ";", "_", "^", "%", "=", ">=", "**", "-", "/", "x[i]", "x[]", "f", "i",
+           "erf", "abs", "round", "(", ")", "[", "]", "{", "}", ";", ",", "_", "^", "%", "=", ">=", ">", "<", "**", "-",
+           "/", "x[i]", "x[]", "f", "i",
            "k", "0", "2", "0.5", "1e3"]
 # numbers beyond int64, float64 and Python's int conversion limit, and at int64's edges
 EXTREME_NUMBERS = ["1" + "0" * 40, "1e400", "1e-400", "9" * 5000, "1" + "0" * 400 + ".0", "9223372036854775807",

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
@@ -229,3 +229,24 @@ def test_symbolic_region_matches_every_beta(A, shape):
         name, low, high = formulas[0]
         numeric = boxed.system.bounds(boxed.rhs)
         assert (low.subs(beta_symbol, beta), high.subs(beta_symbol, beta)) == numeric
+
+
+@settings(max_examples=60)
+@given(st.integers(1, 3).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.lists(st.integers(-3, 3), min_size=n, max_size=n), st.integers(-6, 6)),
+             min_size=1, max_size=6))))
+def test_enumerated_search_finds_fourier_motzkins_first_point(system):
+    """The parser searches small boxes point by point (lang.scope): the same first point as Fourier-Motzkin's
+    loops, and None exactly where the system has no integer point."""
+    from tensoradbook.lang import scope
+
+    n, rows = system
+    box_rows = [(tuple(int(j == k) * sign for j in range(n)), -4) for k in range(n) for sign in (1, -1)]
+    A = tuple(tuple(row) for row, _ in rows) + tuple(row for row, _ in box_rows)  # inside -4 .. 4
+    b = tuple(rhs for _, rhs in rows) + tuple(rhs for _, rhs in box_rows)
+    variables = tuple(f"x{k}" for k in range(n))
+    expected = next(tab.fourier_motzkin(A, names=variables).iter_integer_points(b), None)
+    box = scope._propagated_box(A, b, n)
+    got = None if box is None else scope._enumerated_first_point(A, b, box)
+    assert got == (None if expected is None else tuple(expected))

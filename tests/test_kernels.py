@@ -48,6 +48,11 @@ CORPUS = [SECTION_6] + [(text, shapes) for text, shapes, _ in PATTERNS] + [
     ("f[i] = dx[i] * x[i]", {"f": (3,), "x": (3,), "dx": (3,)}),
     ("dx[x] = exp (x[x]) * df[x] + np[x] * np_[x] * THREADS[x] + a_b[x] * a__b[x]",
      {"dx": (3,), "x": (3,), "df": (3,), "np": (3,), "np_": (3,), "THREADS": (3,), "a_b": (3,), "a__b": (3,)}),
+    # issue 13: max pooling of a ReLU (rows of lanes), a clipped minimum, a select on a reduction
+    ("f[u; v] = max{r}_0^1 (max{s}_0^1 (if {x[2 * u + r; 2 * v + s] > 1} then (x[2 * u + r; 2 * v + s]) "
+     "else (0.1 * x[2 * u + r; 2 * v + s])))", {"f": (2, 3), "x": (4, 6)}),
+    ("f[i] = min (max (x[i] - 1, -0.2), 0.3) * abs (y[i] - 1) + if {min{k}_0^i (y[k]) <= x[i]} then (erf (y[i])) "
+     "else (round (x[i] * 3) + sign (x[i] - 1))", {"f": (4,), "x": (4,), "y": (4,)}),
 ]
 RTOL, ATOL = 1e-10, 1e-13
 
@@ -85,9 +90,11 @@ def every_operation() -> tuple[str, dict]:
     for k, row in enumerate(OPERATIONS.values()):
         x, y = f"x[i; {k}]", f"y[i; {k}]"
         if row.arity == 1:
-            terms.append(f"{row.name} ({x})" if row.is_function else f"-{x}")
+            # inputs are in [0.5, 1.5]: asin and acos (whose domain is [-1, 1]) see them shifted into [-0.5, 0.5]
+            argument = f"{x} - 1" if row.name in ("asin", "acos") else x
+            terms.append(f"{row.name} ({argument})" if row.is_function else f"-{x}")
         else:
-            terms.append(f"({x} {row.name} {y})")
+            terms.append(f"{row.name} ({x}, {y})" if row.is_function else f"({x} {row.name} {y})")
     n = len(OPERATIONS)
     return "f[i] = " + " + ".join(terms), {"f": (3,), "x": (3, n), "y": (3, n)}
 

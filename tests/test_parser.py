@@ -318,7 +318,7 @@ ERRORS = [
     ("f[i] = if {i % 0 = 0} then (x[i]) else (0)", S, "the modulus must be a positive integer", "0"),
     ("f[i] = if {i / 2 = 0} then (x[i]) else (0)", S, "a condition compares integers", "i / 2"),
     ("f[i] = if {i % 2 >= 0} then (x[i]) else (0)", S, "expected = in the condition, found '>='", ">="),
-    ("f[i] = if {i > 0} then (x[i]) else (0)", S, "unexpected character '>'", ">"),
+    ("f[i] = if {i > 0} then (x[i]) else (0)", S, "i > 0 is written i >= 1", ">"),
     ("f[i] = if {i} then (x[i]) else (0)", S, "expected =, >= or <= in the condition, found '}'", "}"),
     ("f[i] = if {i >= 1} then (x[i - 2]) else (0)", S, "x[i - 2] leaves x's shape (3,) at i = 1: index -1 < 0", "i - 2"),  # noqa: E501
     ("f[i] = if {i = 0} (x[i]) else (0)", S, "expected 'then', found '('", "("),

@@ -18,19 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lang import simplify
-from ..lang.expr import Binary, Element, Expr, If, Sum, Unary
-from ..lang.ops import OPERATIONS
-from ..lang.simplify import ZERO, add, if_, mul
+from ..lang.expr import Binary, Element, Expr, If, Select, Sum, Unary
+from ..lang.ops import OPERATIONS, REDUCTIONS
+from ..lang.simplify import ZERO, add, if_, mul, select
 
 
 def local_partials(node: Expr) -> list[tuple[Expr, Expr]]:
     """``(child, d node / d child)`` for each child, from the operation table's derivative rules
-    (:data:`tensoradbook.lang.ops.OPERATIONS`); a sum's body has partial 1 (sec. 5.2)."""
+    (:data:`tensoradbook.lang.ops.OPERATIONS`); a sum's body has partial 1 (sec. 5.2), a max's or min's
+    1 at its first extremal element (:data:`tensoradbook.lang.ops.REDUCTIONS`)."""
     if isinstance(node, (Unary, Binary)):
         partials = OPERATIONS[node.op].partials(node, simplify)
         return [(child, partial) for child, partial in zip(node.children(), partials) if partial is not None]
     if isinstance(node, Sum):
-        return [(node.body, simplify.ONE)]
+        return [(node.body, REDUCTIONS[node.op].body_partial(node, simplify))]
     return []
 
 
@@ -109,6 +110,9 @@ def reverse_accumulate(root: Expr, seed: Expr) -> ReverseSweep:
         if isinstance(node, If):
             parts = [(node.then, if_(node.condition, delta, ZERO)),
                      (node.otherwise, if_(node.condition, ZERO, delta))]
+        elif isinstance(node, Select):  # the compared values get nothing: the derivative is 0 almost everywhere
+            parts = [(node.then, select(node.op, node.left, node.right, delta, ZERO)),
+                     (node.otherwise, select(node.op, node.left, node.right, ZERO, delta))]
         else:
             parts = [(child, mul(delta, partial)) for child, partial in local_partials(node)]
         inner = inner_scope(node, scope)

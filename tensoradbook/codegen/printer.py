@@ -18,9 +18,11 @@ from __future__ import annotations
 import keyword
 from contextlib import contextmanager
 
-from ..lang.expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, free_indices, substitute
+import numpy as np
+
+from ..lang.expr import Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, free_indices, substitute
 from ..lang.names import fresh_name
-from ..lang.ops import OPERATIONS
+from ..lang.ops import OPERATIONS, REDUCTIONS
 
 # Names the generated code uses itself; user names that clash get a suffix.
 _RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter", "THREADS"}
@@ -252,14 +254,23 @@ class KernelPrinter:
         return getattr(OPERATIONS[op], self.column)
 
     def _print_Unary(self, node: Unary) -> str:
-        return self.template(node.op).format(self.value(node.arg))
+        template = self.template(node.op)
+        operand = self.value(node.arg)
+        if template.count("{0}") > 1:  # sign and round on CUDA read their operand several times
+            operand = self.named(operand, node.arg)
+        return template.format(operand)
+
+    def named(self, text: str, node: Expr) -> str:
+        """``text`` (the value of ``node``) as a name or element read, stored into a temporary if it is more."""
+        if text.startswith("_") or text.isidentifier():
+            return text
+        return self.store(self.temp("t"), text, self.varies(node))
 
     def _print_Binary(self, node: Binary) -> str:
         left = self.value(node.left)
         exponent = node.right.value if isinstance(node.right, Number) else None
         if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call (also for 2.0 and 3.0)
-            if not left.startswith("_") and not left.isidentifier():
-                left = self.store(self.temp("t"), left, self.varies(node.left))
+            left = self.named(left, node.left)
             return "(" + " * ".join([left] * int(exponent)) + ")"
         return self.template(node.op).format(left, self.value(node.right))
 
@@ -268,20 +279,36 @@ class KernelPrinter:
         low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
             fresh = fresh_name(node.index, self.names)
-            node = Sum(fresh, node.lower, node.upper, substitute(node.body, {node.index: Affine.index(fresh)}))
+            node = node.renewed(index=fresh, body=substitute(node.body, {node.index: Affine.index(fresh)}))
         with self.binding(node.index):
             return self.loop(node, total, low, high)
 
     def loop(self, node: Sum, total: str, low: str, high: str) -> str:
-        """The sum as a loop accumulating into ``total`` (per lane where the body varies across lanes)."""
+        """The reduction as a loop accumulating into ``total`` (per lane where the body varies across lanes)."""
         lanes = self.varies(node)
+        reduction = REDUCTIONS[node.op]
+        start = _identity_text(reduction.identity, "math.inf")
         if lanes:
             self.declarations.append(f"{total} = np.empty({self.width})")
-            self.line(f"{total}[:] = 0.0")
+            self.line(f"{total}[:] = {start}")
         else:
-            self.line(f"{total} = 0.0")
+            self.line(f"{total} = {start}")
         with self.block(f"for {py_name(node.index)} in range({low}, {high} + 1):"):
-            return self.store(total, self.value(node.body), lanes, op="+=")
+            term = self.value(node.body)
+            if node.op == "sum":
+                return self.store(total, term, lanes, op="+=")
+            running = f"{total}[{py_name(self.lane)}]" if lanes else total
+            return self.store(total, reduction.combine.format(running, term), lanes)
+
+    def _print_Select(self, node: Select) -> str:
+        """Both branches, then the one the comparison picks: no branch in the code, so rows of lanes stay
+        vectorisable (a branch reads only valid elements: index conditions guard themselves)."""
+        left, right = self.value(node.left), self.value(node.right)
+        then, otherwise = self.value(node.then), self.value(node.otherwise)
+        return self.choose(f"{left} {node.op} {right}", then, otherwise)
+
+    def choose(self, condition: str, then: str, otherwise: str) -> str:
+        return f"({then} if {condition} else {otherwise})"
 
     def _print_If(self, node: If) -> str:
         condition = self.condition(node.condition)
@@ -311,7 +338,12 @@ class VectorPrinter(KernelPrinter):
 
     def template(self, op: str) -> str:
         row = OPERATIONS[op]  # numpy's ufunc for a function, Python's operators (numpy overloads them)
-        return f"np.{row.numpy}({{0}})" if row.is_function else row.scalar
+        if not row.is_function:
+            return row.scalar
+        operands = ", ".join(f"{{{k}}}" for k in range(row.arity))
+        if hasattr(np, row.numpy):
+            return f"np.{row.numpy}({operands})"
+        return f"numpy_function({row.numpy!r})({operands})"  # erf: numpy has none
 
     def conjunction(self, parts: list[str]) -> str:
         return " & ".join(f"({p})" for p in parts)
@@ -329,21 +361,35 @@ class VectorPrinter(KernelPrinter):
 
     def loop(self, node: Sum, total: str, low: str, high: str) -> str:
         index = py_name(node.index)
-        self.line(f"{total} = np.zeros(_GRID)")
+        reduction = REDUCTIONS[node.op]
+        identity = _identity_text(reduction.identity, "np.inf")
+        combine = f"np.{reduction.numpy}"
+        self.line(f"{total} = np.full(_GRID, {identity})")
         if all(a.is_constant for a in node.lower + node.upper):
             with self.block(f"for {index} in range({low}, {high} + 1):"):
-                self.line(f"{total} = {total} + {self.value(node.body)}")
+                self.line(f"{total} = {combine}({total}, {self.value(node.body)})")
             return total
         lo, hi = self.temp("lo"), self.temp("hi")
         self.line(f"{lo}, {hi} = {low}, {high}")
         with self.block(f"for {index} in range(np.min({lo}), np.max({hi}) + 1):"):
             body = self.value(node.body)
-            self.line(f"{total} = {total} + np.where(({lo} <= {index}) & ({index} <= {hi}), {body}, 0.0)")
+            inside = f"({lo} <= {index}) & ({index} <= {hi})"
+            self.line(f"{total} = {combine}({total}, np.where({inside}, {body}, {identity}))")
         return total
+
+    def choose(self, condition: str, then: str, otherwise: str) -> str:
+        return f"np.where({condition}, {then}, {otherwise})"
 
     def _print_If(self, node: If) -> str:
         condition = self.condition(node.condition)
         return f"np.where({condition}, {self.value(node.then)}, {self.value(node.otherwise)})"
+
+
+def _identity_text(value: float, infinity: str) -> str:
+    """A reduction's value over an empty range as code: ``0.0``, or ``infinity`` with its sign."""
+    if abs(value) != float("inf"):
+        return repr(value)
+    return ("-" if value < 0 else "") + infinity
 
 
 def _parents_first(root: Expr) -> list[Expr]:

@@ -73,7 +73,7 @@ class NumpyTarget(Target):
     name = "numpy"
     printer = VectorPrinter
     vector = True
-    imports = ("import numpy as np",)
+    imports = ("import numpy as np", "", "from tensoradbook.lang.ops import numpy_function")
 
     def guarded(self, statements: list[str]) -> list[str]:
         return ["    with np.errstate(all=\"ignore\"):  # masked-out lanes may divide by zero harmlessly",

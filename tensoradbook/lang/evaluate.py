@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Sum, Unary, _fold
-from .ops import OPERATIONS
+from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Select, Sum, Unary, _fold
+from .ops import COMPARISONS, OPERATIONS, REDUCTIONS, numpy_function
 
 # Element-terms (output elements times sum ranges) the reference evaluator may visit: numpy over the grid
 # runs 10**7 to 10**8 of them a second for small bodies, so this is seconds, not minutes.
@@ -46,7 +46,7 @@ def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
     return out
 
 
-_NUMPY = {name: getattr(np, row.numpy) for name, row in OPERATIONS.items()}
+_NUMPY = {name: numpy_function(row.numpy) for name, row in (*OPERATIONS.items(), *COMPARISONS.items())}
 
 
 def _clipped(index, size: int):
@@ -69,6 +69,9 @@ def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarra
             node = node[0]
             if type(node) is Unary:
                 operands[-1] = _NUMPY[node.op](operands[-1])
+            elif type(node) is Select:
+                otherwise, then, right = operands.pop(), operands.pop(), operands.pop()
+                operands[-1] = np.where(_NUMPY[node.op](operands[-1], right), then, otherwise)
             else:
                 second = operands.pop()
                 if type(node) is Binary:
@@ -83,7 +86,7 @@ def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarra
             operands.append(array[index] if index else array[()])
         elif kind is Sum:
             operands.append(_sum_value(node, env, args, grid_shape))
-        elif kind in (Unary, Binary, If):
+        elif kind in (Unary, Binary, If, Select):
             pending.append((node,))
             pending.extend(reversed(node.children()))
         else:
@@ -101,14 +104,16 @@ def _holds(condition: tuple[Atom, ...], env: dict, grid_shape: tuple) -> np.ndar
 def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
     low = np.broadcast_to(bound_value(node.lower, env, lower=True), grid_shape)
     high = np.broadcast_to(bound_value(node.upper, env, lower=False), grid_shape)
-    total = np.zeros(grid_shape)
+    reduction = REDUCTIONS[node.op]
+    combine = numpy_function(reduction.numpy)
+    total = np.full(grid_shape, reduction.identity)
     if low.size == 0 or high.size == 0:
         return total
     for k in range(int(low.min()), int(high.max()) + 1):
         inner = dict(env)
         inner[node.index] = k
         value = _evaluate(node.body, inner, args, grid_shape)
-        total = total + np.where((low <= k) & (k <= high), value, 0.0)
+        total = combine(total, np.where((low <= k) & (k <= high), value, reduction.identity))
     return total
 
 

@@ -285,6 +285,10 @@ class Sum(Expr):
     Each bound is a tuple of affines; an affine with a denominator is rounded
     inwards (ceiling below, floor above), as Fourier-Motzkin's bounds are
     (eqs. 22-26). An empty range sums to 0.
+
+    ``op`` names the reduction (:data:`tensoradbook.lang.ops.REDUCTIONS`): the report's ``"sum"``, or
+    ``"max"`` / ``"min"`` (``max{k}_0^3 (x[k])``, max pooling), which range and liberate their index
+    exactly as a sum does (sec. 5.2); an empty range gives ``-inf`` / ``inf``.
     """
 
     index: str
@@ -292,12 +296,18 @@ class Sum(Expr):
     upper: tuple[Affine, ...]
     body: Expr
     span: Span | None = field(default=None, compare=False, repr=False)
+    op: str = "sum"
 
     def children(self):
         return (self.body,)
 
     def own_fields(self):
-        return (self.index, self.lower, self.upper)
+        return (self.index, self.lower, self.upper, self.op)
+
+    def renewed(self, index: str | None = None, lower=None, upper=None, body: Expr | None = None) -> Sum:
+        """The same reduction with some parts replaced (its ``op`` and ``span`` kept)."""
+        return Sum(self.index if index is None else index, self.lower if lower is None else lower,
+                   self.upper if upper is None else upper, self.body if body is None else body, self.span, self.op)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -314,6 +324,27 @@ class If(Expr):
 
     def own_fields(self):
         return (self.condition,)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Select(Expr):
+    """``if {left op right} then (then) else (otherwise)``: a condition on values, not indices (ReLU,
+    clipping, selects). ``op`` is a comparison of :data:`tensoradbook.lang.ops.COMPARISONS`. Its
+    derivative is 0 almost everywhere: the adjoint flows into the branch taken (where the values are
+    equal, the branch the comparison picks)."""
+
+    op: str
+    left: Expr
+    right: Expr
+    then: Expr
+    otherwise: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def children(self):
+        return (self.left, self.right, self.then, self.otherwise)
+
+    def own_fields(self):
+        return (self.op,)
 
 
 def postorder(node: Expr, below=lambda node: True):
@@ -371,7 +402,7 @@ def rebuild(root: Expr, step, below=lambda node: True):
 
 
 _CHILD_FIELDS = {Number: (), Element: (), Unary: ("arg",), Binary: ("left", "right"), Sum: ("body",),
-                 If: ("then", "otherwise")}
+                 If: ("then", "otherwise"), Select: ("left", "right", "then", "otherwise")}
 
 
 def with_children(node: Expr, children: list) -> Expr:
@@ -383,7 +414,9 @@ def with_children(node: Expr, children: list) -> Expr:
     if isinstance(node, Binary):
         return Binary(node.op, *children, node.span)
     if isinstance(node, Sum):
-        return Sum(node.index, node.lower, node.upper, *children, node.span)
+        return node.renewed(body=children[0])
+    if isinstance(node, Select):
+        return Select(node.op, *children, node.span)
     return If(node.condition, *children, node.span)
 
 
@@ -408,8 +441,8 @@ def substitute(node: Expr, mapping: dict[str, Affine]) -> Expr:
 
     def leave(current, outer, children):
         if isinstance(current, Sum):
-            return Sum(current.index, tuple(a.substitute(outer) for a in current.lower),
-                       tuple(a.substitute(outer) for a in current.upper), *children, current.span)
+            return current.renewed(lower=tuple(a.substitute(outer) for a in current.lower),
+                                   upper=tuple(a.substitute(outer) for a in current.upper), body=children[0])
         if isinstance(current, If):
             condition = tuple(Atom(a.affine.substitute(outer), a.modulus, a.inequality) for a in current.condition)
             return If(condition, *children, current.span)

@@ -122,8 +122,8 @@ class Function:
             if isinstance(node, Sum) and all(len(b) == 1 and b[0].is_constant and b[0].is_integral
                                              for b in (node.lower, node.upper)):
                 low, high = int(node.lower[0].constant), int(node.upper[0].constant)
-                return Sum(node.index, (Affine.constant_value(factor * low),),
-                           (Affine.constant_value(factor * (high + 1) - 1),), node.body, node.span)
+                return node.renewed(lower=(Affine.constant_value(factor * low),),
+                                    upper=(Affine.constant_value(factor * (high + 1) - 1),))
             return node
 
         shapes = {name: tuple(factor * n for n in shape) for name, shape in self.shapes.items()}

@@ -50,7 +50,7 @@ def _unique_sums(node: Expr, used: set[str]) -> Expr:
         del results[len(results) - len(children):]
         if isinstance(current, Sum) and name != current.index:
             body = substitute(rebuilt[0], {current.index: Affine.index(name)})
-            current = Sum(name, current.lower, current.upper, body, current.span)
+            current = current.renewed(index=name, body=body)
         else:
             current = with_children(current, rebuilt)
         results.append(current)

@@ -18,9 +18,12 @@ the language layer and every module above may read it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -63,17 +66,62 @@ def _power_partials(node, b):
     return by_base, b.mul(node, b.unary("log", u))
 
 
+def _extremum(name: str, relation: str) -> Operation:
+    """``max (a, b)`` or ``min (a, b)``: the whole adjoint goes to the operand that is taken, and a tie goes
+    to the first operand (``relation`` holds), as for the first maximal element of a reduction."""
+    return Operation(name, 2, rf"\{name}\left({{0}}, {{1}}\right)", name + "imum", f"{name}({{0}}, {{1}})",
+                     f"{name}({{0}}, {{1}})",
+                     lambda node, b: (b.select(relation, node.left, node.right, b.ONE, b.ZERO),
+                                      b.select(relation, node.left, node.right, b.ZERO, b.ONE)),
+                     ATOM, is_function=True)
+
+
+def _flat(name: str, numpy: str, cuda: str, latex: str) -> Operation:
+    """A step function (sign, floor, ceil, round): derivative 0 wherever it is differentiable, and 0 taken at
+    its jumps too, as PyTorch does."""
+    return Operation(name, 1, latex, numpy, f"np.{numpy}({{0}})", cuda, lambda node, b: (b.ZERO,), is_function=True)
+
+
+# 2 ** 52: from there on every float64 is an integer, and below it adding and subtracting it rounds to the
+# nearest integer, ties to even (the FPU's own rounding), which CUDA's round() (to int64) does not give.
+_RINT_CUDA = ("(math.copysign((math.fabs({0}) + 4503599627370496.0) - 4503599627370496.0, {0}) "
+              "if math.fabs({0}) < 4503599627370496.0 else {0})")
+
 _ROWS = (
     Operation("neg", 1, "-{0}", "negative", "(-{0})", "(-{0})", lambda node, b: (b.number(-1),)),
     _function("exp", lambda y, u, b: y),                                         # exp' = exp
     _function("log", lambda y, u, b: b.div(b.ONE, u)),
+    _function("log10", lambda y, u, b: b.div(b.ONE, b.mul(b.unary("log", b.number(10)), u)),
+              latex=r"\log_{{10}}\left({0}\right)"),
+    _function("log1p", lambda y, u, b: b.div(b.ONE, b.add(b.ONE, u)),
+              latex=r"\log\left(1 + {0}\right)"),
+    _function("expm1", lambda y, u, b: b.add(y, b.ONE),                        # (e^u - 1)' = e^u
+              latex=r"\left(e^{{{0}}} - 1\right)"),
     _function("sin", lambda y, u, b: b.unary("cos", u)),
     _function("cos", lambda y, u, b: b.neg(b.unary("sin", u))),
+    _function("tan", lambda y, u, b: b.add(b.ONE, b.power(y, b.number(2)))),    # 1 + tan^2
+    _function("asin", lambda y, u, b: b.div(b.ONE, b.unary("sqrt", b.sub(b.ONE, b.power(u, b.number(2))))),
+              latex=r"\arcsin\left({0}\right)"),
+    _function("acos", lambda y, u, b: b.neg(b.div(b.ONE, b.unary("sqrt", b.sub(b.ONE, b.power(u, b.number(2)))))),
+              latex=r"\arccos\left({0}\right)"),
+    _function("atan", lambda y, u, b: b.div(b.ONE, b.add(b.ONE, b.power(u, b.number(2)))),
+              latex=r"\arctan\left({0}\right)"),
     _function("sinh", lambda y, u, b: b.unary("cosh", u)),
     _function("cosh", lambda y, u, b: b.unary("sinh", u)),                       # no minus, unlike cos
     _function("tanh", lambda y, u, b: b.sub(b.ONE, b.power(y, b.number(2)))),    # 1 - tanh^2
     _function("sqrt", lambda y, u, b: b.div(b.ONE, b.mul(b.number(2), y)),       # 1 / (2 sqrt u)
               latex=r"\sqrt{{{0}}}"),
+    # erf' = 2 / sqrt(pi) exp(-u^2); numpy has no erf: numpy_function gives a vectorised math.erf
+    _function("erf", lambda y, u, b: b.mul(b.number(2 / math.sqrt(math.pi)),
+                                           b.unary("exp", b.neg(b.power(u, b.number(2))))),
+              latex=r"\operatorname{{erf}}\left({0}\right)"),
+    # |u|' = sign(u): 0 at the kink u = 0, as PyTorch's abs
+    Operation("abs", 1, r"\left|{0}\right|", "abs", "math.fabs({0})", "math.fabs({0})",
+              lambda node, b: (b.unary("sign", node.arg),), is_function=True),
+    _flat("sign", "sign", "(1.0 if {0} > 0 else (-1.0 if {0} < 0 else 0.0))", r"\operatorname{{sign}}\left({0}\right)"),
+    _flat("floor", "floor", "math.floor({0})", r"\left\lfloor {0} \right\rfloor"),
+    _flat("ceil", "ceil", "math.ceil({0})", r"\left\lceil {0} \right\rceil"),
+    _flat("round", "rint", _RINT_CUDA, r"\operatorname{{round}}\left({0}\right)"),
     Operation("+", 2, "{0} + {1}", "add", "({0} + {1})", "({0} + {1})",
               lambda node, b: (b.ONE, b.ONE), ADD),
     Operation("-", 2, "{0} - {1}", "subtract", "({0} - {1})", "({0} - {1})",
@@ -83,12 +131,67 @@ _ROWS = (
     Operation("/", 2, r"\frac{{{0}}}{{{1}}}", "divide", "({0} / {1})", "({0} / {1})",
               lambda node, b: (b.div(b.ONE, node.right), b.neg(b.div(node, node.right))), MUL),
     Operation("**", 2, "{{{0}}}^{{{1}}}", "power", "({0} ** {1})", "({0} ** {1})", _power_partials, POWER),
+    _extremum("max", ">="),
+    _extremum("min", "<="),
 )
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A reduction over a range of an index, ``sum{k}_l^u (body)`` (the report's sums), ``max{k}`` or ``min{k}``.
+
+    ``identity`` is its value over an empty range; ``combine`` (the kernels' and the evaluator's
+    accumulation, a format string over the running value ``{0}`` and the term ``{1}``) and ``numpy`` (its
+    ufunc) fold the terms in. ``body_partial(node, b)`` is ``d node / d body`` at the liberated index
+    (sec. 5.2): 1 for a sum; for max and min, 1 at the first extremal element (the least index among
+    ties, as PyTorch's max pooling and ``torch.max(dim)``) and 0 elsewhere.
+    """
+
+    name: str
+    identity: float
+    numpy: str
+    combine: str
+    latex: str
+    body_partial: Callable[..., object]
+
+
+REDUCTIONS: MappingProxyType[str, Reduction] = MappingProxyType({row.name: row for row in (
+    Reduction("sum", 0.0, "add", "{0} + {1}", r"\sum", lambda node, b: b.ONE),
+    Reduction("max", -math.inf, "maximum", "max({0}, {1})", r"\max", lambda node, b: b.first_extremum(node, ">=")),
+    Reduction("min", math.inf, "minimum", "min({0}, {1})", r"\min", lambda node, b: b.first_extremum(node, "<=")),
+)})
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison of two values in a condition, ``if {x[i] > 0} then (...) else (...)``: its text (also
+    Python's and numpy's operator), its LaTeX and the ufunc the evaluator calls. Its derivative is 0 almost
+    everywhere: the adjoint flows into the branch that was taken."""
+
+    text: str
+    latex: str
+    numpy: str
+
+
+COMPARISONS: MappingProxyType[str, Comparison] = MappingProxyType({row.text: row for row in (
+    Comparison(">", ">", "greater"), Comparison(">=", r"\geq", "greater_equal"),
+    Comparison("<", "<", "less"), Comparison("<=", r"\leq", "less_equal"),
+)})
+
+_NUMPY_MISSING = {"erf": np.vectorize(math.erf, otypes=[np.float64])}
+
+
+def numpy_function(name: str):
+    """The numpy function called ``name`` (an Operation's or Reduction's ``numpy``), or our vectorised
+    stand-in where numpy has none (``erf``)."""
+    return getattr(np, name, None) or _NUMPY_MISSING[name]
+
 
 OPERATIONS: MappingProxyType[str, Operation] = MappingProxyType({row.name: row for row in _ROWS})
 UNARY_FUNCTIONS = tuple(row.name for row in _ROWS if row.arity == 1)
 BINARY_OPERATORS = tuple(row.name for row in _ROWS if row.arity == 2)
 FUNCTIONS = tuple(row.name for row in _ROWS if row.is_function)  # the names the parser reads as functions
 
-__all__ = ["Operation", "OPERATIONS", "UNARY_FUNCTIONS", "BINARY_OPERATORS", "FUNCTIONS",
+__all__ = ["Operation", "OPERATIONS", "Reduction", "REDUCTIONS", "Comparison", "COMPARISONS", "numpy_function",
+           "UNARY_FUNCTIONS", "BINARY_OPERATORS", "FUNCTIONS",
            "PREFIX", "ADD", "MUL", "UNARY", "POWER", "ATOM"]

@@ -8,6 +8,7 @@ index leaves its argument's shape or a division is not exact, with Fourier-Motzk
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -187,7 +188,81 @@ def first_point(rows: list[Affine], variables: tuple[str, ...]) -> dict | None:
     return None if point is None else dict(zip(variables, point))
 
 
+# Boxes of at most this many integer points are searched point by point: Fourier-Motzkin's rows can grow
+# doubly exponentially with the variables (a derivative's nested sums and else-conditions), while the boxes
+# of teaching-sized shapes hold a few hundred points.
+ENUMERATED_POINTS = 1 << 14
+
+
 @lru_cache(maxsize=4096)
 def _cached_first_point(A: tuple, b: tuple, variables: tuple) -> tuple | None:
     # the elements of a derivative repeat the same indices under the same sums many times
+    box = _propagated_box(A, b, len(variables))
+    if box is None:
+        return None
+    if math.prod(high - low + 1 for low, high in box) <= ENUMERATED_POINTS:
+        return _enumerated_first_point(A, b, box)
     return next(fourier_motzkin(A, names=variables).iter_integer_points(b), None)
+
+
+def _bound(row: tuple, rhs: int, k: int, box: list) -> tuple[float, float]:
+    """The values of ``x_k`` that ``row . x >= rhs`` allows while the other variables range over ``box``."""
+    rest = 0
+    for j, c in enumerate(row):
+        if c and j != k:
+            low, high = box[j]
+            rest += max(c * low, c * high)  # inf where unbounded: then the row bounds nothing
+    c = row[k]
+    if rest == math.inf:
+        return -math.inf, math.inf
+    need = rhs - rest  # c x_k >= need
+    return (-(-need // c), math.inf) if c > 0 else (-math.inf, need // c)
+
+
+def _propagated_box(A: tuple, b: tuple, n: int) -> list | None:
+    """A box around the integer points of ``A x >= b`` by interval propagation over the rows (sound: no point
+    is outside it), with infinite sides where the rows bound nothing; None where it is empty."""
+    box = [(-math.inf, math.inf)] * n
+    for _ in range(n + 2):  # each round can only narrow; a few rounds reach the box of an index set
+        changed = False
+        for row, rhs in zip(A, b):
+            for k, c in enumerate(row):
+                if not c:
+                    continue
+                low, high = _bound(row, rhs, k, box)
+                new = (max(box[k][0], low), min(box[k][1], high))
+                if new != box[k]:
+                    if new[0] > new[1]:
+                        return None
+                    box[k], changed = new, True
+        if not changed:
+            break
+    return box
+
+
+def _enumerated_first_point(A: tuple, b: tuple, box: list) -> tuple | None:
+    """The first integer point of ``A x >= b`` in Fourier-Motzkin's loop order (``x_{M-1}`` outermost, each
+    variable upwards), by a depth-first search of the finite ``box`` that narrows each variable's range by
+    the rows given the values chosen so far."""
+    n = len(box)
+    order = list(range(n - 1, -1, -1))
+    value: list = [None] * n
+
+    def search(depth: int) -> bool:
+        if depth == n:
+            return all(sum(c * v for c, v in zip(row, value)) >= rhs for row, rhs in zip(A, b))
+        k = order[depth]
+        current = [(v, v) if v is not None else box[j] for j, v in enumerate(value)]
+        low, high = box[k]
+        for row, rhs in zip(A, b):
+            if row[k]:
+                bound = _bound(row, rhs, k, current)
+                low, high = max(low, bound[0]), min(high, bound[1])
+        for v in range(int(low), int(high) + 1):
+            value[k] = v
+            if search(depth + 1):
+                return True
+        value[k] = None
+        return False
+
+    return tuple(value) if search(0) else None

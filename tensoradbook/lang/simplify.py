@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, postorder, rebuild
+from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, postorder, rebuild, substitute
 from .limits import MAX_INTEGER
+from .ops import COMPARISONS
 
 
 def number(value) -> Number:
@@ -92,6 +93,11 @@ def mul(a: Expr, b: Expr) -> Expr:
         return if_(a.condition, ZERO, mul(a.otherwise, b))
     if isinstance(b, If) and b.then == ZERO:
         return if_(b.condition, ZERO, mul(a, b.otherwise))
+    # a select with a zero branch (ReLU's derivative) takes the other factor into its branches
+    for select_, other, first in ((a, b, True), (b, a, False)):
+        if isinstance(select_, Select) and ZERO in (select_.then, select_.otherwise):
+            branches = [mul(t, other) if first else mul(other, t) for t in (select_.then, select_.otherwise)]
+            return select(select_.op, select_.left, select_.right, *branches)
     if x == 1:
         return b
     if y == 1:
@@ -148,6 +154,57 @@ def unary(op: str, a: Expr) -> Expr:
         return ZERO
     return Unary(op, a)
 
+
+
+def select(op: str, left: Expr, right: Expr, then: Expr, otherwise: Expr) -> Expr:
+    """``if {left op right} then (then) else (otherwise)``, decided where both sides are numbers or both
+    branches are equal."""
+    if then == otherwise:
+        return then
+    x, y = value_of(left), value_of(right)
+    if x is not None and y is not None:
+        return then if _COMPARE[op](x, y) else otherwise
+    # An index condition gating the only non-zero branch gates the whole select: the compared values may read
+    # elements that exist only where it holds (if {n % 2 = 0} then (if {x[n / 2] > 0} ...) in the forward).
+    for gated, other in ((then, otherwise), (otherwise, then)):
+        if other == ZERO and _gate(gated):
+            branches = (gated.then, ZERO) if gated is then else (ZERO, gated.then)
+            return if_(gated.condition, select(op, left, right, *branches), ZERO)
+    return Select(op, left, right, then, otherwise)
+
+
+_COMPARE = {">": lambda x, y: x > y, ">=": lambda x, y: x >= y, "<": lambda x, y: x < y, "<=": lambda x, y: x <= y}
+assert set(_COMPARE) == set(COMPARISONS)
+
+
+def first_extremum(node: Sum, relation: str) -> Expr:
+    """``d node / d body`` of a max (``relation`` ``">="``) or min (``"<="``) reduction at its liberated
+    index ``k``: 1 where the body at ``k`` is the extremum and no earlier index ``k' < k`` reaches it (the
+    first extremal element takes the whole adjoint, as PyTorch's max pooling does), else 0::
+
+        if {body(k) >= M} then (if {max{k_before}_lower^(k - 1) (body(k_before)) < M} then (1) else (0)) else (0)
+
+    ``M`` is the reduction itself; over an empty range of earlier indices the max is ``-inf``.
+    """
+    used = {name for part in postorder(node) for name in _names(part)}
+    earlier, n = f"{node.index}_before", 1
+    while earlier in used:
+        earlier, n = f"{node.index}_before_{n}", n + 1
+    before = Sum(earlier, node.lower, (Affine.index(node.index) - 1,),
+                 substitute(node.body, {node.index: Affine.index(earlier)}), op=node.op)
+    unreached = "<" if relation == ">=" else ">"  # no earlier term equals M (none can exceed it)
+    return select(relation, node.body, node, select(unreached, before, node, ONE, ZERO), ZERO)
+
+
+def _names(node: Expr) -> set[str]:
+    """The tensor and index names written in ``node`` itself (not its children)."""
+    if isinstance(node, Element):
+        return {node.name, *(name for a in node.indices for name in a.names)}
+    if isinstance(node, Sum):
+        return {node.index, *(name for a in node.lower + node.upper for name in a.names)}
+    if isinstance(node, If):
+        return {name for atom in node.condition for name in atom.affine.names}
+    return set()
 
 
 def atom_truth(atom: Atom, ranges: dict | None = None) -> bool | None:
@@ -257,11 +314,16 @@ def _hoisted(node: Expr, children: list[Expr]) -> Expr:
     if isinstance(node, Unary):
         return unary(node.op, children[0])
     if isinstance(node, Binary):
-        return _OPERATORS[node.op](*children)
+        build = _OPERATORS.get(node.op)
+        return build(*children) if build else Binary(node.op, *children)
     if isinstance(node, If):
         return if_(node.condition, *children)
+    if isinstance(node, Select):
+        return select(node.op, *children)
     if not isinstance(node, Sum):
         return node
+    if node.op != "sum":  # max_k (c * x[k]) is not c * max_k x[k] for c < 0: nothing moves out
+        return node.renewed(body=children[0])
     negated, factors = _factors(children[0])
     # A factor "if {c} then (x) else (0)" with c free of the sum's index gates the whole sum.
     gates = []
@@ -271,19 +333,19 @@ def _hoisted(node: Expr, children: list[Expr]) -> Expr:
             gates += factor.condition
             factors[k] = factor.then
     if gates:
-        inner = hoist_invariants(Sum(node.index, node.lower, node.upper, _product(factors), node.span))
+        inner = hoist_invariants(node.renewed(body=_product(factors)))
         return if_(tuple(gates), neg(inner) if negated else inner, ZERO)
     varies = [_mentions(f, node.index) for f in factors]
     outside = [f for f, v in zip(factors, varies) if not v]
     inside = [f for f, v in zip(factors, varies) if v]
     if inside:
-        summed = Sum(node.index, node.lower, node.upper, _product(inside), node.span)
+        summed = node.renewed(body=_product(inside))
     elif all(a.is_constant for a in node.lower + node.upper):  # n equal terms: n times one
         low = max(math.ceil(a.offset) for a in node.lower)
         high = min(math.floor(a.offset) for a in node.upper)
         summed = number(max(high - low + 1, 0))
     else:  # equal terms, but how many depends on other indices
-        summed = Sum(node.index, node.lower, node.upper, _product(outside), node.span)
+        summed = node.renewed(body=_product(outside))
         outside = []
     out = _product([*outside, summed])
     return neg(out) if negated else out
