@@ -27,6 +27,8 @@ NOTEBOOKS = $(sort $(wildcard notebooks/*.ipynb))
 NBVAL_OPTS := --nbval --nbval-current-env --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
               -p tests.plugins.nbval_semicolon
 PYTEST_OPTS ?= -p no:cacheprovider
+# two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
+WORKERS ?= -n 2 --dist loadfile
 
 .PHONY: help install lab test lint notebooks assignments grade demo slides site clean
 
@@ -78,7 +80,7 @@ lab: install
 # The linter first (seconds), then one pytest run: tests/ (including the browser test) plus strict nbval
 # over notebooks/.
 test: lint
-	$(VPY) -m pytest $(PYTEST_OPTS) $(NBVAL_OPTS) tests $(NOTEBOOKS) $(ARGS)
+	$(VPY) -m pytest $(PYTEST_OPTS) $(WORKERS) $(NBVAL_OPTS) tests $(NOTEBOOKS) $(ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

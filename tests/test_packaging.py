@@ -25,6 +25,12 @@ FRONTEND = {
     "jupyter_client", "jupyter_core", "jupyter_server", "notebook", "nbformat",
     "traitlets", "comm", "widgets",
 }
+# What the core computes with; the standard library aside, it imports nothing else.
+CORE_DEPENDENCIES = {"numpy", "sympy", "numba"}
+# The optional framework modules, which import their framework when imported (the models extra) and
+# which `import tensoradbook` never loads, so the core runs without PyTorch or JAX.
+FRAMEWORK_MODULES = {CORE / "torch.py": {"torch"}, CORE / "jax.py": {"jax", "jaxlib"}}
+FRAMEWORKS = {"torch", "jax", "jaxlib"}
 
 
 def _pyproject() -> dict:
@@ -50,7 +56,9 @@ def test_core_imports_no_frontend_module():
     ).stdout.split()
     loaded = {m.split(".")[0] for m in out}
     assert not (loaded & FRONTEND), f"importing tensoradbook loads {sorted(loaded & FRONTEND)}"
+    assert not (loaded & FRAMEWORKS), f"importing tensoradbook loads {sorted(loaded & FRAMEWORKS)}"
     assert "tensoradbook.widgets" not in out
+    assert not {"tensoradbook.torch", "tensoradbook.jax"} & set(out)
 
 
 def _imported_modules(path: Path):
@@ -80,6 +88,20 @@ def test_core_sources_import_no_frontend_module():
     assert not bad, "the core must not import Jupyter/plotting/widgets:\n" + "\n".join(bad)
 
 
+def test_core_sources_import_only_numpy_sympy_numba():
+    """Every import in tensoradbook/ is of the standard library, of the package itself or of numpy, sympy
+    and numba; only the framework modules add theirs (tensoradbook/torch.py PyTorch, jax.py JAX)."""
+    bad = []
+    for path in sorted(CORE.rglob("*.py")):
+        allowed = CORE_DEPENDENCIES | sys.stdlib_module_names | FRAMEWORK_MODULES.get(path, set())
+        for lineno, module in _imported_modules(path):
+            top = module.split(".")[0]
+            if top not in allowed and top != "tensoradbook":
+                bad.append(f"{path.relative_to(REPO)}:{lineno}: import {module}")
+    assert not bad, "the core imports only numpy, sympy and numba:\n" + "\n".join(bad)
+    assert set(FRAMEWORK_MODULES) <= set(CORE.rglob("*.py")), "the framework modules moved: update FRAMEWORK_MODULES"
+
+
 def test_wheel_contains_core_and_widgets(tmp_path):
     # Build from a copy of the working tree: setuptools writes build/ and *.egg-info
     # next to pyproject.toml, and the checkout must stay untouched.
@@ -107,9 +129,10 @@ def test_wheel_contains_core_and_widgets(tmp_path):
 
 # --- environment.yml and pyproject.toml in step ---------------------------------
 
-# Extras environment.yml leaves out: the PTX compiler (~450 MB, CI's compile check) and the
-# benchmark peers (PyTorch, JAX); `pip install -e '.[cuda,bench]'` adds them.
-OPTIONAL_EXTRAS = {"cuda", "bench"}
+# Extras environment.yml leaves out: the PTX compiler (~450 MB, CI's compile check), the
+# benchmark peers (PyTorch, JAX) and the models extra (PyTorch, JAX, scikit-learn: ~1.4 GB, for
+# tensoradbook.torch / tensoradbook.jax and the capstone); `pip install -e '.[cuda,bench,models]'` adds them.
+OPTIONAL_EXTRAS = {"cuda", "bench", "models"}
 
 
 def _pyproject_requirements() -> dict[str, SpecifierSet]:

@@ -1,0 +1,138 @@
+"""A tensoradbook function as a differentiable JAX operation: a ``jax.custom_vjp`` whose forward and
+backward call our kernels through ``jax.pure_callback``.
+
+::
+
+    import jax
+    jax.config.update("jax_enable_x64", True)   # float64 arrays; see "Numbers" below
+    import tensoradbook as tab
+    import tensoradbook.jax as tabj
+
+    fn = tab.parse("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))",
+                   {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (7,)})
+    f = tabj.function(fn)                       # kernels compile on first use
+    loss = lambda a, b, c, d: f(a, b, c, d).sum()
+    jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)))(a, b, c, d)
+
+The subject is a :class:`~tensoradbook.Function` (``tab.parse(text, shapes)``) or a program of several
+definitions: anything :mod:`tensoradbook.bridge` accepts. Needs JAX (``pip install -e '.[models]'``);
+``import tensoradbook`` never imports this module. It works under ``jax.jit``, ``jax.grad`` /
+``jax.vjp`` and ``jax.vmap`` (the kernels then run once per batch element); forward-mode
+(``jax.jvp``, ``jax.jacfwd``) and second derivatives are not available, as for any ``custom_vjp``
+whose backward is a callback.
+
+Numbers: the kernels compute in float64 on the host. The output takes JAX's promoted dtype of the
+inputs (python numbers weakly typed, integer inputs promoted to the default float). This module
+does not change JAX's configuration: enable ``jax_enable_x64`` (``jax.config.update("jax_enable_x64",
+True)`` at start-up, or ``JAX_ENABLE_X64=1``) for float64 arrays; without it JAX holds no float64
+arrays at all, so inputs, outputs and gradients are float32, computed in float64 and rounded once.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .bridge import Kernels
+
+__all__ = ["JaxFunction", "function"]
+
+# Under jax.vmap the kernels, which take unbatched arrays, run once per batch element. Older JAX
+# releases have no vmap_method (and do that by default).
+_CALLBACK_OPTIONS = {"vmap_method": "sequential"} if "vmap_method" in inspect.signature(
+    jax.pure_callback).parameters else {}
+
+
+def function(subject, target: str = "numba") -> JaxFunction:
+    """``subject`` as a differentiable JAX operation whose forward and backward run its kernels for
+    ``target`` (``"numba"``, ``"numpy"``, ``"cuda"``, ...): ``f(*arrays)`` -> an array of the output's shape."""
+    return JaxFunction(subject, target)
+
+
+def _custom_vjp(kernels: Kernels):
+    """``apply(xs)``: a ``custom_vjp`` of the tuple of inputs ``xs``, all of one floating dtype."""
+
+    def host_forward(*arrays):
+        return kernels.forward(arrays).astype(arrays[0].dtype if arrays else _default_float())
+
+    def host_gradients(*arrays):
+        *inputs, df = arrays
+        return tuple(g.astype(x.dtype) for g, x in zip(kernels.gradients(inputs, df), inputs))
+
+    def call(xs):
+        dtype = xs[0].dtype if xs else _default_float()
+        result = jax.ShapeDtypeStruct(kernels.output_shape, dtype)
+        return jax.pure_callback(host_forward, result, *xs, **_CALLBACK_OPTIONS)
+
+    @jax.custom_vjp
+    def apply(xs):
+        return call(xs)
+
+    def forward(xs):
+        return call(xs), xs  # the inputs are the residuals: the gradient kernels recompute the rest
+
+    def backward(xs, df):
+        results = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs)
+        grads = jax.pure_callback(host_gradients, results, *xs, df.astype(xs[0].dtype) if xs else df,
+                                  **_CALLBACK_OPTIONS)
+        return (tuple(grads),)
+
+    apply.defvjp(forward, backward)
+    return apply
+
+
+def _default_float():
+    """JAX's default floating dtype: float64 with ``jax_enable_x64``, else float32."""
+    return jax.dtypes.canonicalize_dtype(np.float64)
+
+
+class JaxFunction:
+    """A tensoradbook subject as a differentiable JAX function: ``f(*inputs, **named_inputs)``.
+
+    Inputs come in ``subject.arguments`` order (:attr:`arguments`), by position or by name, each of
+    its declared shape; the result is a JAX array of :attr:`shape` in the inputs' promoted floating
+    dtype (see the module's docstring). The kernels are compiled on the first call (the forward) and
+    the first backward (the gradients), then kept; under ``jax.jit`` that happens when the compiled
+    computation first runs, not when it is traced.
+    """
+
+    def __init__(self, subject, target: str = "numba"):
+        self.kernels = Kernels(subject, target)
+        self._apply = _custom_vjp(self.kernels)
+
+    @property
+    def subject(self):
+        """The function or program this runs."""
+        return self.kernels.subject
+
+    @property
+    def target(self) -> str:
+        """The kernel target, as given to ``subject.compile``."""
+        return self.kernels.target
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """The input names, in the order the inputs are passed."""
+        return self.kernels.arguments
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The output's shape."""
+        return self.kernels.output_shape
+
+    def __call__(self, *args, **kwargs) -> jax.Array:
+        """The subject's output at the given inputs (by position in :attr:`arguments` order, or by name)."""
+        values = self.kernels.bind(args, kwargs)
+        if any(jnp.iscomplexobj(v) for v in values):
+            raise TypeError(f"{self.subject.name}: complex inputs are not supported (the kernels compute "
+                            "with real numbers)")
+        # `float` (weakly typed) makes integer-only inputs the default float and changes no float dtype.
+        dtype = jnp.result_type(*values, float)
+        return self._apply(tuple(jnp.asarray(v, dtype=dtype) for v in values))
+
+    def __repr__(self) -> str:
+        return (f"JaxFunction({self.subject.name}({', '.join(self.arguments)}) -> {self.shape}, "
+                f"target={self.target!r})")
