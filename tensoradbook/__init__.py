@@ -5,9 +5,11 @@ that import one way only (``tests/test_layout.py`` checks it)::
 
     integer   sec. 4: exact integer matrices, the Smith normal form (Alg. 1-2),
               Fourier-Motzkin elimination (Alg. 3), index geometry
-    lang      secs. 5-6: the operation table (lang.ops), expressions, the reference evaluator,
-              the notation's parser and printers, simplification
-    ad        secs. 2 and 5: the reverse sweep (eq. 1), Algorithm 4 (derive), finite differences
+    lang      secs. 5-6: the operation table (lang.ops), expressions, functions and programs of
+              several definitions, the reference evaluator, the notation's parser and printers,
+              simplification
+    ad        secs. 2 and 5: the reverse sweep (eq. 1), Algorithm 4 (derive), reverse accumulation
+              across the definitions of a program (ad.program), finite differences
     codegen   sec. 6: one kernel printer per target (numpy, Numba, Numba CUDA, the scatter
               baselines), compiling and the disk cache
 
@@ -24,8 +26,10 @@ chapters' exercise checks (:mod:`tensoradbook.exercises`) and the ipywidgets fro
 from . import codegen
 from . import codegen as kernels
 from .ad.derive import Gradients, derive
+from .ad.program import ProgramGradients
 from .lang.expr import ExpressionError
 from .lang.function import Function
+from .lang.program import Program
 from .integer.fourier_motzkin import BoxedSolutions, FourierMotzkin, fourier_motzkin
 from .ad.gradcheck import check_gradients
 from .lang.parser import parse
@@ -46,6 +50,8 @@ __all__ = [
     "ExpressionError",
     "Function",
     "Gradients",
+    "Program",
+    "ProgramGradients",
     "check_gradients",
     "derive",
     "parse",

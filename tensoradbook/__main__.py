@@ -1,6 +1,8 @@
 """Command line: ``python -m tensoradbook derive "TEXT" --shape f=3x4 --shape a=3x5 ...``.
 
-Prints the derivatives in the report's notation (``--latex`` for LaTeX;
+TEXT is a function or a program of several definitions, one per line (``--file PATH`` reads it from
+a file instead; ``--shape`` gives every input's and every definition's shape). Prints the derivatives
+in the report's notation (``--latex`` for LaTeX;
 ``--simplified`` for the form the kernels run, reading ``f``); ``--kernel
 numba`` prints the generated module for a target instead; ``--check`` also runs
 the finite-difference dot-product test on random inputs and prints the largest
@@ -47,8 +49,10 @@ def _arguments(argv):
     parser = argparse.ArgumentParser(prog="python -m tensoradbook",
                                      description="Derivatives of element-wise defined tensor functions.")
     commands = parser.add_subparsers(dest="command", required=True)
-    derive_cmd = commands.add_parser("derive", help="print the derivatives of a function")
-    derive_cmd.add_argument("text", help='the function, e.g. "f[i; j] = a[i; j] * b[j]"')
+    derive_cmd = commands.add_parser("derive", help="print the derivatives of a function or a program")
+    derive_cmd.add_argument("text", nargs="?", help='the function, e.g. "f[i; j] = a[i; j] * b[j]", or a program '
+                            "of several definitions, one per line")
+    derive_cmd.add_argument("--file", metavar="PATH", help="read the function or program from a file instead")
     derive_cmd.add_argument("--shape", action="append", default=[], metavar="NAME=3x4",
                             help="the shape of the output or of an argument (repeat for each; NAME= for a scalar)")
     derive_cmd.add_argument("--latex", action="store_true", help="print LaTeX instead of the report's notation")
@@ -64,7 +68,7 @@ def _derive(options) -> None:
     from . import derive, parse
     from .ad.gradcheck import check_gradients
 
-    fn = parse(options.text, parse_shapes(options.shape))
+    fn = parse(_text(options), parse_shapes(options.shape))
     grads = derive(fn)
     shown = grads.simplified if options.simplified else grads
     if options.kernel:
@@ -80,6 +84,21 @@ def _derive(options) -> None:
             print(f"check d{name}: relative error {error:.1e}")
         if worst is not None:
             print(f"largest error: {errors[worst]:.1e} (d{worst})")
+
+
+def _text(options) -> str:
+    """The function's text: the argument, or the file ``--file`` names."""
+    if (options.text is None) == (options.file is None):
+        raise ValueError("give the function as TEXT or --file PATH (one of them)")
+    if options.text is not None:
+        return options.text
+    try:
+        with open(options.file, encoding="utf-8") as source:
+            return source.read()
+    except OSError as error:
+        raise ValueError(f"--file {options.file!r}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"--file {options.file!r}: not UTF-8 text") from None
 
 
 def main(argv=None) -> int:

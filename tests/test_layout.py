@@ -2,9 +2,11 @@
 
 The core is layered (README, "How the code is laid out"): ``integer <- lang <- ad <- codegen``; the two
 papers' packages, ``inverse`` and ``chaining``, stand apart; ``exercises`` sits on top of the core and
-the widgets on top of everything. Every import statement counts, at module level and inside functions
-alike, except the documented facades that let a user write ``fn.compile("numba")``. That the core
-never imports Jupyter, drawing or the widgets is tests/test_packaging.py's concern.
+the widgets on top of everything. The optional framework modules ``torch`` and ``jax`` (and ``bridge``,
+what they share) sit on the core too, and no other part imports them. Every import statement counts, at
+module level and inside functions alike, except the documented facades that let a user write
+``fn.compile("numba")``. That the core never imports Jupyter, drawing or the widgets, and the framework
+modules alone import PyTorch and JAX, is tests/test_packaging.py's concern.
 """
 
 from __future__ import annotations
@@ -30,12 +32,23 @@ ALLOWED = {
     "chaining": {"chaining"},
     "exercises": {"integer", "lang", "ad", "codegen", "inverse", "chaining", "exercises"},
     "widgets": {"integer", "lang", "ad", "codegen", "inverse", "chaining", "exercises", "widgets", ""},
+    # The optional framework modules (tensoradbook.torch, tensoradbook.jax) import PyTorch / JAX when
+    # imported, so like `exercises` they sit on top of the core, reading lang, ad and codegen (and
+    # tab.derive from the root, which dispatches on a Function or a Program), and nothing of ours
+    # imports them: not the root (`import tensoradbook` must work without the models extra), not the
+    # widgets. `bridge` is their shared, framework-free half.
+    "bridge": {"integer", "lang", "ad", "codegen", ""},
+    "torch": {"integer", "lang", "ad", "codegen", "bridge", ""},
+    "jax": {"integer", "lang", "ad", "codegen", "bridge", ""},
     "": {"integer", "lang", "ad", "codegen", "inverse", "chaining", "exercises", ""},  # the package root
 }
 # (importing module, imported module): the upward imports inside methods that are documented facades.
 FACADES = {
     ("tensoradbook.lang.function", "tensoradbook.codegen"),  # Function.compile, Function.kernel_source
     ("tensoradbook.ad.derive", "tensoradbook.codegen"),  # Gradients.compile, Gradients.source
+    ("tensoradbook.lang.program", "tensoradbook.codegen"),  # Program.compile, Program.kernel_source
+    ("tensoradbook.ad.program", "tensoradbook.codegen"),  # ProgramGradients.compile, ProgramGradients.source
+    ("tensoradbook.ad.derive", "tensoradbook.ad.program"),  # derive(program): the sweep over its definitions
 }
 MAX_LINES = 800
 
@@ -155,3 +168,12 @@ def test_the_layout_test_sees_the_layers():
     """The checks above are only as good as the import reading: a known upward import must be seen."""
     assert ("tensoradbook.codegen", False) in {(t, top) for t, _, top in imports("tensoradbook.lang.function")}
     assert any(t == "tensoradbook.lang.expr" for t, _, _ in imports("tensoradbook.ad.derive"))
+
+
+def test_the_framework_modules_are_layers_of_their_own():
+    """tensoradbook.torch and tensoradbook.jax are seen as the parts ``torch`` and ``jax`` (not the root, which
+    may import anything of the core), and read what they share from ``bridge``."""
+    for name in ("torch", "jax"):
+        assert part(f"tensoradbook.{name}") == name
+        assert "tensoradbook.bridge" in {t for t, _, _ in imports(f"tensoradbook.{name}")}
+    assert part("tensoradbook.bridge") == "bridge"

@@ -271,12 +271,26 @@ class Gradients(Mapping):
         return "$$" + r" \\ ".join(fn._repr_latex_().strip("$") for fn in functions) + "$$"
 
 
-def derive(fn, shapes=None) -> Gradients:
-    """Algorithm 4: the gradient functions of an element-wise function (or of its text and shapes)."""
+def derive(fn, shapes=None, *, wrt=None):
+    """Algorithm 4: the gradient functions of an element-wise function (or of its text and shapes).
+
+    For a :class:`~tensoradbook.lang.program.Program` (or text of several
+    definitions), reverse accumulation across its definitions (sec. 2, eq. 1),
+    each one's contributions by Algorithm 4:
+    :class:`~tensoradbook.ad.program.ProgramGradients`, with respect to the
+    inputs named in ``wrt`` (all by default).
+    """
+    from ..lang.program import Program
+    from .program import program_gradients  # a facade: ad.program derives each definition with this module
+
     if isinstance(fn, str):
         fn = parse(fn, shapes or {})
     elif shapes is not None:
         raise ExpressionError("derive: give shapes only with the function's text")
+    if isinstance(fn, Program):
+        return program_gradients(fn, wrt)
+    if wrt is not None:
+        raise ExpressionError("derive: wrt names inputs of a program; a function's gradients are all its arguments'")
     return _derive(fn, reads_forward=False)
 
 

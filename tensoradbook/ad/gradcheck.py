@@ -7,6 +7,10 @@ instead of a whole Jacobian (as in HIPS autograd's ``check_grads``).
 Richardson extrapolation of the central differences at ``h`` and ``h / 2``
 cancels the ``h**2`` error term, so a moderate ``h`` keeps both truncation and
 round-off small (the formulas: :mod:`tensoradbook.ad.finite_differences`).
+
+Every check takes a :class:`~tensoradbook.lang.program.Program` as well as a function: the finite
+differences are then of the program's value (its last definition), against the gradients of
+reverse accumulation across its definitions (:mod:`tensoradbook.ad.program`).
 """
 
 from __future__ import annotations
@@ -14,16 +18,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..lang.function import Function
+from ..lang.program import Program
 from .derive import derive
 from .finite_differences import central, richardson
 
 
-def random_arguments(fn: Function, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def random_arguments(fn: Function | Program, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Inputs in [0.5, 1.5]: away from the poles of log, sqrt and division."""
     return {name: rng.uniform(0.5, 1.5, fn.shapes[name]) for name in fn.arguments}
 
 
-def numeric_gradient(fn: Function, args: dict, name: str, df, step: float = 1e-6, forward=None) -> np.ndarray:
+def numeric_gradient(fn: Function | Program, args: dict, name: str, df, step: float = 1e-6,
+                     forward=None) -> np.ndarray:
     """The gradient of ``sum(df * f)`` with respect to ``args[name]``, one central difference per element.
 
     The brute-force oracle (two evaluations per element): for small shapes
@@ -43,7 +49,7 @@ def numeric_gradient(fn: Function, args: dict, name: str, df, step: float = 1e-6
     return gradient
 
 
-def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 0,
+def directional_derivatives(fn: Function | Program, args=None, *, grads=None, seed: int = 0,
                             step: float = 1e-3) -> dict[str, tuple[float, float]]:
     """Per argument, ``(finite difference, gradient)`` of ``<df, J v>`` for a random ``df`` and ``v``.
 
@@ -70,7 +76,8 @@ def directional_derivatives(fn: Function, args=None, *, grads=None, seed: int = 
     return out
 
 
-def check_gradients(fn: Function, args=None, *, grads=None, seed: int = 0, step: float = 1e-3) -> dict[str, float]:
+def check_gradients(fn: Function | Program, args=None, *, grads=None, seed: int = 0,
+                    step: float = 1e-3) -> dict[str, float]:
     """Relative error of each argument's gradient against finite differences (dot-product test).
 
     ``args`` defaults to random inputs; ``grads`` to ``derive(fn)``. Errors

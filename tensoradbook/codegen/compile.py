@@ -2,8 +2,10 @@
 
 ``fn.compile(target)`` is :class:`CompiledFunction`, ``grads.compile(target)`` is
 :class:`CompiledGradients`: they check the arguments (:meth:`Function.argument_arrays`), move them to
-the target's memory and back, and call the module's ``forward`` / ``gradients``. :func:`compile_ptx`
-compiles the CUDA kernels to PTX without a GPU: a type check the simulator does not do.
+the target's memory and back, and call the module's ``forward`` / ``gradients``. Both take a program of
+several definitions (:class:`~tensoradbook.lang.program.Program`, :class:`~tensoradbook.ad.program.ProgramGradients`)
+as well. :func:`compile_ptx` compiles the CUDA kernels to PTX without a GPU: a type check the simulator
+does not do.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import inspect
 import numpy as np
 
 from ..ad.derive import Gradients
+from ..ad.program import ProgramGradients
+from ..lang.expr import ExpressionError
 from ..lang.function import Function
+from ..lang.program import Program
 from .cache import load_module
-from .module import function_source, gradients_source, module_functions, scatter_reads
+from .module import Sweep, definitions_of, function_source, gradients_source, module_functions, scatter_reads
 from .printer import py_name
 from .targets import GATHER_TARGETS, TARGETS, storage_shape, target_named
 
 
-def _arrays(fn: Function, args, vector: bool, adjoint: tuple[str, object] | None = None) -> list[np.ndarray]:
+def _arrays(fn: Function | Program, args, vector: bool, adjoint: tuple[str, object] | None = None) -> list[np.ndarray]:
     """The arguments of ``fn`` in its order, then the adjoint ``(name, value)`` if given, as C-contiguous
     float64 arrays, checked by :meth:`Function.argument_arrays` (real numbers, declared shapes)."""
     arrays = fn.argument_arrays(args, adjoint)
@@ -28,9 +33,10 @@ def _arrays(fn: Function, args, vector: bool, adjoint: tuple[str, object] | None
 
 
 class CompiledFunction:
-    """``fwd(args) -> f`` for one target; ``.source`` and ``.path`` show the generated module."""
+    """``fwd(args) -> f`` for one target (for a program, the last definition's value); ``.source`` and
+    ``.path`` show the generated module."""
 
-    def __init__(self, fn: Function, target: str):
+    def __init__(self, fn: Function | Program, target: str):
         self.kind = target_named(target, GATHER_TARGETS)
         self.kind.check_available()
         self.function, self.target = fn, target
@@ -45,9 +51,13 @@ class CompiledFunction:
 
 
 class CompiledGradients:
-    """``grad(args, df) -> {"a": dA, ...}`` for one target; ``grad.forward(args)`` is ``f`` alone."""
+    """``grad(args, df) -> {"a": dA, ...}`` for one target; ``grad.forward(args)`` is ``f`` alone.
 
-    def __init__(self, grads: Gradients, target: str):
+    ``grad.values(args)`` is every definition's value (``{"f": f}`` for a function), the forward pass the
+    gradients read; ``grad(args, df, values)`` reads those instead of running the forward pass again.
+    """
+
+    def __init__(self, grads: Gradients | ProgramGradients, target: str):
         self.kind = target_named(target, TARGETS)
         self.kind.check_available()
         self.gradients, self.target = grads, target
@@ -62,27 +72,51 @@ class CompiledGradients:
         fn = self.gradients.function
         return self.kind.to_host(self.module.forward(*self._inputs(args))).reshape(fn.shapes[fn.name])
 
-    def __call__(self, args: dict, df) -> dict[str, np.ndarray]:
+    def values(self, args: dict) -> dict[str, np.ndarray]:
+        """Every definition's value, each computed once by its kernel."""
+        definitions = definitions_of(self.gradients.function)
+        values = self.module._values(*self._inputs(args))
+        return {fn.name: self.kind.to_host(value).reshape(fn.shapes[fn.name]) for fn, value in zip(definitions, values)}
+
+    def __call__(self, args: dict, df, values: dict | None = None) -> dict[str, np.ndarray]:
         fn = self.gradients.function
-        out = self.module.gradients(*self._inputs(args, (self.gradients.adjoint_name, df)))
+        inputs = self._inputs(args, (self.gradients.adjoint_name, df))
+        if values is None:
+            out = self.module.gradients(*inputs)
+        else:
+            out = self.module._backward(*inputs[:-1], *self._kept(values), inputs[-1])
         return {name: self.kind.to_host(out[name]).reshape(fn.shapes[name]) for name in out}
+
+    def _kept(self, values: dict) -> list:
+        """The forward values given to :meth:`__call__`, checked to be there with their definitions' shapes."""
+        arrays = []
+        for fn in definitions_of(self.gradients.function):
+            if fn.name not in values:
+                raise ExpressionError(f"{fn.name}: no forward value given for {fn.name!r}")
+            array = np.asarray(values[fn.name], dtype=np.float64)
+            if array.shape != tuple(fn.shapes[fn.name]):
+                raise ExpressionError(f"{fn.name}: the forward value has shape {array.shape}, expected "
+                                      f"{tuple(fn.shapes[fn.name])}")
+            arrays.append(np.ascontiguousarray(array).reshape(storage_shape(array.shape, self.kind.vector)))
+        return self.kind.to_device(arrays)
 
     # as Gradients.evaluate, so tensoradbook.check_gradients(fn, grads=compiled) checks the kernels
     evaluate = __call__
 
 
-def compile_function(fn: Function, target: str = "numba") -> CompiledFunction:
-    """``fn``'s kernel for ``target`` (one of :data:`GATHER_TARGETS`), compiled."""
+def compile_function(fn: Function | Program, target: str = "numba") -> CompiledFunction:
+    """``fn``'s kernels for ``target`` (one of :data:`GATHER_TARGETS`), compiled."""
     return CompiledFunction(fn, target)
 
 
-def compile_gradients(grads: Gradients, target: str = "numba") -> CompiledGradients:
+def compile_gradients(grads: Gradients | ProgramGradients, target: str = "numba") -> CompiledGradients:
     """The gradients' kernels for ``target`` (one of :data:`TARGETS`), compiled."""
     return CompiledGradients(grads, target)
 
 
 def compile_ptx(subject, target: str = "cuda", cc: tuple[int, int] = (7, 5)) -> dict[str, str]:
-    """PTX of every CUDA kernel generated for a :class:`Function` or :class:`Gradients`, by NVVM, no GPU needed.
+    """PTX of every CUDA kernel generated for a :class:`Function` or :class:`Gradients` (or a program's), by NVVM,
+    no GPU needed.
 
     ``target`` is ``"cuda"`` or ``"cuda-scatter"`` (gradients only). Needs
     the ``cuda`` extra (``numba-cuda[cu13]``) and the real CUDA target, not the
@@ -95,34 +129,29 @@ def compile_ptx(subject, target: str = "cuda", cc: tuple[int, int] = (7, 5)) -> 
         raise RuntimeError("compile_ptx needs the real CUDA target: unset NUMBA_ENABLE_CUDASIM")
     from numba import cuda
 
-    if isinstance(subject, Function):
+    parameters = {}  # kernel -> its parameters' shapes
+    if isinstance(subject, (Function, Program)):
         target_named(target, ("cuda",))
         source = function_source(subject, target)
+        kernels = {f"{py_name(fn.name)}_kernel": fn for fn in definitions_of(subject)}
     else:
         target_named(target, ("cuda", "cuda-scatter"))
         grads = subject.simplified
         source = gradients_source(grads, target)
-    if isinstance(subject, Function):
-        kernels = {f"{py_name(subject.name)}_kernel": subject}
-    else:
-        first, gradients = module_functions(grads)
-        kernels = {**first, **gradients}
-    shapes, outputs = {}, {}
+        first, gather = module_functions(grads)
+        kernels = {**first, **({} if target == "cuda-scatter" else gather)}
+        for step, _, name in Sweep.of(grads).steps if target == "cuda-scatter" else ():
+            parameters[name] = {py_name(a): shape for a, shape in scatter_reads(step).items()}
+            parameters[name].update({py_name(g.name): g.shapes[g.name] for g in step.functions.values()})
     for name, fn in kernels.items():
-        shapes.update({py_name(a): tuple(fn.shapes[a]) for a in fn.arguments})
-        outputs[name] = tuple(fn.shapes[fn.name])
-    if not isinstance(subject, Function):
-        shapes.update({py_name(a): shape for a, shape in scatter_reads(grads).items()})
-        shapes.update({py_name(g.name): tuple(g.shapes[g.name]) for g in grads.functions.values()})
+        parameters[name] = {**{py_name(a): fn.shapes[a] for a in fn.arguments}, "_out": fn.shapes[fn.name]}
     module = load_module(source)
     ptx = {}
-    for name in [*outputs, "scatter"]:
-        kernel = getattr(module, name, None)
-        if kernel is None:
-            continue
+    for name, shapes in parameters.items():
+        kernel = getattr(module, name)
         signature = []
         for parameter in inspect.signature(kernel.py_func).parameters:
-            shape = storage_shape(outputs[name] if parameter == "_out" else shapes[parameter], vector=False)
+            shape = storage_shape(tuple(shapes[parameter]), vector=False)
             signature.append(float64[(slice(None),) * (len(shape) - 1) + (slice(None, None, 1),)])
         ptx[name] = cuda.compile_ptx(kernel.py_func, tuple(signature), cc=cc)[0]
     return ptx

@@ -7,16 +7,28 @@ that kernel for any target (:mod:`tensoradbook.codegen.targets`), with the targe
 become branches (masks in numpy), repeated subexpressions are computed once. Gradient modules compute
 the forward result ``f`` once and their kernels read it
 (:attr:`tensoradbook.ad.derive.Gradients.simplified`); the scatter targets add one kernel of eq. 40.
+
+A program of several definitions (:class:`~tensoradbook.lang.program.Program`) is one kernel per
+definition, run in order; its gradient module runs the sweep of :mod:`tensoradbook.ad.program`: the
+forward values once, kept on the target, then per definition its adjoint (one gather kernel summing
+its consumers' contributions) or, for the scatter targets, one scatter kernel per definition adding
+into the adjoints of what it reads. Every gradient module has ``forward(*inputs)``,
+``gradients(*inputs, df)``, and ``_values(*inputs)`` and ``_backward(*inputs, *values, df)``, its two
+halves: the backward pass reads forward values given to it (names with ``_`` first are the module's
+own, never a tensor's).
 """
 
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import dataclass
 
 from ..ad.derive import Gradients
+from ..ad.program import ProgramGradients
 from ..lang.expr import Element, Expr, If, Sum, memory_step, postorder
 from ..lang.function import Function
 from ..lang.names import all_names, apart
+from ..lang.program import Program
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import hoist_invariants
 from .printer import py_name
@@ -100,12 +112,55 @@ def lane(fn: Function, body: Expr) -> tuple[str, int] | None:
     return last, fn.shapes[fn.name][-1]
 
 
-def module_functions(grads: Gradients) -> tuple[dict[str, Function], dict[str, Function]]:
-    """The element kernels of a gradient module by name: those that run first (the forward, the
-    intermediates), and one per gradient (gather targets only). The derivation names every tensor
-    apart (:func:`tensoradbook.ad.derive`), so the kernels' names differ too."""
-    first = {f"{py_name(g.name)}_kernel": g for g in [grads.function, *grads.intermediates.values()]}
-    return first, {f"{py_name(g.name)}_kernel": g for g in grads.functions.values()}
+def definitions_of(subject: Function | Program) -> tuple[Function, ...]:
+    """A program's definitions, or the function alone: what a forward pass computes, in order."""
+    return subject.definitions if isinstance(subject, Program) else (subject,)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What a gradient module computes, for :class:`Gradients` (one definition) and :class:`ProgramGradients`
+    alike: the forward definitions, then per definition in backward order its gradients, the Function of its
+    adjoint (``None`` for the last: ``df`` is given) and the name of its scatter kernel, then the gradients."""
+
+    subject: Function | Program
+    steps: tuple[tuple[Gradients, Function | None, str], ...]
+    outputs: dict  # argument -> the Function of its gradient
+    adjoint: str  # df
+    into: dict  # tensor a definition reads -> the tensor its scatter contributions add into
+
+    @staticmethod
+    def of(grads: Gradients | ProgramGradients) -> Sweep:
+        outputs = dict(grads.functions)
+        into = {name: g.name for name, g in outputs.items()}
+        if isinstance(grads, Gradients):
+            return Sweep(grads.function, ((grads, None, "scatter"),), outputs, grads.adjoint_name, into)
+        into.update({name: adjoint.name for name, adjoint in grads.adjoints.items()})
+        # one kernel keeps the name "scatter" of a function's module (compile_ptx reports it by that name)
+        steps = tuple((step.gradients, grads.adjoints.get(step.definition.name),
+                       "scatter" if len(grads.steps) == 1 else f"_scatter{k}") for k, step in enumerate(grads.steps))
+        return Sweep(grads.program, steps, outputs, grads.adjoint_name, into)
+
+    @property
+    def first(self) -> list[Function]:
+        """The tensors every target computes with a kernel of its own: the definitions, the intermediates."""
+        return [*definitions_of(self.subject), *(g for step, _, _ in self.steps for g in step.intermediates.values())]
+
+    @property
+    def accumulated(self) -> list[Function]:
+        """The tensors the sweep sums into: the adjoints of the definitions before the last, the gradients
+        (one gather kernel each, or the scatter kernels' targets)."""
+        return [*(adjoint for _, adjoint, _ in self.steps if adjoint is not None), *self.outputs.values()]
+
+
+def module_functions(grads: Gradients | ProgramGradients) -> tuple[dict[str, Function], dict[str, Function]]:
+    """The element kernels of a gradient module by name: those that run first (the forward definitions, the
+    intermediates), and the gather kernels (gather targets only): the adjoints of a program's definitions
+    and one per gradient. The derivation names every tensor apart (:func:`tensoradbook.ad.derive`,
+    :mod:`tensoradbook.ad.program`), so the kernels' names differ too."""
+    sweep = Sweep.of(grads)
+    return ({f"{py_name(g.name)}_kernel": g for g in sweep.first},
+            {f"{py_name(g.name)}_kernel": g for g in sweep.accumulated})
 
 
 def scatter_reads(grads: Gradients) -> dict[str, tuple]:
@@ -124,16 +179,17 @@ def scatter_reads(grads: Gradients) -> dict[str, tuple]:
     return reads
 
 
-def scatter_kernel(grads: Gradients, target: Target) -> list[str]:
+def scatter_kernel(grads: Gradients, target: Target, name: str = "scatter") -> list[str]:
     """Eq. 40 as written: for every forward element ``alpha`` (and liberated sum index), add each
-    occurrence's adjoint into the gradient element it reads. Races unless atomic, hence serial on the CPU."""
+    occurrence's adjoint into the gradient element it reads. Races unless atomic, hence serial on the CPU.
+    Its parameters: the tensors it reads (:func:`scatter_reads`), then one gradient per argument."""
     fn = grads.function
     shape = tuple(fn.shapes[fn.name])
     shapes = scatter_reads(grads)
     params = ", ".join(py_name(a) for a in [*shapes, *(g.name for g in grads.functions.values())])
     shapes.update({g.name: g.shapes[g.name] for g in grads.functions.values()})
     writer = target.printer(shapes, all_names(fn) | set(shapes), depth=2)
-    lines = [*target.scatter_decorator, f"def scatter({params}):", *target.scatter_loop(size_of(shape))]
+    lines = [*target.scatter_decorator, f"def {name}({params}):", *target.scatter_loop(size_of(shape))]
     _unflatten(writer, fn.indices, shape, "_flat")
     writer.active |= set(fn.indices)
     for name, parts in grads.contributions.items():
@@ -162,58 +218,79 @@ def _header(fns: list[Function], target: Target) -> list[str]:
     return lines + list(target.imports) + ["", ""]
 
 
-def _launch(target: Target, kernel: str, fn: Function, out: str) -> str:
+def _compute(target: Target, fn: Function) -> list[str]:
+    """``fn``'s output allocated, and its kernel launched to fill it."""
+    out = py_name(fn.name)
     args = ", ".join([py_name(a) for a in fn.arguments] + [out])
-    return target.call(kernel, args, size_of(fn.shapes[fn.name]))
+    return [target.allocate(out, fn.shapes[fn.name]), target.call(f"{out}_kernel", args, size_of(fn.shapes[fn.name]))]
 
 
-def _forward_entry(fn: Function, target: Target) -> list[str]:
-    body = [target.allocate(py_name(fn.name), fn.shapes[fn.name]),
-            _launch(target, f"{py_name(fn.name)}_kernel", fn, py_name(fn.name))]
-    return [f"def forward({', '.join(py_name(a) for a in fn.arguments)}):", *target.guarded(body),
-            f"    return {py_name(fn.name)}", "", ""]
+def _forward_entry(subject: Function | Program, target: Target, name: str = "forward",
+                   every: bool = False) -> list[str]:
+    """``name(*inputs)``: every definition's kernel in order, returning the last value (all, if ``every``)."""
+    definitions = definitions_of(subject)
+    body = [line for fn in definitions for line in _compute(target, fn)]
+    names = [py_name(fn.name) for fn in (definitions if every else definitions[-1:])]
+    returned = ", ".join(names) + ("," if every and len(names) == 1 else "")
+    return [f"def {name}({', '.join(py_name(a) for a in subject.arguments)}):", *target.guarded(body),
+            f"    return {returned}", "", ""]
 
 
-def function_source(fn: Function, target: str = "numba") -> str:
-    """The module behind :meth:`Function.compile`: ``<name>_kernel`` and ``forward(*arguments)``."""
+def function_source(fn: Function | Program, target: str = "numba") -> str:
+    """The module behind :meth:`Function.compile` and :meth:`Program.compile`: ``<name>_kernel`` per
+    definition and ``forward(*arguments)``."""
     kind = target_named(target, GATHER_TARGETS)
-    lines = _header([fn], kind)
-    lines += element_kernel(fn, kind, f"{py_name(fn.name)}_kernel") + ["", ""]
+    definitions = definitions_of(fn)
+    lines = _header(list(definitions), kind)
+    for definition in definitions:
+        lines += element_kernel(definition, kind, f"{py_name(definition.name)}_kernel") + ["", ""]
     lines += _forward_entry(fn, kind)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def gradients_source(grads: Gradients, target: str = "numba") -> str:
-    """The module behind :meth:`Gradients.compile`: the forward kernel, the gradient kernels (gather,
-    one per argument) or one scatter kernel, and ``gradients(*arguments, df)`` returning a dict."""
+def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba") -> str:
+    """The module behind :meth:`Gradients.compile` and :meth:`ProgramGradients.compile`: the forward
+    kernels, the intermediates' and adjoints' kernels, then the gradient kernels (gather, one per
+    argument) or one scatter kernel per definition; ``forward(*arguments)``, ``gradients(*arguments, df)``
+    returning a dict, and its halves ``_values`` and ``_backward``, which reads the forward values."""
     kind = target_named(target, TARGETS)
-    fn = grads.function
-    intermediates = list(grads.intermediates.values())
-    lines = _header([fn, *intermediates, *grads.functions.values()], kind)
-    first, gradients = module_functions(grads)
+    sweep = Sweep.of(grads)
+    first, gather = module_functions(grads)
+    lines = _header([*first.values(), *gather.values()], kind)
     for name, g in first.items():
         lines += element_kernel(g, kind, name) + ["", ""]
-    if kind.scatter:
-        lines += scatter_kernel(grads, kind) + ["", ""]
-    else:
-        for name, g in gradients.items():
-            lines += element_kernel(g, kind, name) + ["", ""]
-    lines += _forward_entry(fn, kind)
-    adjoint = py_name(grads.adjoint_name)
-    lines.append(f"def gradients({', '.join([py_name(a) for a in fn.arguments] + [adjoint])}):")
-    body = [f"{py_name(fn.name)} = forward({', '.join(py_name(a) for a in fn.arguments)})"]
-    for g in intermediates:  # output-shaped adjoints, computed once (Gradients.simplified)
-        body.append(kind.allocate(py_name(g.name), g.shapes[g.name]))
-        body.append(_launch(kind, f"{py_name(g.name)}_kernel", g, py_name(g.name)))
-    outputs = {name: py_name(g.name) for name, g in grads.functions.items()}
-    for name, g in grads.functions.items():
-        body.append(kind.allocate(outputs[name], g.shapes[g.name], zero=kind.scatter))
-    if kind.scatter:
-        args = ", ".join([py_name(a) for a in scatter_reads(grads)] + list(outputs.values()))
-        body.append(kind.call("scatter", args, size_of(fn.shapes[fn.name])))
-    else:
-        for name, g in grads.functions.items():
-            body.append(_launch(kind, f"{outputs[name]}_kernel", g, outputs[name]))
-    lines += kind.guarded(body)
+    for name, g in gather.items() if not kind.scatter else ():
+        lines += element_kernel(g, kind, name) + ["", ""]
+    for step, _, kernel in sweep.steps if kind.scatter else ():
+        lines += scatter_kernel(step, kind, kernel) + ["", ""]
+    subject, adjoint = sweep.subject, py_name(sweep.adjoint)
+    lines += _forward_entry(subject, kind) + _forward_entry(subject, kind, "_values", every=True)
+    inputs = ", ".join(py_name(a) for a in subject.arguments)
+    values = ", ".join(py_name(fn.name) for fn in definitions_of(subject))
+    lines += [f"def gradients({', '.join([py_name(a) for a in subject.arguments] + [adjoint])}):",
+              f"    return _backward({inputs}{', ' if inputs else ''}*_values({inputs}), {adjoint})", "", ""]
+    lines.append(f"def _backward({', '.join([py_name(a) for a in subject.arguments] + [values, adjoint])}):")
+    lines += kind.guarded(_backward_statements(sweep, kind))
+    outputs = {name: py_name(g.name) for name, g in sweep.outputs.items()}
     lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _backward_statements(sweep: Sweep, kind: Target) -> list[str]:
+    """The backward pass: per definition its adjoint (a gather kernel, or the scatters into it, which start
+    from zero) and its intermediates, then its scatter kernel or, at the end, the gradients' gather kernels."""
+    body = []
+    for g in sweep.accumulated if kind.scatter else ():
+        body.append(kind.allocate(py_name(g.name), g.shapes[g.name], zero=True))
+    for step, adjoint, kernel in sweep.steps:
+        if adjoint is not None and not kind.scatter:
+            body += _compute(kind, adjoint)
+        for g in step.intermediates.values():  # output-shaped adjoints, computed once (Gradients.simplified)
+            body += _compute(kind, g)
+        if kind.scatter:
+            args = [py_name(a) for a in scatter_reads(step)] + [py_name(sweep.into[name]) for name in step.functions]
+            fn = step.function
+            body.append(kind.call(kernel, ", ".join(args), size_of(fn.shapes[fn.name])))
+    for g in sweep.outputs.values() if not kind.scatter else ():
+        body += _compute(kind, g)
+    return body or ["pass"]

@@ -44,10 +44,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Integral
 
-from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Span, Sum, Unary
+from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Select, Span, Sum, Unary
 from .function import Function
+from .program import HEAD, Program, definition_lines
 from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS
-from .ops import FUNCTIONS
+from .ops import COMPARISONS, FUNCTIONS, OPERATIONS, REDUCTIONS
 from .scope import Polytope, Scope, SumFrame, failures, implies_divisible, index_box, upper_bound
 from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block
 from .printer import affine_text, atom_text
@@ -269,8 +270,13 @@ class _Parser:
             node = self.made(Unary("neg", node, span=Span(sign.start, node.span.end)), sign)
         return node
 
+    def at_reduction(self) -> bool:
+        """Whether a reduction starts here: ``sum{``, ``max{`` or ``min{`` (``max (a, b)`` is a function)."""
+        token = self.peek()
+        return token.kind == "name" and token.text in REDUCTIONS and (token.text == "sum" or self.peek(1).kind == "{")
+
     def power(self, scope: Scope) -> Expr:
-        bare_sum = self.peek().kind == "name" and self.peek().text == "sum"
+        bare_sum = self.at_reduction()
         base = self.primary(scope)
         if self.peek().kind != "**":
             return base
@@ -320,17 +326,22 @@ class _Parser:
             return inner
         if token.kind != "name":
             self.fail_at(f"expected an expression, found {token.describe()}", token)
-        if token.text == "sum":
+        if self.at_reduction():
             return self.sum(scope)
         if token.text == "if":
             return self.condition(scope)
         if token.text in FUNCTIONS:
             self.advance()
             self.enter(self.expect("(", f"'(' after {token.text}"))
-            arg = self.expression(scope)
+            args = [self.expression(scope)]
+            if OPERATIONS[token.text].arity == 2:  # max (a, b), min (a, b)
+                self.expect_separator(f"{token.text} takes two values: {token.text} (a, b)")
+                args.append(self.expression(scope))
             self.leave()
-            close = self.expect(")", "')'")
-            return self.made(Unary(token.text, arg, span=Span(token.start, close.end)), token)
+            close = self.expect(")", "')'" if len(args) == 2 else f"')' ({token.text} takes one value)")
+            node = Unary(token.text, *args, span=Span(token.start, close.end)) if len(args) == 1 else \
+                Binary(token.text, *args, span=Span(token.start, close.end))
+            return self.made(node, token)
         if token.text in KEYWORDS:
             self.fail_at(f"unexpected {token.text!r}", token)
         following = self.peek(1).kind
@@ -341,6 +352,12 @@ class _Parser:
         if token.text in scope.indices:
             self.fail_at(f"the index {token.text!r} can only be used inside an argument's brackets", token)
         self.fail_at(f"expected '[' after {token.text!r} (a scalar argument is written {token.text}[])", token)
+
+    def expect_separator(self, hint: str):
+        token = self.peek()
+        if token.kind not in SEPARATORS:
+            self.fail_at(f"expected ',' or ';', found {token.describe()}: {hint}", token)
+        self.advance()
 
     def element(self, scope: Scope) -> Element:
         name = self.advance()
@@ -393,12 +410,12 @@ class _Parser:
     # --- sums and conditions -------------------------------------------------
 
     def sum(self, scope: Scope) -> Sum:
-        keyword = self.advance()
+        keyword = self.advance()  # sum, max or min
         if len(scope.sums) == MAX_NESTED_SUMS:
             self.fail_at(f"more than {MAX_NESTED_SUMS} nested sums (MAX_NESTED_SUMS): their derivatives take too "
                          "long to find; split the function into smaller ones", keyword)
-        self.expect("{", "'{' after sum")
-        index = self.expect_name("a sum index")
+        self.expect("{", f"'{{' after {keyword.text}")
+        index = self.expect_name(f"a {keyword.text} index")
         if index.text in scope.indices:
             what = "an output index" if index.text in scope.outputs else "the index of an enclosing sum"
             self.fail_at(f"the sum index {index.text!r} shadows {what}", index)
@@ -416,7 +433,8 @@ class _Parser:
             self.fail_at(f"the body of a sum is written in parentheses: {header} (...); e.g. {header} ({x} ** 2) "
                          f"is a sum of squares, ({header} ({x})) ** 2 the square of a sum", self.peek())
         body = self.primary(scope.with_sum(SumFrame(index.text, lower, upper)))
-        return self.made(Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end)), keyword)
+        return self.made(Sum(index.text, lower, upper, body, span=Span(keyword.start, body.span.end), op=keyword.text),
+                         keyword)
 
     def paren_hint(self) -> str:
         if self.peek().kind in ("+", "-", "*", "/"):
@@ -477,9 +495,29 @@ class _Parser:
         self.arithmetic.append((index.affine, index.start, index.end, scope))
         return index.affine
 
-    def condition(self, scope: Scope) -> If:
+    def compares_values(self) -> bool:
+        """Whether the condition opening here compares values (``x[i] > 0``) rather than indices: it holds
+        an element, a function, a reduction or a number that is not an integer before its closing brace, or
+        compares numbers alone with ``<`` or ``>`` (``if {3 > 10}``)."""
+        depth, ahead, strict, names = 0, 0, False, False
+        while True:
+            token = self.peek(ahead)
+            if token.kind == "end" or (token.kind == "}" and depth == 0):
+                return strict and not names  # if {3 > 10}: numbers compared as values
+            depth += {"{": 1, "}": -1}.get(token.kind, 0)
+            strict |= token.kind in ("<", ">")
+            names |= token.kind == "name"
+            if token.kind == "[" or (token.kind == "number" and not token.text.isdigit()):
+                return True
+            if token.kind == "name" and (token.text in FUNCTIONS or token.text in REDUCTIONS):
+                return True
+            ahead += 1
+
+    def condition(self, scope: Scope) -> Expr:
         keyword = self.advance()
         self.expect("{", "'{' after if")
+        if self.compares_values():
+            return self.selection(keyword, scope)
         atoms = [self.atom(scope)]
         while self.peek().kind == "name" and self.peek().text == "and":
             self.advance()
@@ -493,6 +531,27 @@ class _Parser:
         inner = scope.with_negation(tuple(atoms))
         otherwise = self.primary(inner) if self.peek().kind == "(" else self.bare_branch(inner)
         return self.made(If(tuple(atoms), then, otherwise, span=Span(keyword.start, otherwise.span.end)), keyword)
+
+    def selection(self, keyword: Token, scope: Scope) -> Select:
+        """``if {left op right} then (...) else (...)`` on values: one comparison of two expressions."""
+        left = self.expression(scope)
+        relation = self.peek()
+        if relation.kind not in COMPARISONS:
+            hint = (": values are compared with <, <=, > or >= (two floats are rarely exactly equal)"
+                    if relation.kind == "=" else "")
+            self.fail_at(f"expected <, <=, > or >= comparing two values, found {relation.describe()}{hint}", relation)
+        self.advance()
+        right = self.expression(scope)
+        if self.peek().kind == "name" and self.peek().text == "and":
+            self.fail_at("a condition on values is one comparison: nest a second if in the then branch to "
+                         "require both", self.peek())
+        self.expect("}", "'}' after the comparison")
+        self.expect_keyword("then")
+        then = self.primary(scope) if self.peek().kind == "(" else self.bare_branch(scope)
+        self.expect_keyword("else")
+        otherwise = self.primary(scope) if self.peek().kind == "(" else self.bare_branch(scope)
+        return self.made(Select(relation.kind, left, right, then, otherwise,
+                                span=Span(keyword.start, otherwise.span.end)), keyword)
 
     def bare_branch(self, scope: Scope) -> Expr:
         """A then or else branch without parentheses (``else if ...``): a level of nesting of its own."""
@@ -522,8 +581,9 @@ class _Parser:
                 self.fail_at("the modulus must be a positive integer", literal)
         relation = self.peek()
         if relation.kind not in ("=", ">=", "<=") or (modulus and relation.kind != "="):
+            strict = " (for indices i > 0 is written i >= 1)" if relation.kind in ("<", ">") else ""
             self.fail_at(f"expected {'=' if modulus else '=, >= or <='} in the condition, found "
-                         f"{relation.describe()}", relation)
+                         f"{relation.describe()}{strict}", relation)
         self.advance()
         rhs = self.index(scope)
         for side in (lhs, rhs):
@@ -647,20 +707,69 @@ class _Parser:
                   f"index {relation}", *span)
 
 
-def parse(text: str, shapes: Mapping) -> Function:
-    """The :class:`~tensoradbook.lang.function.Function` written as ``text`` in the report's notation (sec. 6).
+def parse(text: str, shapes: Mapping) -> Function | Program:
+    """The :class:`~tensoradbook.lang.function.Function` written as ``text`` in the report's notation (sec. 6),
+    or the :class:`~tensoradbook.lang.program.Program` of several definitions.
 
-    ``shapes`` maps the output and every argument to a tuple of positive
+    A definition starts on a line that begins ``name[indices] =`` (outside any
+    bracket); the lines below it that do not start another continue it. Blank
+    lines and lines whose first non-blank character is ``#`` (comments) are
+    skipped. Each definition reads the inputs and the definitions above it.
+    ``shapes`` maps every input and every definition to a tuple of positive
     sizes. Raises :class:`~tensoradbook.lang.expr.ExpressionError` (with a caret
-    line) for anything that is not a well-defined element-wise function.
+    line; for a program, the message starts with the line's number) for anything
+    that is not a well-defined element-wise function or program of them.
     """
     if not isinstance(text, str):
         raise ExpressionError(f"the function must be given as text, got {type(text).__name__}")
     try:
-        return _Parser(text, _check_shapes(shapes)).function()
+        shapes = _check_shapes(shapes)
+        uncommented, definitions = definition_lines(text)
+        if len(definitions) <= 1:
+            return _Parser(uncommented, shapes).function()
+        return _program(text, definitions, shapes)
     except ExpressionError:
         raise
     except RecursionError:
         raise ExpressionError("the expression is nested too deeply to read") from None
     except Exception as error:  # a bug here must still surface as the one documented error class
         raise ExpressionError(f"could not read the function: {type(error).__name__}: {error}") from error
+
+
+# --- programs: several definitions, one per line (lang.program splits the text) ---------
+
+
+class _DefinitionParser(_Parser):
+    """The parser of one definition of a program: every error names its line in the whole text."""
+
+    def __init__(self, text: str, shapes: dict, line: int):
+        self.line = line  # of the definition's first line; set first, tokenizing may fail
+        super().__init__(text, shapes)
+
+    def fail(self, message: str, start: int, end: int):
+        super().fail(f"line {self.line + self.text.count(chr(10), 0, start)}: {message}", start, end)
+
+
+def _program(text: str, definitions: list[tuple[int, str]], shapes: dict) -> Program:
+    """Each definition parsed with the shapes, checked to be defined once and to read only the inputs
+    and the definitions above it (so there is no cycle)."""
+    heads = [HEAD.match(lines) for _, lines in definitions]
+    defined: dict[str, int] = {}  # name -> its line
+    functions = []
+    for k, (line, lines) in enumerate(definitions):
+        parser = _DefinitionParser(lines, shapes, line)
+        head = parser.tokens[0]
+        if head.kind == "name" and head.text in defined:
+            parser.fail_at(f"{head.text!r} is defined twice: first on line {defined[head.text]}", head)
+        below = {}  # names defined only further down -> the nearest line that does
+        for (later, _), match in reversed(list(zip(definitions[k + 1:], heads[k + 1:]))):
+            if match and match.group(1) not in defined and match.group(1) != head.text:
+                below[match.group(1)] = later
+        for token, following in zip(parser.tokens[1:], parser.tokens[2:]):
+            if token.kind == "name" and token.text in below and following.kind == "[":
+                parser.fail_at(f"{token.text!r} is defined below, on line {below[token.text]}: a definition "
+                               "reads the inputs and the definitions above it", token)
+        function = parser.function()
+        defined[function.name] = line
+        functions.append(function)
+    return Program(tuple(functions), shapes, text)

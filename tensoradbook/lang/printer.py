@@ -18,11 +18,12 @@ import re
 from numbers import Integral
 from typing import TYPE_CHECKING
 
-from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Sum, Unary, postorder
-from .ops import ATOM, MUL, OPERATIONS, POWER, PREFIX, UNARY
+from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, postorder
+from .ops import ATOM, COMPARISONS, MUL, OPERATIONS, POWER, PREFIX, REDUCTIONS, UNARY
 
-if TYPE_CHECKING:  # Function prints itself with this module
+if TYPE_CHECKING:  # Function and Program print themselves with this module
     from .function import Function
+    from .program import Program
 
 _AND = r" \wedge "
 _SINGLE_TOKEN = re.compile(r"\d+|[A-Za-z][A-Za-z0-9_]*")
@@ -134,6 +135,8 @@ class _TextPrinter(_Printer):
 
     def _print_Binary(self, node: Binary):
         precedence = OPERATIONS[node.op].precedence
+        if OPERATIONS[node.op].is_function:
+            return f"{node.op} ({self.show(node.left)}, {self.show(node.right)})", ATOM
         if node.op == "**":  # right-associative, and its exponent may carry a unary minus
             left, right = self.show(node.left, ATOM), self.show(node.right, UNARY)
         else:  # left-associative: an equal-precedence right operand keeps its parentheses
@@ -142,10 +145,14 @@ class _TextPrinter(_Printer):
 
     def _print_Sum(self, node: Sum):
         lower, upper = bound_text(node.lower, lower=True), bound_text(node.upper, lower=False)
-        return f"sum{{{node.index}}}_{lower}^{upper} ({self.show(node.body)})", UNARY
+        return f"{node.op}{{{node.index}}}_{lower}^{upper} ({self.show(node.body)})", UNARY
 
     def _print_If(self, node: If):
         condition = " and ".join(atom_text(a) for a in node.condition)
+        return f"if {{{condition}}} then ({self.show(node.then)}) else ({self.show(node.otherwise)})", UNARY
+
+    def _print_Select(self, node: Select):
+        condition = f"{self.show(node.left)} {node.op} {self.show(node.right)}"
         return f"if {{{condition}}} then ({self.show(node.then)}) else ({self.show(node.otherwise)})", UNARY
 
 
@@ -215,6 +222,8 @@ class _LatexPrinter(_Printer):
 
     def _print_Binary(self, node: Binary):
         row = OPERATIONS[node.op]
+        if row.is_function:
+            return row.latex.format(self.show(node.left), self.show(node.right)), ATOM
         if node.op == "/":  # the fraction bar groups both operands
             return row.latex.format(self.show(node.left), self.show(node.right)), MUL
         if node.op == "**":  # the exponent is raised: only the base may need brackets
@@ -227,7 +236,10 @@ class _LatexPrinter(_Printer):
     def _print_Sum(self, node: Sum):
         body = self.factor(node.body)
         lower, upper = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
-        return rf"\sum_{{{latex_name(node.index)}={lower}}}^{{{upper}}} {body}", PREFIX
+        return rf"{REDUCTIONS[node.op].latex}_{{{latex_name(node.index)}={lower}}}^{{{upper}}} {body}", PREFIX
+
+    def _print_Select(self, node: Select):
+        return self.cases(node, f"{self.show(node.left)} {COMPARISONS[node.op].latex} {self.show(node.right)}")
 
     def _print_If(self, node: If):
         if node.otherwise == Number(0):
@@ -237,14 +249,16 @@ class _LatexPrinter(_Printer):
             if others:  # an Iverson bracket: 1 where the conditions hold, else 0
                 factors.append(r"\left[\," + _AND.join(others) + r"\,\right]")
             return r" \, ".join(factors + [self.factor(node.then)]), PREFIX
-        condition = _AND.join(self.atom(a) for a in node.condition)
+        return self.cases(node, _AND.join(self.atom(a) for a in node.condition))
+
+    def cases(self, node: If | Select, condition: str):
         return (rf"\begin{{cases}} {self.show(node.then)} & \text{{if }} {condition} \\ "
                 rf"{self.show(node.otherwise)} & \text{{otherwise}} \end{{cases}}"), PREFIX
 
     def factor(self, node: Expr) -> str:
         """The last factor after a sum sign or a delta: nested sums and deltas read as one product,
         anything looser than a product (or starting with a minus) is grouped."""
-        text = self.show(node, PREFIX if isinstance(node, (Sum, If)) else MUL)
+        text = self.show(node, PREFIX if isinstance(node, (Sum, If, Select)) else MUL)
         return self.parens(text) if text.startswith("-") else text
 
     @staticmethod
@@ -275,11 +289,20 @@ def expr_latex(node: Expr) -> str:
     return _LatexPrinter().show(node)
 
 
-def to_text(fn: Function) -> str:
-    """``name[i; j] = body`` in the report's notation; :func:`~tensoradbook.lang.parser.parse` reads it back."""
-    return f"{fn.name}[{'; '.join(fn.indices)}] = {expr_text(fn.body)}"
+def to_text(fn: Function | Program) -> str:
+    """``name[i; j] = body`` in the report's notation, one line per definition of a program;
+    :func:`~tensoradbook.lang.parser.parse` reads it back."""
+    # a Program by its definitions: lang.program imports this module, so no isinstance here
+    return "\n".join(f"{d.name}[{'; '.join(d.indices)}] = {expr_text(d.body)}"
+                     for d in getattr(fn, "definitions", (fn,)))
 
 
-def to_latex(fn: Function) -> str:
-    """``$\\displaystyle f_{i,j} = ...$`` for Jupyter's ``_repr_latex_``."""
-    return rf"$\displaystyle {_subscripted(fn.name, [latex_name(i) for i in fn.indices])} = {expr_latex(fn.body)}$"
+def to_latex(fn: Function | Program) -> str:
+    """``$\\displaystyle f_{i,j} = ...$`` for Jupyter's ``_repr_latex_``; a program's definitions aligned at ``=``."""
+    definitions = getattr(fn, "definitions", (fn,))
+    equals = "=" if len(definitions) == 1 else "&="
+    rows = r" \\ ".join(f"{_subscripted(d.name, [latex_name(i) for i in d.indices])} {equals} {expr_latex(d.body)}"
+                        for d in definitions)
+    if len(definitions) == 1:
+        return rf"$\displaystyle {rows}$"
+    return rf"$\displaystyle \begin{{aligned}} {rows} \end{{aligned}}$"
