@@ -114,6 +114,11 @@ DEMOS = [
          "Adjoint sweeps need a tape, and memory is bounded. The paper's rule is compared with the exact optimum "
          "as the bound moves.",
          "Find a bound where the paper's rule is not optimal.", "09b_tape_bounds", "slider:0"),
+    Demo("15_program_graph", "Reverse accumulation across definitions", "ProgramGraph", "ProgramGraph()",
+         "A program of several definitions is a graph of tensors. Reverse accumulation visits the definitions "
+         "from the last up; an intermediate read twice gets the sum of both contributions.",
+         "Before each step: which tensors receive a contribution, and whose adjoint becomes complete?",
+         "02_reverse_accumulation", "button:Forward"),
 ]
 
 

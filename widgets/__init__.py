@@ -12,7 +12,11 @@
   finite-difference check (sec. 5);
 * :class:`GradientLab` -- the generated gradient kernels (sec. 6) of a
   function on a chosen target and size, timed and checked against the
-  reference evaluator and finite differences, with their source.
+  reference evaluator and finite differences, with their source;
+* :class:`ProgramGraph` -- a program of several definitions as a graph of
+  tensors, and reverse accumulation across it definition by definition
+  (sec. 2, eq. 1, at the tensor level). The explorer and the lab take
+  programs too.
 
 Naumann, "Matrix-Free Jacobian Chaining" (:mod:`tensoradbook.chaining`):
 
@@ -45,11 +49,13 @@ from .graph import GraphView
 from .inverse import LumpExplorer, NewtonDemo, RegisterMachine, StepInverse
 from .lattice import KernelLattice
 from .polytope import PolytopeView
+from .program_graph import ProgramGraph
 from .smith import SmithStepper
 
 from ._common import PRESENTATION_SCALE, get_scale, set_scale
 
-__all__ = ["DerivationExplorer", "GradientLab", "GraphView", "KernelLattice", "PolytopeView", "SmithStepper"]
+__all__ = ["DerivationExplorer", "GradientLab", "GraphView", "KernelLattice", "PolytopeView", "ProgramGraph",
+           "SmithStepper"]
 __all__ += ["ChainTable", "MemoryBudget", "ScheduleView", "TwoFactorExplorer"]
 __all__ += ["LumpExplorer", "NewtonDemo", "RegisterMachine", "StepInverse"]
 __all__ += ["PRESENTATION_SCALE", "get_scale", "set_scale"]

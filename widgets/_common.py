@@ -491,13 +491,15 @@ def read_shapes(shapes) -> dict[str, tuple[int, ...]]:
     return checked
 
 
-def function_entries(on_edit, on_apply, apply_tooltip: str, widths=("48em", "36em")):
-    """The boxes for a function's text and its shapes, and an Apply button.
+def function_entries(on_edit, on_apply, apply_tooltip: str, widths=("48em", "36em"), label: str = "f:"):
+    """The boxes for a function's (or a program's) text and its shapes, and an Apply button.
 
-    The boxes call ``on_edit()`` on Enter or when they lose focus
-    (``continuous_update=False``); the button calls ``on_apply()``.
+    Both boxes call ``on_edit()`` when they lose focus (``continuous_update=False``), the shapes box
+    also on Enter; in the text box Enter starts a new line, as a program has one definition per line
+    (issue 13), and the box grows to show every line. The button calls ``on_apply()``.
     """
-    function = W.Text(description="f:", continuous_update=False, layout=W.Layout(width=widths[0]))
+    function = W.Textarea(description=label, rows=1, continuous_update=False, layout=W.Layout(width=widths[0]))
+    function.observe(lambda change: setattr(function, "rows", max(1, change["new"].count("\n") + 1)), names="value")
     shapes = W.Text(description="shapes:", placeholder="f=3x4, a=3x5, d=8   (x=() for a scalar)",
                     continuous_update=False, layout=W.Layout(width=widths[1]))
     for entry in (function, shapes):

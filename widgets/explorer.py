@@ -10,6 +10,11 @@ occurrence's adjoint over ``alpha = I (beta - a) + K z`` for ``z`` in
 Algorithm 3, eq. 45) become the ``max``/``min`` bounds of the sums. The
 explorer shows these matrices and bounds as :func:`tensoradbook.ad.derive` built
 them, the derivative it returns, and a finite-difference check of it.
+
+A program of several definitions (one per line, issue 13) is derived by reverse accumulation across its
+definitions (sec. 2, eq. 1, at the tensor level): the explorer lists the definitions and, in the sweep's
+order, each one's adjoint and the gradients it sends by Algorithm 4; for an input or an intermediate it
+shows the adjoint and the occurrences behind each definition's contribution to it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from tensoradbook.lang.printer import atom_text, bound_text, expr_text
 
 from .base import WidgetBase
 from ._common import CodeMessageBox, choose, function_entries, read_shapes, shapes_text, shows_errors
+from ._program import Sweep, formula_html
 
 SECTION_6 = "sec. 6 example"
 PRESETS = {
@@ -44,7 +50,7 @@ TOLERANCE = 1e-6  # the dot-product test's relative error for a right gradient i
 # Deriving the sec. 6 example takes ~20 ms and its check ~60 ms: each function is done once, so
 # returning to a preset or switching the argument costs only the display.
 @lru_cache(maxsize=32)
-def _derivation(text: str, shapes: tuple) -> tuple[tab.Function, tab.Gradients]:
+def _derivation(text: str, shapes: tuple) -> tuple[tab.Function | tab.Program, tab.Gradients | tab.ProgramGradients]:
     fn = tab.parse(text, dict(shapes))
     return fn, tab.derive(fn)
 
@@ -100,10 +106,13 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
     """Algorithm 4 on a function, one argument at a time: matrices, bounds, derivative and check.
 
     Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or typed
-    like ``f=3x4, d=8``), ``set_preset(name)``, ``presets`` (name -> (text,
-    shapes)), ``argument`` (read/write), ``function``, ``gradients`` (the
-    :class:`~tensoradbook.ad.derive.Gradients`), ``check`` (argument -> relative
-    error of the dot-product test) and ``error`` ("" if none).
+    like ``f=3x4, d=8``; text of several lines is a program), ``set_preset(name)``,
+    ``presets`` (name -> (text, shapes)), ``argument`` (read/write; of a program,
+    an input or an intermediate), ``arguments`` (those the menu offers),
+    ``function`` (a Function or Program), ``gradients`` (the
+    :class:`~tensoradbook.ad.derive.Gradients` or
+    :class:`~tensoradbook.ProgramGradients`), ``check`` (argument or input ->
+    relative error of the dot-product test) and ``error`` ("" if none).
     """
 
     def __init__(self, text: str | None = None, shapes=None, preset: str | None = None):
@@ -116,11 +125,12 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         self._argument = W.Dropdown(description="argument:")
         self._argument.observe(lambda _: self._showing or self._show(), names="value")
         self.check_line = W.HTML()
+        self.sweep = W.HTMLMath()  # a program's definitions and its sweep; empty for a function
         self.derivative = W.HTMLMath()
         self.occurrences = W.HTMLMath()
         self.children = [W.HBox([self.preset_menu, self._argument]), self.function_entry,
-                         W.HBox([self.shapes_entry, apply]), self.errors, self.derivative, self.check_line,
-                         self.occurrences]
+                         W.HBox([self.shapes_entry, apply]), self.errors, self.sweep, self.derivative,
+                         self.check_line, self.occurrences]
         if text is None:
             text, shapes = PRESETS[preset or SECTION_6]
         if not self.set_function(text, shapes if shapes is not None else {}):
@@ -132,12 +142,18 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         return dict(PRESETS)
 
     @property
-    def function(self) -> tab.Function:
+    def function(self) -> tab.Function | tab.Program:
         return self._fn
 
     @property
-    def gradients(self) -> tab.Gradients:
+    def gradients(self) -> tab.Gradients | tab.ProgramGradients:
         return self._grads
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """What the argument menu offers: a function's arguments; a program's inputs, then the intermediates
+        the sweep gives an adjoint."""
+        return tuple(self._argument.options)
 
     @property
     def check(self) -> dict[str, float]:
@@ -154,9 +170,9 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
     @argument.setter
     @shows_errors
     def argument(self, name: str) -> None:
-        if not isinstance(name, str) or name not in self._fn.arguments:
+        if not isinstance(name, str) or name not in self.arguments:
             raise ValueError(f"{shown(name)} is not an argument of {self._fn.name}; "
-                             f"choose one of {', '.join(self._fn.arguments)}")
+                             f"choose one of {', '.join(self.arguments)}")
         self._argument.value = name
 
     @shows_errors
@@ -170,15 +186,18 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         key = (function_text(text), tuple(shapes.items()))
         fn, grads = _derivation(*key)
         _check(*key)  # run (and keep) the check now, so that a function it cannot evaluate is refused here
+        sweep = Sweep.of(fn, grads) if isinstance(fn, tab.Program) else None
         self._fn, self._grads, self._key = fn, grads, key
         preset = next((name for name, (t, s) in PRESETS.items() if t == text and s == shapes), None)
+        options = fn.arguments + (tuple(grads.adjoints) if sweep else ())
         with self.showing():
             self.function_entry.value = text
             self.shapes_entry.value = shapes_text(shapes)
             self.preset_menu.value = preset
             previous = self._argument.value
-            self._argument.options = self._fn.arguments
-            self._argument.value = previous if previous in self._fn.arguments else self._fn.arguments[0]
+            self._argument.options = options
+            self._argument.value = previous if previous in options else options[0]
+        self.sweep.value = self._sweep_html(sweep) if sweep else ""
         self._show()
         return True
 
@@ -188,14 +207,47 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
 
     def _show(self) -> None:
         name = self.argument
+        if isinstance(self._grads, tab.ProgramGradients):
+            self._show_tensor(name)
+            return
         self.derivative.value = self._grads[name]._repr_latex_()
+        self._show_check(name)
+        self.occurrences.value = self._occurrences_html(self._grads.contributions[name])
+
+    def _show_check(self, name: str) -> None:
         error = self.check[name]
         good = error <= TOLERANCE
         self.check_line.value = (f'<span style="color:{"#1a7f37" if good else "#b00020"};font-weight:600">'
                                   f"d{name}: dot-product test: relative error {error:.1e} {'✓' if good else '✗'}"
                                   "</span>")
-        self.occurrences.value = "".join(self._occurrence_html(k, c)
-                                          for k, c in enumerate(self._grads.contributions[name]))
+
+    def _show_tensor(self, name: str) -> None:
+        """A program's input or intermediate: its adjoint, the sum over the definitions that read it, and
+        each one's contribution with the occurrences Algorithm 4 built it from."""
+        grads = self._grads
+        intermediate = name in grads.adjoints
+        adjoint = grads.adjoints[name] if intermediate else grads[name]
+        self.derivative.value = formula_html(adjoint)
+        if intermediate:  # finite differences perturb inputs: its adjoint is checked through theirs
+            self.check_line.value = (f"<span>{adjoint.name}: the adjoint of an intermediate; the dot-product test "
+                                      "checks the inputs' gradients, which read it</span>")
+        else:
+            self._show_check(name)
+        self.occurrences.value = "".join(
+            f"<h3>The contribution of {step.definition.name} (adjoint {step.adjoint}) to {adjoint.name}</h3>"
+            + formula_html(step.gradients[name]) + self._occurrences_html(step.gradients.contributions[name])
+            for step in grads.steps if name in step.gradients)
+
+    def _occurrences_html(self, contributions) -> str:
+        return "".join(self._occurrence_html(k, c) for k, c in enumerate(contributions))
+
+    @staticmethod
+    def _sweep_html(sweep: Sweep) -> str:
+        """The program's definitions and its reverse sweep, definition by definition."""
+        steps = "".join(f"<h4>{k}. {step.definition.name}</h4>{sweep.step_html(step)}"
+                        for k, step in enumerate(sweep.gradients.steps, 1))
+        return (f"<h3>The program</h3>{formula_html(sweep.program)}<h3>Reverse accumulation over its definitions "
+                "(sec. 2, eq. 1), the last first</h3>" + steps)
 
     @staticmethod
     def _occurrence_html(k: int, c) -> str:

@@ -22,6 +22,10 @@ constant bounds ``l .. u`` to ``s l .. s (u + 1) - 1``: the sec. 6 example
 scales at which the parser finds every read inside its argument are offered
 (``x[10 * s + t]`` needs more than a scaled ``x``); the shapes box sets any
 other size.
+
+Text of several lines is a program (issue 13): the lab runs its forward kernels, one per definition, and
+the gradients of reverse accumulation across them (``tab.derive(program).compile(target)``) and checks
+them the same three ways, per input. A program runs at the sizes typed (the core scales single functions).
 """
 
 from __future__ import annotations
@@ -74,10 +78,13 @@ TARGET_LABELS = {
 
 def scaled(text: str, shapes: dict, factor: int) -> tuple[str, dict]:
     """``text`` and ``shapes`` at ``factor`` times the size (:meth:`tensoradbook.Function.scaled`), as the
-    text and shapes the lab's caches are keyed by; raises ExpressionError if ``text`` is wrong."""
+    text and shapes the lab's caches are keyed by; raises ExpressionError if ``text`` is wrong or a program."""
     if factor == 1:
         return text, dict(shapes)
-    big = tab.parse(text, read_shapes(shapes)).scaled(factor)
+    fn = tab.parse(text, read_shapes(shapes))
+    if isinstance(fn, tab.Program):
+        raise tab.ExpressionError("a program of several definitions runs at the sizes typed")
+    big = fn.scaled(factor)
     return str(big), big.shapes
 
 
@@ -89,10 +96,10 @@ def _shape_key(shapes: dict) -> tuple:
 def _misfit(text: str, shapes: tuple, factor: int) -> str:
     """"" if ``text`` at ``factor`` times the size parses and its tensors stay within MAX_ELEMENTS, else
     why not (a few ms)."""
-    text, shapes = scaled(text, dict(shapes), factor)
     try:
+        text, shapes = scaled(text, dict(shapes), factor)
         tab.parse(text, read_shapes(shapes))
-    except ValueError as exc:  # the parser's ExpressionError, or a tensor too large
+    except ValueError as exc:  # the parser's ExpressionError (a program cannot scale), or a tensor too large
         return str(exc)
     return ""
 
@@ -104,7 +111,7 @@ def fitting_scales(text: str, shapes: dict) -> tuple[tuple[int, ...], str]:
     fn = tab.parse(text, dict(key))  # raises on bad input
     fits, message = [1], ""
     for factor in SCALES[1:]:
-        if fn.scaled(factor) == fn:
+        if isinstance(fn, tab.Function) and fn.scaled(factor) == fn:
             break  # scalars only: every scale is the same function
         problem = _misfit(text, key, factor)
         if problem:
@@ -117,7 +124,7 @@ def fitting_scales(text: str, shapes: dict) -> tuple[tuple[int, ...], str]:
 # -- caches: the core's work, done once per function ------------------------------------------
 
 @lru_cache(maxsize=32)
-def _derivation(text: str, shapes: tuple) -> tuple[tab.Function, tab.Gradients]:
+def _derivation(text: str, shapes: tuple) -> tuple[tab.Function | tab.Program, tab.Gradients | tab.ProgramGradients]:
     fn = tab.parse(text, dict(shapes))
     return fn, tab.derive(fn)
 
@@ -136,7 +143,7 @@ def _source(text: str, shapes: tuple, target: str) -> str:
     return _derivation(text, shapes)[1].source(target)
 
 
-def _inputs(fn: tab.Function, seed: int) -> tuple[dict, np.ndarray]:
+def _inputs(fn: tab.Function | tab.Program, seed: int) -> tuple[dict, np.ndarray]:
     """Random arguments in [0.5, 1.5] (away from the poles of log, sqrt and division) and adjoint."""
     rng = np.random.default_rng(seed)
     args = random_arguments(fn, rng)
@@ -310,7 +317,8 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
     """The generated gradient kernels of a function, run, timed and checked against finite differences.
 
     Python API: ``set_function(text, shapes) -> bool`` (shapes a dict or
-    typed like ``f=3x4, d=8``), ``set_preset(name)``, ``presets``, ``scale``
+    typed like ``f=3x4, d=8``; text of several lines is a program, checked
+    per input), ``set_preset(name)``, ``presets``, ``scale``
     and ``target`` (read/write; ``set_scale``/``set_target`` return False
     with an inline error), ``scales`` (the scales that fit), ``targets``
     (those that can run here), ``target_note`` (why the chosen one cannot,
@@ -394,11 +402,11 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         return tuple(t for t in codegen.TARGETS if not (codegen.KERNEL_TARGETS[t].on_gpu and self._cuda_problem))
 
     @property
-    def function(self) -> tab.Function:
+    def function(self) -> tab.Function | tab.Program:
         return _derivation(*self._key)[0]
 
     @property
-    def gradients(self) -> tab.Gradients:
+    def gradients(self) -> tab.Gradients | tab.ProgramGradients:
         return _derivation(*self._key)[1]
 
     @property
@@ -650,8 +658,11 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         n = self.gradient_elements
         detail = ("with the per-element check and heatmap" if n <= HEATMAP_LIMIT else
                   f"more than {HEATMAP_LIMIT}: no per-element check")
-        self.sizes.value = (f"<small>Sizes run: <code>{html.escape(sizes)}</code>{scaled_text}<br>{n} gradient "
-                             f"elements over {len(fn.arguments)} argument{'s' * (len(fn.arguments) != 1)}, "
+        inputs = "input" if isinstance(fn, tab.Program) else "argument"
+        program = (f"a program of {len(fn.definitions)} definitions, reverse accumulation across them; "
+                   if isinstance(fn, tab.Program) else "")
+        self.sizes.value = (f"<small>Sizes run: <code>{html.escape(sizes)}</code>{scaled_text}<br>{program}{n} "
+                             f"gradient elements over {len(fn.arguments)} {inputs}{'s' * (len(fn.arguments) != 1)}, "
                              f"{detail}{misfit}</small>")
         self._clear_results()
         self._run_error.show("")

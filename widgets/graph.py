@@ -38,7 +38,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 import tensoradbook as tab
-from tensoradbook.lang.expr import Affine, Binary, Element, Expr, If, Sum, Unary
+from tensoradbook.lang.expr import Affine, Binary, Element, Expr, If, Select, Sum, Unary
 from tensoradbook.lang.printer import expr_latex, expr_text
 from tensoradbook.ad.reverse import child_keys, local_partials, reverse_accumulate
 from tensoradbook.lang.simplify import ZERO
@@ -122,10 +122,10 @@ def node_label(node: Expr) -> str:
     if isinstance(node, Unary):
         return "−" if node.op == "neg" else node.op
     if isinstance(node, Binary):
-        return _OPERATORS[node.op]
+        return _OPERATORS.get(node.op, node.op)  # max (a, b), min (a, b): by name
     if isinstance(node, Sum):
-        return f"Σ {node.index}"
-    if isinstance(node, If):
+        return f"{'Σ' if node.op == 'sum' else node.op} {node.index}"  # a max or min reduction by name
+    if isinstance(node, (If, Select)):
         return "if"
     return cut(plain(expr_text(node)), 14)
 
@@ -180,7 +180,7 @@ def _partial_labels(keys, children) -> dict:
     for parent in keys:
         node, scope = parent
         inner = children[parent][0][1] if children[parent] else scope
-        if isinstance(node, If):
+        if isinstance(node, (If, Select)):  # a Select's compared values get no adjoint: no label
             parts = [(node.then, "if"), (node.otherwise, "else")]
         else:
             parts = [(child, partial.children() and (names.get((partial, inner)) or names.get((partial, scope)))
@@ -197,23 +197,28 @@ def _width(key) -> float:
     return CHAR * len(node_label(key[0])) + PAD + DELTA_OFFSET + CHAR * 4 + PAD
 
 
-def _layout(keys, children) -> tuple[dict, tuple]:
-    """Layers by longest path from the leaves; within a layer, ordered and placed by the mean x of the
-    neighbours already placed (children going up, parents going down), which keeps crossings few."""
+def layered_layout(keys, children, width) -> tuple[dict, dict]:
+    """The left edge (inches) and the layer of each node of a DAG drawn leaves at the bottom: ``keys`` lists
+    every node after all its parents, ``children[key]`` its children, ``width(key)`` its slot's width.
+
+    Layers by longest path from the leaves; within a layer, ordered and placed by the mean x of the
+    neighbours already placed (children going up, parents going down), which keeps crossings few.
+    """
     layer = {}
-    for key in reversed(keys):  # the sweep lists every child after its parents
+    for key in reversed(keys):
         layer[key] = 1 + max((layer[c] for c in children[key]), default=-1)
     parents = {key: [] for key in keys}
     for key in keys:
         for child in children[key]:
             parents[child].append(key)
-    first_seen = {}  # leaves left to right as a depth-first walk from the root meets them
-    stack = [keys[0]]
-    while stack:
-        key = stack.pop()
-        if key not in first_seen:
-            first_seen[key] = len(first_seen)
-            stack.extend(reversed(children[key]))
+    first_seen = {}  # leaves left to right as a depth-first walk from the roots meets them
+    for root in (key for key in keys if not parents[key]):
+        stack = [root]
+        while stack:
+            key = stack.pop()
+            if key not in first_seen:
+                first_seen[key] = len(first_seen)
+                stack.extend(reversed(children[key]))
     rows = [[] for _ in range(max(layer.values()) + 1)]
     for key in sorted(keys, key=first_seen.get):
         rows[layer[key]].append(key)
@@ -226,7 +231,7 @@ def _layout(keys, children) -> tuple[dict, tuple]:
         row.sort(key=lambda key: (wanted[key], first_seen[key]))
         placed, previous = [], None
         for key in row:  # push right past the left neighbour's slot
-            left = wanted[key] if previous is None else max(wanted[key], placed[-1] + _width(previous) + GAP)
+            left = wanted[key] if previous is None else max(wanted[key], placed[-1] + width(previous) + GAP)
             placed.append(left)
             previous = key
         shift = sum(wanted.values()) / len(row) - sum(placed) / len(row)  # recentre on what was wanted
@@ -241,10 +246,16 @@ def _layout(keys, children) -> tuple[dict, tuple]:
             place(row, {key: [p for p in parents[key]] for key in row})
     for row in rows[1:]:
         place(row, children)
+    return x, layer
+
+
+def _layout(keys, children) -> tuple[dict, tuple]:
+    """Where each node of the sweep is drawn (:func:`layered_layout`) and the figure's size."""
+    x, layer = layered_layout(keys, children, _width)
     low = min(x.values())
     high = max(x[key] + _width(key) for key in keys)
     width = max(high - low + 2 * MARGIN, 7.0)  # the legend needs about 7 inches
-    height = LAYER * (len(rows) - 1) + TOP + BOTTOM + 0.6
+    height = LAYER * max(layer.values()) + TOP + BOTTOM + 0.6
     position = {key: (x[key] - low + MARGIN + (width - 2 * MARGIN - (high - low)) / 2
                       + (CHAR * len(node_label(key[0])) + PAD) / 2,
                       BOTTOM + 0.3 + LAYER * layer[key]) for key in keys}
