@@ -34,8 +34,13 @@ central-difference Jacobian, lump orders against every topological order): :func
 Chapter 09 (matrix-free Jacobian chaining, Naumann secs. 3-5; checked by enumerating every schedule):
 :func:`check_two_factor_optimum`, :func:`check_homogeneous_costs`, :func:`check_cell_fma`,
 :func:`check_bounded_optimum`, :func:`check_tape_threshold`.
+Chapter 10 (tensor programs: reverse accumulation across definitions, data-dependent operations; checked by
+central differences of the program with one intermediate moved and by brute-force max pooling):
+:func:`check_intermediate_adjoint`, :func:`check_pooling_gradient`, :func:`check_softmax_program`.
+Chapter 11 (the capstone network; layers checked against numpy, PyTorch's kink convention and finite
+differences): :func:`check_layer`.
 
-One module per chapter (``ch04a_integer_equations`` ... ``ch09_chaining``); the reading of answers
+One module per chapter (``ch04a_integer_equations`` ... ``ch11_capstone``); the reading of answers
 (:mod:`.answers`) and the verdicts' wording (:mod:`.feedback`) are shared. The exercises sit on top of
 the core, which they call and never re-implement; numpy, sympy and fractions only, no Jupyter.
 """
@@ -69,6 +74,8 @@ from .ch09_chaining import (
     check_tape_threshold,
     check_two_factor_optimum,
 )
+from .ch10_programs import check_intermediate_adjoint, check_pooling_gradient, check_softmax_program
+from .ch11_capstone import check_layer
 from .feedback import CheckResult
 
 __all__ = [
@@ -106,4 +113,8 @@ __all__ = [
     "check_cell_fma",
     "check_bounded_optimum",
     "check_tape_threshold",
+    "check_intermediate_adjoint",
+    "check_pooling_gradient",
+    "check_softmax_program",
+    "check_layer",
 ]
