@@ -8,7 +8,7 @@ that import one way only (``tests/test_layout.py`` checks it)::
     lang      secs. 5-6: the operation table (lang.ops), expressions, functions and programs of
               several definitions, the reference evaluator, the notation's parser and printers,
               simplification
-    ad        secs. 2 and 5: the reverse sweep (eq. 1), Algorithm 4 (derive), reverse accumulation
+    ad        secs. 2 and 5: the reverse sweep (eqs. 1-3), Algorithm 4 (derive), reverse accumulation
               across the definitions of a program (ad.program), finite differences
     codegen   sec. 6: one kernel printer per target (numpy, Numba, Numba CUDA, the scatter
               baselines), compiling and the disk cache

@@ -1,5 +1,5 @@
 """Programs of several definitions in the widgets (issue 13): ProgramGraph draws a program as a graph of tensors
-and steps through reverse accumulation across its definitions (report sec. 2, eq. 1, at the tensor level);
+and steps through reverse accumulation across its definitions (report sec. 2, eqs. 1-3, at the tensor level);
 DerivationExplorer and GradientLab take programs as they take functions. Driven through the public setters
 and controls, and checked against what the core gives (``tab.parse``, ``tab.derive``)."""
 
@@ -144,7 +144,7 @@ def test_an_intermediate_read_by_two_definitions_shows_a_sum(view):
     values["db"] = grads.adjoints["b"].evaluate(values)
     assert np.allclose(adjoint.evaluate(values), sum(part.evaluate(values) for part in parts))
     text = plain(view.text.value)
-    assert "da is the sum of the 2 contributions a receives, from c, b (eq. 1)" in text
+    assert "da is the sum of the 2 contributions a receives, from c, b (eq. 2)" in text
     assert bytes(view.image.value) != partial
 
 

@@ -1,5 +1,5 @@
 """Programs of several definitions (issue 13, part 1): parsing with line-numbered carets, evaluation, and
-reverse accumulation across the definitions (report sec. 2, eq. 1, at the tensor level).
+reverse accumulation across the definitions (report sec. 2, eqs. 1-3, at the tensor level).
 
 Oracles: numpy written out by hand for the values; for the gradients, finite differences
 (:func:`tensoradbook.check_gradients`) and the same program inlined into one expression derived by

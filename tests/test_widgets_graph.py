@@ -192,3 +192,14 @@ def test_typing_bad_text_into_the_box_or_applying_it():
         assert shown_error(view) and state(view) == good_state
     entry.value = DEFAULT
     assert view.error == "" and view.title[0].startswith("forward graph:  f = exp (x * y) + sin (x)")
+
+
+def test_nodes_inside_reductions_name_the_reduction():
+    """A node's text says which sums and which max / min reductions it lies in."""
+    view = GraphView()
+    assert view.set_function("f[i] = max{k}_0^2 (x[i + k] * sum{q}_0^1 (y[q]))", {"f": (2,), "x": (4,), "y": (2,)})
+    view.step = len(view._graph.keys)
+    texts = list(view.adjoints)
+    assert any(t.endswith("(inside max k)") for t in texts), texts
+    assert any(t.endswith("(inside max k, sum q)") for t in texts), texts
+    assert not any("sum k" in t for t in texts), texts

@@ -15,7 +15,7 @@
   reference evaluator and finite differences, with their source;
 * :class:`ProgramGraph` -- a program of several definitions as a graph of
   tensors, and reverse accumulation across it definition by definition
-  (sec. 2, eq. 1, at the tensor level). The explorer and the lab take
+  (sec. 2, eqs. 1-3, at the tensor level). The explorer and the lab take
   programs too.
 
 Naumann, "Matrix-Free Jacobian Chaining" (:mod:`tensoradbook.chaining`):

@@ -1,5 +1,5 @@
 """What the widgets that take a program of several definitions (issue 13) share: who reads whom, the sweep
-of :func:`tensoradbook.derive` over the definitions (report sec. 2, eq. 1, at the tensor level), and the HTML
+of :func:`tensoradbook.derive` over the definitions (report sec. 2, eqs. 1-3, at the tensor level), and the HTML
 of its steps. Everything is read off the core's :class:`~tensoradbook.ProgramGradients`; nothing is computed
 here."""
 
@@ -69,7 +69,7 @@ class Sweep:
         if len(senders) == 1:
             return f"{adjoint} is the contribution of {senders[0]}, the only one {name} receives:"
         return (f"{adjoint} is the sum of the {len(senders)} contributions {name} receives, from "
-                f"{', '.join(senders)} (eq. 1):")
+                f"{', '.join(senders)} (eq. 2):")
 
     def step_html(self, step) -> str:
         """One step of the sweep: the definition's adjoint, complete now, and what it sends by Algorithm 4."""

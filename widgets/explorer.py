@@ -12,7 +12,7 @@ explorer shows these matrices and bounds as :func:`tensoradbook.ad.derive` built
 them, the derivative it returns, and a finite-difference check of it.
 
 A program of several definitions (one per line, issue 13) is derived by reverse accumulation across its
-definitions (sec. 2, eq. 1, at the tensor level): the explorer lists the definitions and, in the sweep's
+definitions (sec. 2, eqs. 1-3, at the tensor level): the explorer lists the definitions and, in the sweep's
 order, each one's adjoint and the gradients it sends by Algorithm 4; for an input or an intermediate it
 shows the adjoint and the occurrences behind each definition's contribution to it.
 """
@@ -247,7 +247,7 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
         steps = "".join(f"<h4>{k}. {step.definition.name}</h4>{sweep.step_html(step)}"
                         for k, step in enumerate(sweep.gradients.steps, 1))
         return (f"<h3>The program</h3>{formula_html(sweep.program)}<h3>Reverse accumulation over its definitions "
-                "(sec. 2, eq. 1), the last first</h3>" + steps)
+                "(sec. 2, eqs. 1-3), the last first</h3>" + steps)
 
     @staticmethod
     def _occurrence_html(k: int, c) -> str:

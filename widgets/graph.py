@@ -166,9 +166,9 @@ class SweepGraph:
         return f"v{subscript(self.keys.index(key) + 1)}"
 
     def text(self, key) -> str:
-        """A node's text, with the sums it lies in when there are any (the same text may be two nodes)."""
+        """A node's text, with the sums and max / min reductions it lies in (the same text may be two nodes)."""
         node, scope = key
-        inside = f" (inside sum {', '.join(s.index for s in scope)})" if scope else ""
+        inside = f" (inside {', '.join(f'{s.op} {s.index}' for s in scope)})" if scope else ""
         return expr_text(node) + inside
 
 

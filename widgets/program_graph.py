@@ -1,13 +1,13 @@
 """ProgramGraph: a program of several definitions as a graph of tensors, and reverse accumulation across it
-(report sec. 2, eq. 1, applied to tensors; issue 13).
+(report sec. 2, eqs. 1-3, applied to tensors; issue 13).
 
-GraphView draws the sweep of eq. 1 inside one expression, node by node. A program lifts the same sweep one
+GraphView draws the sweep of eqs. 1-3 inside one expression, node by node. A program lifts the same sweep one
 level up: its nodes are tensors (the inputs, the intermediates, the output) and there is an edge from a
 tensor to each definition that reads it. :func:`tensoradbook.derive` visits the definitions from the last up
 (:attr:`tensoradbook.ProgramGradients.steps`); at each step one definition's adjoint is complete and, by
 Algorithm 4 (sec. 5), it sends the gradient of ``sum(dD * D)`` back along each edge to the tensor it reads.
 A tensor read by several definitions collects one contribution per consumer, and its adjoint is their sum
-(eq. 1), complete once its last consumer has sent. The widget shows that sweep step by step: step 0 is the
+(eq. 2), complete once its last consumer has sent. The widget shows that sweep step by step: step 0 is the
 program, one step per definition of the sweep, and a last step with every input's gradient.
 
 The core does every computation (parse, derive); the widget lays the graph out once per program, draws the
@@ -423,7 +423,7 @@ class ProgramGraph(WidgetBase, SliderSteps, W.VBox):
             items = "".join(f"<li>{graph.sum_sentence(name)}{formula_html(grads.functions[name])}</li>"
                             for name in grads.functions)
             head = (f"<p><b>The gradients.</b> Every definition has sent its contributions: each input's "
-                    f"gradient is their sum over the definitions that read it (eq. 1).</p><ul>{items}</ul>")
+                    f"gradient is their sum over the definitions that read it (eq. 3).</p><ul>{items}</ul>")
         else:
             head = f"<p><b>Step {k}:</b></p>{graph.step_html(steps[k - 1])}"
         return head + self._table(k)

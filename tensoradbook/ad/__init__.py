@@ -1,4 +1,4 @@
-"""Report secs. 2 and 5, differentiation: the symbolic reverse sweep (eq. 1, :mod:`.reverse`),
+"""Report secs. 2 and 5, differentiation: the symbolic reverse sweep (eqs. 1-3, :mod:`.reverse`),
 Algorithm 4 turning argument adjoints into one closed-form expression per gradient element
 (:mod:`.derive`), and the checks by finite differences (:mod:`.finite_differences`,
 :mod:`.gradcheck`). Builds on :mod:`tensoradbook.lang` and :mod:`tensoradbook.integer`."""

@@ -275,7 +275,7 @@ def derive(fn, shapes=None, *, wrt=None):
     """Algorithm 4: the gradient functions of an element-wise function (or of its text and shapes).
 
     For a :class:`~tensoradbook.lang.program.Program` (or text of several
-    definitions), reverse accumulation across its definitions (sec. 2, eq. 1),
+    definitions), reverse accumulation across its definitions (sec. 2, eqs. 1-3),
     each one's contributions by Algorithm 4:
     :class:`~tensoradbook.ad.program.ProgramGradients`, with respect to the
     inputs named in ``wrt`` (all by default).

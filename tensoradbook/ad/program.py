@@ -1,8 +1,8 @@
-"""Gradients of a program of several definitions: reverse accumulation (report sec. 2, eq. 1) at the tensor level.
+"""Gradients of a program of several definitions: reverse accumulation (report sec. 2, eqs. 1-3) at the tensor level.
 
 Sec. 2 accumulates the adjoint of every node of a scalar graph as the sum over its consumers,
-``dx = sum over consumers c of dc * dc/dx`` (eq. 1). Here the nodes are tensors: the inputs and the
-definitions of a :class:`~tensoradbook.lang.program.Program`. Walking the definitions backwards from the
+``dx = sum over consumers c of dc * dc/dx`` (eq. 2; eq. 3 for the inputs). Here the nodes are tensors: the
+inputs and the definitions of a :class:`~tensoradbook.lang.program.Program`. Walking the definitions backwards from the
 last, whose adjoint ``df`` is given, each definition ``D`` with adjoint ``dD`` contributes, by Algorithm 4
 (:mod:`tensoradbook.ad.derive`, sec. 5), the gradient of ``sum(dD * D)`` with respect to each tensor it
 reads. An intermediate's adjoint is the sum of its consumers' contributions, complete once every
@@ -43,7 +43,7 @@ class ProgramGradients(Mapping):
 
     ``grads["x"]`` is one element-wise :class:`~tensoradbook.lang.function.Function`,
     the sum over the definitions that read ``x`` of their gradient with respect
-    to it (eq. 1); it reads those definitions' adjoints. :attr:`adjoints` holds the
+    to it (eq. 3); it reads those definitions' adjoints. :attr:`adjoints` holds the
     intermediates' adjoints, built the same way, and :attr:`steps` the sweep
     itself, one :class:`Step` per definition in backward order (definitions that
     lead to no wanted input, or that the last does not read, are skipped). The
@@ -160,7 +160,7 @@ def program_gradients(program: Program, wrt=None, reads_forward: bool = False) -
         # every name the program and the sweep use so far in its shapes: derive's fresh names avoid them
         grads = _derive(Function(definition.name, definition.indices, definition.body,
                                  {**program.shapes, **definition.shapes, **made}, definition.source), reads_forward)
-        if definition is not program.output:  # its consumers, all further down, are done: eq. 1's sum
+        if definition is not program.output:  # its consumers, all further down, are done: eq. 2's sum
             adjoints[definition.name] = _total(grads.adjoint_name, parts.pop(definition.name), shape,
                                                grads.function.shapes)
         keep = [name for name in grads if name in reaches]

@@ -1,4 +1,4 @@
-"""Symbolic reverse accumulation on a scalar expression DAG (report sec. 2, eq. 1).
+"""Symbolic reverse accumulation on a scalar expression DAG (report sec. 2, eqs. 1-3).
 
 :func:`reverse_accumulate` walks the expression from the root to the leaves
 once, in an order where every node comes after all its parents, and gives each
@@ -60,7 +60,7 @@ class ReverseSweep:
     occurrences: tuple[Occurrence, ...]
 
     def states(self) -> tuple[dict, ...]:
-        """The adjoints known after 0, 1, ..., n steps, keyed ``(node, scope)``: the sums of eq. 1 as they
+        """The adjoints known after 0, 1, ..., n steps, keyed ``(node, scope)``: the sums of eq. 2 as they
         grow, with the sweep's own :func:`~tensoradbook.lang.simplify.add`, so that each step's adjoint is
         its entry in the state before it and the last state holds every adjoint (the GraphView's frames)."""
         first = self.steps[0]

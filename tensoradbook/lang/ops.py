@@ -3,7 +3,7 @@
 Each :class:`Operation` row says how the notation writes the operation (sec. 6), how LaTeX shows
 it, which numpy function evaluates it (the reference evaluator and the numpy kernels), which scalar
 function Numba and Numba CUDA call, and its local derivatives: the ``d node / d child`` of the
-reverse sweep (sec. 2, eq. 1). The parser, both printers, the evaluator, the reverse sweep and
+reverse sweep (sec. 2, eqs. 1-3). The parser, both printers, the evaluator, the reverse sweep and
 every kernel printer read this table; the inverse-mode engine's numeric rules are checked against
 it by a test.
 

@@ -2,7 +2,7 @@
 sec. 3 motivate (a loss of a network), one definition ``name[indices] = body`` (eq. 38) per line.
 
 Each definition reads the inputs and the definitions above it; the last one is the program's value. Its
-gradients are reverse accumulation (sec. 2, eq. 1) at the tensor level, :mod:`tensoradbook.ad.program`:
+gradients are reverse accumulation (sec. 2, eqs. 1-3) at the tensor level, :mod:`tensoradbook.ad.program`:
 each definition's adjoint is the sum of what its consumers' Algorithm 4 gives for it.
 
 Like :class:`~tensoradbook.lang.function.Function` it evaluates (the reference evaluator, each definition
