@@ -9,7 +9,8 @@ PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= lab,test
+# models: PyTorch (CPU build) and JAX, which chapters 10 and 11 and tensoradbook.torch / .jax use
+EXTRAS ?= lab,test,models
 
 # make lab PORT=9999 IP=0.0.0.0
 IP   ?= 127.0.0.1
