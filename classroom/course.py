@@ -1,6 +1,6 @@
 """Coursework on nbgrader: one assignment per chapter, built from the chapters' exercises.
 
-The chapters (``notebooks/01_introduction.ipynb`` ... ``09b_tape_bounds.ipynb``) end with exercises whose
+The chapters (``notebooks/01_introduction.ipynb`` ... ``11_capstone_cnn.ipynb``) end with exercises whose
 cells call a check function from :mod:`tensoradbook.exercises` on the placeholder ``None``. This module turns
 them into nbgrader assignments in ``course/`` (nbgrader's layout; its config is ``course/nbgrader_config.py``):
 
@@ -393,6 +393,48 @@ ASSIGNMENTS: tuple[Assignment, ...] = (
         Exercise(1, (Part("answer_1", "check_bounded_optimum(chain4, 63, {answer})", "answer_1 = 146", points=2),),
                  given="chain4 = [(4, 3, 18), (6, 4, 18), (3, 6, 25), (2, 3, 8)]"),
         Exercise(2, (Part("answer_2", "check_tape_threshold(intro, {answer})", "answer_2 = 81", points=2),)),
+    )),
+    Assignment("10_tensor_programs", "Chapter 10: tensor programs", _code("""
+        import numpy as np
+
+        import tensoradbook as tab
+        from tensoradbook.exercises import check_intermediate_adjoint, check_pooling_gradient, check_softmax_program
+        """), (
+        Exercise(1, (Part("answer_1", 'check_intermediate_adjoint(smooth[0], "h", {answer}, shapes=smooth[1])',
+                          'answer_1 = ("dh[i] = dL[] * 2 * h[i] + if {i >= 1} then (dr[i - 1]) else (0) '
+                          '- if {i <= 3} then (dr[i]) else (0)")', points=3),),
+                 given=_code("""
+                    smooth = ("h[i] = tanh (w[] * x[i])\\n"
+                              "r[i] = h[i + 1] - h[i]\\n"
+                              "L[] = sum{i}_0^3 (r[i] ** 2) + sum{i}_0^4 (h[i] ** 2)",
+                              {"x": (5,), "w": (), "h": (5,), "r": (4,), "L": ()})
+                    """)),
+        Exercise(2, (Part("answer_2", "check_pooling_gradient(exercise_x, exercise_dm, {answer})",
+                          "answer_2 = [[0, 1, -2, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0.5, 0, 0, 3]]", points=2),),
+                 given=_code("""
+                    exercise_x = np.array([[2.0, 7.0, 4.0, 4.0],
+                                           [7.0, 1.0, 1.0, 0.0],
+                                           [0.0, 3.0, 6.0, 2.0],
+                                           [5.0, 3.0, 1.0, 8.0]])
+                    exercise_dm = np.array([[1.0, -2.0], [0.5, 3.0]])
+                    """)),
+        Exercise(3, (Part("answer_3", "check_softmax_program({answer}, n=64)",
+                          'answer_3 = tab.parse("z[] = sum{k}_0^63 (exp (x[k]))\\ns[i] = exp (x[i]) / z[]", '
+                          '{"x": (64,), "z": (), "s": (64,)})', points=3),)),
+    )),
+    Assignment("11_capstone_cnn", "Chapter 11: the capstone network", _code("""
+        from tensoradbook.exercises import check_layer
+        """), (
+        Exercise(1, (Part("answer_1", 'check_layer("average pooling", {answer})',
+                          'answer_1 = "m[n; c; u; v] = sum{r}_0^1 (sum{s}_0^1 (a[n; c; 2 * u + r; 2 * v + s])) / 4"',
+                          points=2),)),
+        Exercise(2, (Part("answer_2", 'check_layer("leaky relu", {answer})',
+                          'answer_2 = "a[n; c; i; j] = if {h[n; c; i; j] > 0} then (h[n; c; i; j]) '
+                          'else (0.01 * h[n; c; i; j])"', points=2),)),
+        Exercise(3, (Part("answer_3", 'check_layer("second convolution", {answer})',
+                          'answer_3 = ("g[n; e; i; j] = sum{c}_0^1 (sum{p}_0^2 (sum{q}_0^2 (if {i + p >= 1 and '
+                          'i + p <= 8 and j + q >= 1 and j + q <= 8} then (W2[e; c; p; q] * a[n; c; i + p - 1; '
+                          'j + q - 1]) else (0)))) + b2[e]")', points=3),)),
     )),
 )
 

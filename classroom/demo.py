@@ -118,7 +118,7 @@ DEMOS = [
          "A program of several definitions is a graph of tensors. Reverse accumulation visits the definitions "
          "from the last up; an intermediate read twice gets the sum of both contributions.",
          "Before each step: which tensors receive a contribution, and whose adjoint becomes complete?",
-         "02_reverse_accumulation", "button:Forward"),
+         "10_tensor_programs", "button:Forward"),
 ]
 
 
