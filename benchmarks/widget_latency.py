@@ -9,6 +9,8 @@ REPEATS interactions, each timed alone:
 * PolytopeView: one beta change in the same example (a 2-D kernel, fig. 4b);
 * GraphView: one step forward through the reverse sweep of the report's
   sec. 6 example (14 nodes, the largest picture);
+* ProgramGraph: one step forward through the sweep of chapter 11's network (7 definitions, 13 tensors),
+  each step drawn afresh (a new view when the sweep ends);
 * DerivationExplorer: one switch of preset, cycling through the presets, each
   derived and checked afresh (its caches emptied first);
 * GradientLab: one Run of the sec. 6 example at its own (small) sizes on the
@@ -44,7 +46,9 @@ from __future__ import annotations
 import statistics
 import time
 
+from tensoradbook.exercises.ch11_capstone import network
 from tensoradbook.widgets import DerivationExplorer, GradientLab, GraphView, KernelLattice, PolytopeView, SmithStepper
+from tensoradbook.widgets import ProgramGraph
 from tensoradbook.widgets import explorer as explorer_module
 from tensoradbook.widgets import gradient_lab as gradient_lab_module
 from tensoradbook.widgets.explorer import PRESETS, SECTION_6
@@ -92,6 +96,18 @@ def graph_step() -> float:
         nonlocal view
         if view.step == view.n_steps - 1:
             view = GraphView(*PRESETS[SECTION_6])
+
+    return median_ms(fresh_at_end, lambda _: view.forward())
+
+
+def program_step() -> float:
+    capstone = network(batch=32, filters=16)
+    view = ProgramGraph(*capstone)
+
+    def fresh_at_end(_):
+        nonlocal view
+        if view.step == view.n_steps - 1:
+            view = ProgramGraph(*capstone)
 
     return median_ms(fresh_at_end, lambda _: view.forward())
 
@@ -171,6 +187,7 @@ def main() -> None:
                           ("KernelLattice", lambda: beta_change(KernelLattice)),
                           ("PolytopeView", lambda: beta_change(PolytopeView)),
                           ("GraphView", graph_step),
+                          ("ProgramGraph", program_step),
                           ("DerivationExplorer", preset_switch),
                           ("GradientLab", gradient_run),
                           ("TwoFactorExplorer", two_factor_slider),
