@@ -277,7 +277,7 @@ def test_hoisting_moves_only_what_does_not_vary():
 def test_source_shows_loops_bounds_and_no_atomics():
     grads = tab.derive(*SECTION_6)
     numba_source = grads.source("numba")
-    assert "numba.prange(" in numba_source and "atomic" not in numba_source
+    assert "for _element in range(" in numba_source and "atomic" not in numba_source  # small: serial loops
     assert "for dd_z1 in range(max(dd_0 - 2, 0), min(dd_0, 4) + 1):" in numba_source
     assert "if -dc_0 + dc_1 == 0:" in numba_source
     cuda_source = grads.source("cuda")
@@ -291,6 +291,28 @@ def test_source_shows_loops_bounds_and_no_atomics():
         grads.function.compile("numba-scatter")
 
 
+def test_kernels_run_in_parallel_only_where_the_work_pays(monkeypatch):
+    """Small kernels loop serially (a parallel launch would cost more than their work), large ones on Numba's
+    threads; a kernel with one iteration never does. Serial or parallel, every element is summed in the same
+    order by one thread: the same bits."""
+    grads = tab.derive(*SECTION_6)
+    kernels = {block.split("(")[0]: block for block in grads.source("numba").split("def ")[1:]}
+    assert not any("parallel=True" in text for text in kernels.values())
+    big = tab.derive(tab.parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[j; k]) + c[]",
+                               {"f": (64, 64), "a": (64, 64), "b": (64, 64), "c": ()}))
+    source = big.source("numba")
+    assert source.count("parallel=True") == 3 and "numba.prange(" in source  # f, da and db: 64**3 terms each
+    assert "@numba.njit(cache=True" in source  # dc, one element: serial
+    args = random_arguments(big.function, np.random.default_rng(3))
+    df = np.random.default_rng(4).standard_normal((64, 64))
+    parallel = big.compile("numba")(args, df)
+    monkeypatch.setattr(codegen.module, "PARALLEL_WORK", math.inf)
+    serial = big.compile("numba")
+    assert "parallel=True" not in serial.source
+    for name, value in serial(args, df).items():
+        assert np.array_equal(value, parallel[name]), name
+
+
 def test_cpu_kernels_run_rows_where_the_last_index_reads_contiguously():
     """da[i; k] sums over j reading b[j; k]: a row of k is contiguous, so the row is the inner loop.
     f sums over k reading b[j; k] contiguously already; dc's condition and dd's bounds use the last index."""
@@ -298,7 +320,7 @@ def test_cpu_kernels_run_rows_where_the_last_index_reads_contiguously():
     kernels_text = {block.split("(")[0]: block for block in source.split("def ")[1:]}
     assert "for da_1 in range(5):" in kernels_text["da_kernel"]
     assert "for db_1 in range(5):" in kernels_text["db_kernel"]
-    assert "numba.prange(3)" in kernels_text["da_kernel"]   # one row per iteration
+    assert "for _element in range(3):" in kernels_text["da_kernel"]   # one row per iteration
     for name in ("f_kernel", "dc_kernel", "dd_kernel"):
         assert "np.empty" not in kernels_text[name], name
 

@@ -333,13 +333,13 @@ def test_the_source_view_shows_the_generated_module(lab):
     text, shapes = PRESETS[SECTION_6]
     expected = tab.derive(tab.parse(text, shapes)).source("numba")
     assert lab.source == expected and html.escape(expected) in lab.source_view.value
-    assert "numba.prange" in lab.source_view.value and "def gradients(" in lab.source_view.value
+    assert "@numba.njit" in lab.source_view.value and "def gradients(" in lab.source_view.value
     assert "numba" in lab.source_box.get_title(0)
     lab.set_target("numpy")  # the open view follows the target
     assert html.escape(tab.derive(tab.parse(text, shapes)).source("numpy")) in lab.source_view.value
     assert "numpy" in lab.source_box.get_title(0)
     lab.scale = 2  # and the size: sizes are baked into the generated code
-    assert "prange" not in lab.source_view.value and "_GRID = (6, 8)" in lab.source_view.value
+    assert "@numba.njit" not in lab.source_view.value and "_GRID = (6, 8)" in lab.source_view.value
     lab.scale = 1
     lab.show_source = False
 

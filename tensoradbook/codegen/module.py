@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ..ad.derive import Gradients
 from ..ad.program import ProgramGradients
+from ..lang.evaluate import element_terms
 from ..lang.expr import Element, Expr, If, Sum, memory_step, postorder
 from ..lang.function import Function
 from ..lang.names import all_names, apart
@@ -32,7 +33,7 @@ from ..lang.program import Program
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import hoist_invariants
 from .printer import py_name
-from .targets import GATHER_TARGETS, TARGETS, Target, size_of, target_named
+from .targets import GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, target_named
 
 FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 
@@ -57,7 +58,10 @@ def element_kernel(fn: Function, target: Target, name: str) -> list[str]:
     shape = tuple(fn.shapes[fn.name])
     params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
     body = hoist_invariants(fn.body)
-    lines = [*target.kernel_decorator, f"def {name}({params}):"]
+    row = lane(fn, body) if target.lanes else None
+    count = size_of(shape) // row[1] if row else size_of(shape)  # iterations of the loop over elements (rows)
+    parallel = count > 1 and element_terms(fn) >= PARALLEL_WORK
+    lines = [*target.decorator(parallel), f"def {name}({params}):"]
     if target.vector:
         writer = target.printer(fn.shapes, all_names(fn), depth=1)
         writer.active |= set(fn.indices)
@@ -66,10 +70,9 @@ def element_kernel(fn: Function, target: Target, name: str) -> list[str]:
         writer.share(body)
         writer.line(f"_out[...] = {writer.value(body)}")
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
-    row = lane(fn, body) if target.lanes else None
     writer = target.printer(fn.shapes, all_names(fn), depth=2, lane=row)
     writer.active |= set(fn.indices)
-    lines += target.element_loop(size_of(shape) // row[1] if row else size_of(shape))
+    lines += target.element_loop(count, parallel)
     _unflatten(writer, fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape, "_flat")
     top = len(writer.lines)
     writer.share(body)

@@ -5,7 +5,8 @@ One class per target; everything target-specific lives here and in the printers
 the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which target they serve:
 
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
-* ``"numba"``: ``numba.njit(parallel=True)``, a ``prange`` over the elements (or rows of lanes);
+* ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
+  (``parallel=True``) where a kernel's work pays for waking them (:data:`PARALLEL_WORK`), else a serial loop;
 * ``"cuda"``: ``numba.cuda.jit``, one GPU thread per element (on the CUDA simulator when
   ``NUMBA_ENABLE_CUDASIM=1`` is set before numba is imported);
 * ``"numba-scatter"`` and ``"cuda-scatter"``: the baseline of eq. 40, a loop over the *forward*
@@ -20,6 +21,11 @@ import numpy as np
 from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
 
 THREADS_PER_BLOCK = 128
+#: Element-terms (:func:`tensoradbook.lang.evaluate.work`) from which a Numba CPU kernel runs in parallel. A
+#: parallel launch wakes every thread of Numba's pool, tens of microseconds on a quiet machine and far more on
+#: a busy one, where each waits for a thread the scheduler has put aside; below this much work (about 0.1 ms on
+#: one core) the serial loop is done first. The loop and its arithmetic are the same either way: so are the bits.
+PARALLEL_WORK = 1 << 16
 
 
 def storage_shape(shape: tuple, vector: bool) -> tuple:
@@ -44,7 +50,11 @@ class Target:
     imports: tuple[str, ...] = ()
     kernel_decorator: tuple[str, ...] = ()
 
-    def element_loop(self, count: int) -> list[str]:
+    def decorator(self, parallel: bool) -> tuple[str, ...]:
+        """The lines above a kernel's ``def``; ``parallel``: its work pays for running on several threads."""
+        return self.kernel_decorator
+
+    def element_loop(self, count: int, parallel: bool) -> list[str]:
         """The lines that open the loop over ``count`` elements, binding the element number ``_flat``."""
         raise NotImplementedError
 
@@ -86,10 +96,15 @@ class NumbaTarget(Target):
     lanes = True
     imports = ("import math", "", "import numba", "import numpy as np")
     kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy")',)
+    serial_decorator = ('@numba.njit(cache=True, error_model="numpy")',)
 
-    def element_loop(self, count: int) -> list[str]:
+    def decorator(self, parallel: bool) -> tuple[str, ...]:
+        return self.kernel_decorator if parallel else self.serial_decorator
+
+    def element_loop(self, count: int, parallel: bool) -> list[str]:
         # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one
-        return [f"    for _element in numba.prange({count}):", "        _flat = np.int64(_element)"]
+        loop = "numba.prange" if parallel else "range"
+        return [f"    for _element in {loop}({count}):", "        _flat = np.int64(_element)"]
 
 
 class CudaTarget(Target):
@@ -99,7 +114,7 @@ class CudaTarget(Target):
     imports = ("import math", "", "import numpy as np", "from numba import cuda", "", f"THREADS = {THREADS_PER_BLOCK}")
     kernel_decorator = ("@cuda.jit(cache=True)",)
 
-    def element_loop(self, count: int) -> list[str]:
+    def element_loop(self, count: int, parallel: bool) -> list[str]:
         return ["    _flat = cuda.grid(1)", f"    if _flat < {count}:"]
 
     def allocate(self, name: str, shape: tuple, zero: bool = False) -> str:
@@ -145,7 +160,7 @@ class CudaScatterTarget(CudaTarget):
     scatter_decorator = CudaTarget.kernel_decorator
 
     def scatter_loop(self, count: int) -> list[str]:
-        return self.element_loop(count)
+        return self.element_loop(count, parallel=True)
 
     def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
         # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple

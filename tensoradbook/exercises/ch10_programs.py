@@ -21,7 +21,7 @@ import numpy as np
 from ..ad.derive import derive
 from ..ad.finite_differences import central, richardson
 from ..ad.gradcheck import check_gradients, random_arguments
-from ..lang.evaluate import sum_range
+from ..lang.evaluate import element_terms
 from ..lang.expr import ExpressionError, Sum, walk
 from ..lang.function import Function
 from ..lang.parser import parse
@@ -247,24 +247,6 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
 
 
 # --- a softmax whose kernels do linear work ----------------------------------------------------------------------
-
-def element_terms(fn: Function) -> int:
-    """The work of evaluating ``fn`` element by element, as one thread per element does it: every element of
-    the output counts 1 plus the iterations of the sums (and max / min reductions) inside it, nested sums
-    multiplied, each sum's range taken over the whole output box (an upper bound where the bounds depend on
-    the indices). Unlike :attr:`Function.work` (the reference evaluator's bound) it has no minimum per call."""
-    shape = tuple(fn.shapes[fn.name])
-
-    def count(node, intervals) -> int:
-        if isinstance(node, Sum):
-            low, high = sum_range(node.lower, node.upper, intervals)
-            if low > high:
-                return 0
-            return (high - low + 1) * (1 + count(node.body, {**intervals, node.index: (low, high)}))
-        return sum(count(child, intervals) for child in node.children())
-
-    return math.prod(shape) * (1 + count(fn.body, {i: (0, n - 1) for i, n in zip(fn.indices, shape)}))
-
 
 def _softmax_answer(answer, n: int):
     if isinstance(answer, (Program, Function)):

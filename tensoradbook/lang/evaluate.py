@@ -117,11 +117,9 @@ def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarra
     return total
 
 
-def work(fn) -> int:
-    """An upper bound on the element-terms :func:`evaluate` visits for ``fn``: the output's elements, plus,
-    per sum, the lengths of its range and of the enclosing sums' ranges over the output box times the
-    output's elements (at least 256: the overhead of a call). The evaluator runs a sum's body over
-    the whole output grid for every value its index takes anywhere."""
+def _terms_per_element(fn) -> int:
+    """Per element of ``fn``'s output, an upper bound on the sums' iterations: each sum's range over the output
+    box times one plus the iterations of the sums in its body (nested sums multiply)."""
 
     def enter(node, intervals):
         if not node.children():
@@ -137,10 +135,24 @@ def work(fn) -> int:
             return (high - low + 1) * (1 + children[0])
         return sum(children)
 
-    shape = tuple(fn.shapes[fn.name])
-    box = {name: (0, n - 1) for name, n in zip(fn.indices, shape)}
-    size = math.prod(shape)
-    return size + max(size, _CALL_ELEMENTS) * _fold(fn.body, box, enter, leave)
+    box = {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])}
+    return _fold(fn.body, box, enter, leave)
+
+
+def work(fn) -> int:
+    """An upper bound on the element-terms :func:`evaluate` visits for ``fn``: the output's elements, plus,
+    per sum, the lengths of its range and of the enclosing sums' ranges over the output box times the
+    output's elements (at least 256: the overhead of a call). The evaluator runs a sum's body over
+    the whole output grid for every value its index takes anywhere."""
+    size = math.prod(fn.shapes[fn.name])
+    return size + max(size, _CALL_ELEMENTS) * _terms_per_element(fn)
+
+
+def element_terms(fn) -> int:
+    """The work of computing ``fn`` element by element, as one thread per element does it (a kernel): every
+    element counts 1 plus the iterations of the sums (and max / min reductions) inside it, bounded as in
+    :func:`work`, with no minimum per call."""
+    return math.prod(fn.shapes[fn.name]) * (1 + _terms_per_element(fn))
 
 
 def evaluate(fn, args: dict) -> np.ndarray:
