@@ -62,6 +62,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -416,27 +417,39 @@ def machine() -> dict:
             "numpy": np.__version__, "numba": numba.__version__}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def options_of(argv, description: str, quick: str) -> argparse.Namespace:
+    """The options every peer benchmark takes: ``--threads N``, ``--quick`` (what ``quick`` says) and ``--json``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="threads (and CPUs) for every implementation (default: all this process may use)")
-    parser.add_argument("--quick", action="store_true", help="one tiny size, one repeat (for the tests)")
+    parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
-    options = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    thread_note = confine(options.threads)  # before any library starts a thread pool
+
+def set_up(title: str, threads: int, more: Callable[[], str] = lambda: "") -> tuple[str, dict, str | None]:
+    """Confine this process to ``threads`` CPUs before any library starts a thread pool, set numba's threads,
+    import the peers; print ``title``, the versions, how the threads are held (and ``more()``) and the peers
+    skipped. Returns that note, the peers (:func:`import_peers`) and why peak memory is unavailable (None where
+    it is not)."""
+    thread_note = confine(threads)
     import numba
 
-    numba.set_num_threads(options.threads)
-    available = import_peers(options.threads)
-    memory = peak_memory_unavailable()
-    sizes, repeats = (QUICK_SIZES, 1) if options.quick else (SIZES, REPEATS)
-
-    print(__doc__.splitlines()[0])
+    numba.set_num_threads(threads)
+    available = import_peers(threads)
+    print(title)
+    thread_note += more()
     print(f"numpy {np.__version__}, numba {numba.__version__}; {thread_note}")
     for name, error in available.items():
         if error is not None:
             print(f"{name}: skipped: {error}")
+    return thread_note, available, peak_memory_unavailable()
+
+
+def main(argv=None):
+    options = options_of(argv, __doc__.splitlines()[0], "one tiny size, one repeat (for the tests)")
+    thread_note, available, memory = set_up(__doc__.splitlines()[0], options.threads)
+    sizes, repeats = (QUICK_SIZES, 1) if options.quick else (SIZES, REPEATS)
     print("peak extra memory: " + ("unavailable: " + memory if memory else
                                    "kernel resident high-water mark (VmHWM) reset before the call; "
                                    f"resolution a few hundred KiB (judged from {MEMORY_RESOLUTION // 1024} KiB "
