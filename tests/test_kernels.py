@@ -298,7 +298,7 @@ def test_kernels_run_in_parallel_only_where_the_work_pays(monkeypatch):
     grads = tab.derive(*SECTION_6)
     kernels = {block.split("(")[0]: block for block in grads.source("numba").split("def ")[1:]}
     assert not any("parallel=True" in text for text in kernels.values())
-    big = tab.derive(tab.parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[j; k]) + c[]",
+    big = tab.derive(tab.parse("f[i; j] = sum{k}_0^63 ((a[i; k] - b[j; k]) ** 2) + c[]",
                                {"f": (64, 64), "a": (64, 64), "b": (64, 64), "c": ()}))
     source = big.source("numba")
     assert source.count("parallel=True") == 3 and "numba.prange(" in source  # f, da and db: 64**3 terms each
@@ -338,7 +338,7 @@ CACHE_PROBE = """
 import json, sys
 import numpy as np
 import tensoradbook as tab
-fn = tab.parse("f[i; j] = sum{k}_0^2 (x[i; k] * y[k; j])", {"f": (2, 2), "x": (2, 3), "y": (3, 2)})
+fn = tab.parse("f[i; j] = sum{k}_0^2 (x[i; k] * y[k; j] ** 2)", {"f": (2, 2), "x": (2, 3), "y": (3, 2)})
 grad = tab.derive(fn).compile("numba")
 grad({"x": np.ones((2, 3)), "y": np.ones((3, 2))}, np.ones((2, 2)))
 stats = [k.stats for k in vars(grad.module).values() if hasattr(k, "stats")]

@@ -32,8 +32,9 @@ from ..lang.names import all_names, apart
 from ..lang.program import Program
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import hoist_invariants
+from .contraction import Contraction, contraction_of
 from .printer import py_name
-from .targets import GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, target_named
+from .targets import BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, target_named
 
 FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 
@@ -59,8 +60,8 @@ def element_kernel(fn: Function, target: Target, name: str) -> list[str]:
     params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
     body = hoist_invariants(fn.body)
     row = lane(fn, body) if target.lanes else None
-    count = size_of(shape) // row[1] if row else size_of(shape)  # iterations of the loop over elements (rows)
-    parallel = count > 1 and element_terms(fn) >= PARALLEL_WORK
+    count = _iterations(fn, row)
+    parallel = _parallel(fn, row)
     lines = [*target.decorator(parallel), f"def {name}({params}):"]
     if target.vector:
         writer = target.printer(fn.shapes, all_names(fn), depth=1)
@@ -85,6 +86,17 @@ def element_kernel(fn: Function, target: Target, name: str) -> list[str]:
         writer.line(f"_out[{where}] = {value}")
     writer.lines[top:top] = ["    " * 2 + d for d in writer.declarations]
     return lines + writer.lines
+
+
+def _iterations(fn: Function, row: tuple[str, int] | None) -> int:
+    """How many times a kernel's loop runs: once per element, or per row of lanes."""
+    size = size_of(fn.shapes[fn.name])
+    return size // row[1] if row else size
+
+
+def _parallel(fn: Function, row: tuple[str, int] | None) -> bool:
+    """Whether ``fn``'s kernel runs on several threads: more than one iteration, and work that pays for them."""
+    return _iterations(fn, row) > 1 and element_terms(fn) >= PARALLEL_WORK
 
 
 def lane(fn: Function, body: Expr) -> tuple[str, int] | None:
@@ -221,18 +233,50 @@ def _header(fns: list[Function], target: Target) -> list[str]:
     return lines + list(target.imports) + ["", ""]
 
 
-def _compute(target: Target, fn: Function) -> list[str]:
-    """``fn``'s output allocated, and its kernel launched to fill it."""
+def blas_plan(fns, target: Target) -> dict[str, Contraction]:
+    """The module's definitions that BLAS computes (``np.einsum``), by name: the plain contractions with work
+    enough to pay for a BLAS call (:data:`BLAS_WORK`), and none where another kernel of the module runs in
+    parallel. OpenBLAS's threads spin for a while after each call and Numba's after each
+    kernel: interleaved, each waits for the other's cores (a dense layer's gradients ran 2.5 times slower)."""
+    if not target.blas:
+        return {}
+    plan = {fn.name: found for fn in fns
+            if (found := contraction_of(fn)) and element_terms(fn) >= BLAS_WORK}
+    rest = [fn for fn in fns if fn.name not in plan]
+    if any(_parallel(fn, lane(fn, hoist_invariants(fn.body)) if target.lanes else None) for fn in rest):
+        return {}
+    return plan
+
+
+def _kernels(fns: dict[str, Function], target: Target, blas: dict) -> list[str]:
+    """The element-wise kernels of ``{kernel name: function}``, but for the contractions BLAS computes."""
+    lines = []
+    for name, fn in fns.items():
+        if fn.name not in blas:
+            lines += element_kernel(fn, target, name) + ["", ""]
+    return lines
+
+
+def _compute(target: Target, fn: Function, blas: dict) -> list[str]:
+    """``fn``'s output allocated, and its kernel launched to fill it; a contraction in ``blas`` is one
+    ``np.einsum``."""
     out = py_name(fn.name)
+    contraction = blas.get(fn.name)
+    if contraction:
+        operands = ", ".join(py_name(name) for name in contraction.operands)
+        value = f"np.einsum({contraction.subscripts!r}, {operands}, optimize=True)"
+        if contraction.scale != 1:
+            value = f"{contraction.scale!r} * {value}"
+        return [f"{out} = np.ascontiguousarray({value})  # a plain contraction: BLAS"]
     args = ", ".join([py_name(a) for a in fn.arguments] + [out])
     return [target.allocate(out, fn.shapes[fn.name]), target.call(f"{out}_kernel", args, size_of(fn.shapes[fn.name]))]
 
 
-def _forward_entry(subject: Function | Program, target: Target, name: str = "forward",
+def _forward_entry(subject: Function | Program, target: Target, blas: dict, name: str = "forward",
                    every: bool = False) -> list[str]:
     """``name(*inputs)``: every definition's kernel in order, returning the last value (all, if ``every``)."""
     definitions = definitions_of(subject)
-    body = [line for fn in definitions for line in _compute(target, fn)]
+    body = [line for fn in definitions for line in _compute(target, fn, blas)]
     names = [py_name(fn.name) for fn in (definitions if every else definitions[-1:])]
     returned = ", ".join(names) + ("," if every and len(names) == 1 else "")
     return [f"def {name}({', '.join(py_name(a) for a in subject.arguments)}):", *target.guarded(body),
@@ -245,9 +289,9 @@ def function_source(fn: Function | Program, target: str = "numba") -> str:
     kind = target_named(target, GATHER_TARGETS)
     definitions = definitions_of(fn)
     lines = _header(list(definitions), kind)
-    for definition in definitions:
-        lines += element_kernel(definition, kind, f"{py_name(definition.name)}_kernel") + ["", ""]
-    lines += _forward_entry(fn, kind)
+    blas = blas_plan(definitions, kind)
+    lines += _kernels({f"{py_name(definition.name)}_kernel": definition for definition in definitions}, kind, blas)
+    lines += _forward_entry(fn, kind, blas)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -260,26 +304,24 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     sweep = Sweep.of(grads)
     first, gather = module_functions(grads)
     lines = _header([*first.values(), *gather.values()], kind)
-    for name, g in first.items():
-        lines += element_kernel(g, kind, name) + ["", ""]
-    for name, g in gather.items() if not kind.scatter else ():
-        lines += element_kernel(g, kind, name) + ["", ""]
+    blas = blas_plan([*first.values(), *gather.values()], kind)
+    lines += _kernels(first, kind, blas) + _kernels(gather if not kind.scatter else {}, kind, blas)
     for step, _, kernel in sweep.steps if kind.scatter else ():
         lines += scatter_kernel(step, kind, kernel) + ["", ""]
     subject, adjoint = sweep.subject, py_name(sweep.adjoint)
-    lines += _forward_entry(subject, kind) + _forward_entry(subject, kind, "_values", every=True)
+    lines += _forward_entry(subject, kind, blas) + _forward_entry(subject, kind, blas, "_values", every=True)
     inputs = ", ".join(py_name(a) for a in subject.arguments)
     values = ", ".join(py_name(fn.name) for fn in definitions_of(subject))
     lines += [f"def gradients({', '.join([py_name(a) for a in subject.arguments] + [adjoint])}):",
               f"    return _backward({inputs}{', ' if inputs else ''}*_values({inputs}), {adjoint})", "", ""]
     lines.append(f"def _backward({', '.join([py_name(a) for a in subject.arguments] + [values, adjoint])}):")
-    lines += kind.guarded(_backward_statements(sweep, kind))
+    lines += kind.guarded(_backward_statements(sweep, kind, blas))
     outputs = {name: py_name(g.name) for name, g in sweep.outputs.items()}
     lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _backward_statements(sweep: Sweep, kind: Target) -> list[str]:
+def _backward_statements(sweep: Sweep, kind: Target, blas: dict) -> list[str]:
     """The backward pass: per definition its adjoint (a gather kernel, or the scatters into it, which start
     from zero) and its intermediates, then its scatter kernel or, at the end, the gradients' gather kernels."""
     body = []
@@ -287,13 +329,13 @@ def _backward_statements(sweep: Sweep, kind: Target) -> list[str]:
         body.append(kind.allocate(py_name(g.name), g.shapes[g.name], zero=True))
     for step, adjoint, kernel in sweep.steps:
         if adjoint is not None and not kind.scatter:
-            body += _compute(kind, adjoint)
+            body += _compute(kind, adjoint, blas)
         for g in step.intermediates.values():  # output-shaped adjoints, computed once (Gradients.simplified)
-            body += _compute(kind, g)
+            body += _compute(kind, g, blas)
         if kind.scatter:
             args = [py_name(a) for a in scatter_reads(step)] + [py_name(sweep.into[name]) for name in step.functions]
             fn = step.function
             body.append(kind.call(kernel, ", ".join(args), size_of(fn.shapes[fn.name])))
     for g in sweep.outputs.values() if not kind.scatter else ():
-        body += _compute(kind, g)
+        body += _compute(kind, g, blas)
     return body or ["pass"]

@@ -7,6 +7,7 @@ the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which tar
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
 * ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
   (``parallel=True``) where a kernel's work pays for waking them (:data:`PARALLEL_WORK`), else a serial loop;
+  a definition that is a plain contraction is ``np.einsum`` instead (BLAS, :mod:`.contraction`);
 * ``"cuda"``: ``numba.cuda.jit``, one GPU thread per element (on the CUDA simulator when
   ``NUMBA_ENABLE_CUDASIM=1`` is set before numba is imported);
 * ``"numba-scatter"`` and ``"cuda-scatter"``: the baseline of eq. 40, a loop over the *forward*
@@ -26,6 +27,9 @@ THREADS_PER_BLOCK = 128
 #: a busy one, where each waits for a thread the scheduler has put aside; below this much work (about 0.1 ms on
 #: one core) the serial loop is done first. The loop and its arithmetic are the same either way: so are the bits.
 PARALLEL_WORK = 1 << 16
+#: Element-terms from which a plain contraction goes to BLAS (``np.einsum``, :mod:`.contraction`): below, numpy's
+#: call overhead (tens of microseconds) costs more than the kernel's loop.
+BLAS_WORK = 1 << 16
 
 
 def storage_shape(shape: tuple, vector: bool) -> tuple:
@@ -47,6 +51,7 @@ class Target:
     scatter = False       # the gradients are one scatter kernel (eq. 40) rather than one gather kernel each
     lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
     on_gpu = False        # runs on an NVIDIA GPU (or Numba's CUDA simulator)
+    blas = False          # plain contractions as np.einsum (BLAS) rather than kernels (codegen.contraction)
     imports: tuple[str, ...] = ()
     kernel_decorator: tuple[str, ...] = ()
 
@@ -94,6 +99,7 @@ class NumbaTarget(Target):
     name = "numba"
     printer = ScalarPrinter
     lanes = True
+    blas = True
     imports = ("import math", "", "import numba", "import numpy as np")
     kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy")',)
     serial_decorator = ('@numba.njit(cache=True, error_model="numpy")',)
@@ -143,6 +149,7 @@ class NumbaScatterTarget(NumbaTarget):
 
     name = "numba-scatter"
     scatter = True
+    blas = False  # the baseline of eq. 40 stays loops alone
     scatter_decorator = ('@numba.njit(cache=True, error_model="numpy")',)
 
     def scatter_loop(self, count: int) -> list[str]:

@@ -1,0 +1,127 @@
+"""Plain contractions go to BLAS (tensoradbook.codegen.contraction): which definitions are recognized, and that
+the numba target's einsum gives what the reference evaluator gives, for random contractions and their derived
+gradients (which Algorithm 4 gives as contractions again)."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tensoradbook as tab
+from tensoradbook import codegen
+from tensoradbook.codegen.contraction import contraction_of
+
+
+def parse(text, shapes):
+    return tab.parse(text, shapes)
+
+
+@pytest.fixture
+def blas_for_all(monkeypatch):
+    """Every plain contraction to BLAS, however small (the tests' tensors are tiny); the same for every
+    example hypothesis draws."""
+    monkeypatch.setattr(codegen.module, "BLAS_WORK", 0)
+
+
+@pytest.mark.parametrize("text, shapes, subscripts, scale", [
+    ("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}, "ab,bc->ac", 1),
+    ("f[i; j] = sum{k}_0^4 (a[i; k] * b[j; k])", {"f": (3, 4), "a": (3, 5), "b": (4, 5)}, "ab,cb->ac", 1),
+    ("f[i] = sum{k}_0^4 (sum{l}_0^1 (2 * a[i; k; l] * b[l; k] * 0.5))",
+     {"f": (3,), "a": (3, 5, 2), "b": (2, 5)}, "abc,cb->a", 1.0),
+    ("f[c] = sum{n}_0^1 (sum{i}_0^2 (h[n; c; i]))", {"f": (4,), "h": (2, 4, 3)}, "abc->b", 1),
+    ("f[i; j] = sum{k}_0^2 (3 * a[i; k] * a[j; k] * w[k])", {"f": (2, 2), "a": (2, 3), "w": (3,)}, "ab,cb,b->ac", 3),
+])
+def test_contractions_are_recognized(text, shapes, subscripts, scale):
+    found = contraction_of(parse(text, shapes))
+    assert found is not None and found.subscripts == subscripts and found.scale == scale
+
+
+@pytest.mark.parametrize("text, shapes", [
+    ("f[i; j] = sum{k}_0^3 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),   # part of k's range
+    ("f[i; j] = sum{k}_0^4 (a[i; k + 1] * b[k; j])", {"f": (3, 4), "a": (3, 6), "b": (5, 4)}),  # an offset
+    ("f[i] = sum{k}_0^2 (x[2 * i + k])", {"f": (3,), "x": (7,)}),                               # a stride
+    ("f[i; j] = sum{k}_0^4 (exp (a[i; k]) * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),  # a function
+    ("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j]) + 1", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),  # not only the sum
+    ("f[i; j] = a[i; j] * b[i; j]", {"f": (3, 4), "a": (3, 4), "b": (3, 4)}),                   # no sum: a kernel
+    ("f[i; j] = sum{k}_0^4 (a[i; k])", {"f": (3, 4), "a": (3, 5)}),                             # j read by nothing
+    ("f[] = sum{k}_0^4 (a[k] * b[k])", {"f": (), "a": (5,), "b": (5,)}),                        # a scalar
+    ("f[i] = sum{k}_0^4 (a[i] * b[k] * s[])", {"f": (3,), "a": (3,), "b": (5,), "s": ()}),      # reads a scalar
+    ("f[i] = max{k}_0^4 (a[i; k] * b[k])", {"f": (3,), "a": (3, 5), "b": (5,)}),                # a max
+    ("f[i] = sum{k}_0^4 (if {i = k} then (a[i; k]) else (0))", {"f": (3,), "a": (3, 5)}),       # a condition
+])
+def test_other_definitions_stay_kernels(text, shapes, blas_for_all):
+    fn = parse(text, shapes)
+    assert contraction_of(fn) is None
+    source = fn.compile("numba").source
+    assert "np.einsum" not in source and "f_kernel" in source
+
+
+@st.composite
+def contractions(draw):
+    """A random contraction: 1 to 3 operands over up to 3 output and 2 summed indices, each operand reading
+    1 to 3 of them (every index read by some operand), extents 1 to 4, and sometimes a constant factor."""
+    outputs = ["i", "j", "l"][:draw(st.integers(0, 3))]
+    summed = ["k", "m"][:draw(st.integers(1, 2))]
+    indices = outputs + summed
+    extents = {name: draw(st.integers(1, 4)) for name in indices}
+    count = draw(st.integers(1, 3))
+    reads = [draw(st.lists(st.sampled_from(indices), min_size=1, max_size=3)) for _ in range(count)]
+    missing = [name for name in indices if not any(name in r for r in reads)]
+    reads[-1] = reads[-1] + missing
+    shapes = {f"x{n}": tuple(extents[name] for name in r) for n, r in enumerate(reads)}
+    product = " * ".join(f"x{n}[{'; '.join(r)}]" for n, r in enumerate(reads))
+    if draw(st.booleans()):
+        product = f"{draw(st.sampled_from(['2', '0.5', '-3']))} * {product}"
+    body = product
+    for name in reversed(summed):
+        body = f"sum{{{name}}}_0^{extents[name] - 1} ({body})"
+    shapes["f"] = tuple(extents[name] for name in outputs)
+    return f"f[{'; '.join(outputs)}] = {body}", shapes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(contractions(), st.integers(0, 2**32 - 1))
+def test_random_contractions_equal_the_reference(blas_for_all, case, seed):
+    text, shapes = case
+    fn = parse(text, shapes)
+    if shapes["f"]:
+        assert contraction_of(fn) is not None, text
+        assert "np.einsum" in fn.compile("numba").source
+    rng = np.random.default_rng(seed)
+    args = {name: rng.standard_normal(fn.shapes[name]) for name in fn.arguments}
+    np.testing.assert_allclose(fn.compile("numba")(args), fn.evaluate(args), rtol=1e-12, atol=1e-12)
+    grads = tab.derive(fn)
+    df = rng.standard_normal(fn.shapes[fn.name])
+    ours, expected = grads.compile("numba")(args, df), grads.evaluate(args, df)
+    for name in expected:
+        np.testing.assert_allclose(ours[name], expected[name], rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_a_matrix_product_and_its_gradients_are_blas_calls(blas_for_all):
+    fn = parse("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)})
+    source = tab.derive(fn).source("numba")
+    assert source.count("np.einsum(") == 4 and "_kernel" not in source  # f twice (forward, _values), da, db
+    assert "np.einsum" not in tab.derive(fn).source("numba-scatter")  # the baseline stays loops
+    program = parse("h[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])\ng[i; j] = exp (h[i; j])",
+                    {"h": (3, 4), "g": (3, 4), "a": (3, 5), "b": (5, 4)})
+    grads = tab.derive(program)
+    assert "def h_kernel" not in grads.source("numba") and "def g_kernel" in grads.source("numba")
+    rng = np.random.default_rng(1)
+    args = {name: rng.standard_normal(program.shapes[name]) for name in program.arguments}
+    df = rng.standard_normal((3, 4))
+    ours, expected = grads.compile("numba")(args, df), grads.evaluate(args, df)
+    for name in expected:
+        np.testing.assert_allclose(ours[name], expected[name], rtol=1e-12, atol=1e-12)
+
+
+def test_small_contractions_and_modules_with_parallel_kernels_keep_loops():
+    """A small contraction costs less in a kernel than numpy's call; beside a parallel kernel, BLAS's spinning
+    threads and Numba's would wait for each other's cores."""
+    small = parse("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)})
+    assert "np.einsum" not in tab.derive(small).source("numba")
+    large = parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j])", {"f": (64, 64), "a": (64, 64), "b": (64, 64)})
+    assert tab.derive(large).source("numba").count("np.einsum(") == 4
+    dense = parse("y[i; j] = log (1 + exp (sum{k}_0^63 (w[j; k] * x[i; k])))",
+                  {"y": (64, 64), "w": (64, 64), "x": (64, 64)})
+    source = tab.derive(dense).source("numba")
+    assert "parallel=True" in source and "np.einsum" not in source
