@@ -41,7 +41,6 @@ def test_contractions_are_recognized(text, shapes, subscripts, scale):
     ("f[i; j] = sum{k}_0^4 (a[i; k + 1] * b[k; j])", {"f": (3, 4), "a": (3, 6), "b": (5, 4)}),  # an offset
     ("f[i] = sum{k}_0^2 (x[2 * i + k])", {"f": (3,), "x": (7,)}),                               # a stride
     ("f[i; j] = sum{k}_0^4 (exp (a[i; k]) * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),  # a function
-    ("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j]) + 1", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),  # not only the sum
     ("f[i; j] = a[i; j] * b[i; j]", {"f": (3, 4), "a": (3, 4), "b": (3, 4)}),                   # no sum: a kernel
     ("f[i; j] = sum{k}_0^4 (a[i; k])", {"f": (3, 4), "a": (3, 5)}),                             # j read by nothing
     ("f[] = sum{k}_0^4 (a[k] * b[k])", {"f": (), "a": (5,), "b": (5,)}),                        # a scalar
@@ -114,14 +113,36 @@ def test_a_matrix_product_and_its_gradients_are_blas_calls(blas_for_all):
         np.testing.assert_allclose(ours[name], expected[name], rtol=1e-12, atol=1e-12)
 
 
-def test_small_contractions_and_modules_with_parallel_kernels_keep_loops():
-    """A small contraction costs less in a kernel than numpy's call; beside a parallel kernel, BLAS's spinning
-    threads and Numba's would wait for each other's cores."""
+def test_contractions_inside_a_definition_are_split_off(blas_for_all):
+    """A contraction inside a larger expression becomes a tensor of its own, computed by BLAS first and read by
+    the element-wise kernel; the values are the reference evaluator's."""
+    dense = parse("y[i; j] = log (1 + exp (sum{k}_0^4 (w[j; k] * x[i; k]) + b[j]))",
+                  {"y": (3, 4), "w": (4, 5), "x": (3, 5), "b": (4,)})
+    source = dense.compile("numba").source
+    assert "y_c = np.ascontiguousarray(np.einsum('ab,cb->ca', w, x" in source and "def y_kernel(y_c, b, _out)" in source
+    grads = tab.derive(dense)
+    rng = np.random.default_rng(2)
+    args = {name: rng.standard_normal(dense.shapes[name]) for name in dense.arguments}
+    df = rng.standard_normal((3, 4))
+    np.testing.assert_allclose(dense.compile("numba")(args), dense.evaluate(args), rtol=1e-12)
+    ours, expected = grads.compile("numba")(args, df), grads.evaluate(args, df)
+    for name in expected:
+        np.testing.assert_allclose(ours[name], expected[name], rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_small_contractions_and_modules_of_mostly_parallel_loops_keep_kernels():
+    """A small contraction costs less in a kernel than numpy's call. Where the module's parallel kernels do more
+    work than its contractions, no BLAS: its spinning threads and Numba's would wait for each other's cores;
+    where the contractions do more, BLAS has the threads and every kernel loops serially."""
     small = parse("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)})
     assert "np.einsum" not in tab.derive(small).source("numba")
     large = parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j])", {"f": (64, 64), "a": (64, 64), "b": (64, 64)})
     assert tab.derive(large).source("numba").count("np.einsum(") == 4
-    dense = parse("y[i; j] = log (1 + exp (sum{k}_0^63 (w[j; k] * x[i; k])))",
-                  {"y": (64, 64), "w": (64, 64), "x": (64, 64)})
-    source = tab.derive(dense).source("numba")
+    shapes = {"f": (64, 64), "a": (64, 64), "b": (64, 64), "p": (64, 32), "q": (64, 32)}
+    mostly_loops = parse("f[i; j] = sum{k}_0^63 ((a[i; k] - b[j; k]) ** 2) + sum{m}_0^31 (p[i; m] * q[j; m])", shapes)
+    source = mostly_loops.compile("numba").source
     assert "parallel=True" in source and "np.einsum" not in source
+    mostly_products = parse("f[i; j] = sum{k}_0^63 (exp (a[i; k] - b[j; k])) + sum{k}_0^63 (sum{m}_0^31 "
+                            "(a[i; k] * b[j; k] * p[i; m] * q[j; m]))", shapes)
+    source = mostly_products.compile("numba").source
+    assert "np.einsum" in source and "parallel=True" not in source

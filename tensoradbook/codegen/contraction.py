@@ -9,9 +9,11 @@ vectorise without reordering the additions. Matrix products, dense layers, the s
 attention, and the gradients Algorithm 4 derives for them (``da[i; k] = sum{j} (df[i; j] * b[k; j])``)
 all have this form.
 
-Whatever is not of that form (conditions, offsets, strides, partial ranges, functions of the product)
-stays in the element-wise kernels: the report's Kronecker deltas and loop bounds decide what each
-definition is, this only recognizes the ones that are plain contractions.
+A contraction inside a larger expression (``log (1 + exp (sum{k}_0^127 (w[j; k] * x[i; k]) + b[j]))``, a
+dense layer) is split off by :func:`split_contractions` into a tensor of its own, which BLAS computes and the
+element-wise kernel then reads. Whatever is not of that form (conditions, offsets, strides, partial ranges,
+functions of the product) stays in the element-wise kernels: the report's Kronecker deltas and loop bounds
+decide what each definition is, this only recognizes the plain contractions in it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ import math
 import string
 from dataclasses import dataclass
 
-from ..lang.expr import Binary, Element, Expr, Number, Sum
+from ..lang.evaluate import element_terms
+from ..lang.expr import Affine, Binary, Element, Expr, Number, Sum, free_indices, postorder, replace
 from ..lang.function import Function
+from ..lang.names import fresh_name
 
 #: einsum's subscript letters
 LETTERS = string.ascii_letters
@@ -34,6 +38,10 @@ class Contraction:
     subscripts: str
     operands: tuple[str, ...]
     scale: float | int = 1
+
+
+#: a contraction split off a definition: the tensor it makes, and how
+Part = tuple[Function, Contraction]
 
 
 def _plain(index) -> str | None:
@@ -94,3 +102,32 @@ def contraction_of(fn: Function) -> Contraction | None:
     scale = math.prod(f.value for f in factors if isinstance(f, Number))
     output = "".join(letters[name] for name in fn.indices)
     return Contraction(f"{','.join(terms)}->{output}", tuple(e.name for e in elements), scale)
+
+
+def split_contractions(fn: Function, used: set[str], minimum: int) -> tuple[list[Part], Function]:
+    """The outermost sums of ``fn``'s body that are plain contractions of at least ``minimum`` element-terms,
+    each a :class:`Function` of its own over the output indices it keeps (named fresh in ``used``), and ``fn``
+    reading those tensors in their place. ``fn`` itself, and no parts, where there is none or where the
+    whole body is the contraction (:func:`contraction_of` covers that)."""
+    if isinstance(fn.body, Sum):
+        return [], fn
+    outermost = [node for node in postorder(fn.body, below=lambda node: not isinstance(node, Sum))
+                 if isinstance(node, Sum)]
+    extents = dict(zip(fn.indices, fn.shapes[fn.name]))
+    parts, body, shapes = [], fn.body, dict(fn.shapes)
+    for node in dict.fromkeys(outermost):
+        kept = tuple(i for i in fn.indices if i in free_indices(node))
+        if not kept:
+            continue
+        name = fresh_name(f"{fn.name}_c", used)
+        part = Function(name, kept, node, {**fn.shapes, name: tuple(extents[i] for i in kept)})
+        found = contraction_of(part)
+        if found is None or element_terms(part) < minimum:
+            used.discard(name)
+            continue
+        parts.append((part, found))
+        shapes[name] = part.shapes[name]
+        body = replace(body, node, Element(name, tuple(Affine.index(i) for i in kept)))
+    if not parts:
+        return [], fn
+    return parts, Function(fn.name, fn.indices, body, shapes)

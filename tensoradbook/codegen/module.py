@@ -32,7 +32,7 @@ from ..lang.names import all_names, apart
 from ..lang.program import Program
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import hoist_invariants
-from .contraction import Contraction, contraction_of
+from .contraction import Contraction, contraction_of, split_contractions
 from .printer import py_name
 from .targets import BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, target_named
 
@@ -53,15 +53,15 @@ def _unflatten(writer, names: tuple[str, ...], shape: tuple, flat: str) -> None:
         writer.line(f"{py_name(name)} = {value}")
 
 
-def element_kernel(fn: Function, target: Target, name: str) -> list[str]:
-    """A kernel ``name(args..., _out)`` writing every element of ``fn``'s output."""
+def element_kernel(fn: Function, target: Target, name: str, serial: bool = False) -> list[str]:
+    """A kernel ``name(args..., _out)`` writing every element of ``fn``'s output (on one thread if ``serial``)."""
     fn = apart(fn)  # f[x] = x[x]: the index x would overwrite the array x
     shape = tuple(fn.shapes[fn.name])
     params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
     body = hoist_invariants(fn.body)
     row = lane(fn, body) if target.lanes else None
     count = _iterations(fn, row)
-    parallel = _parallel(fn, row)
+    parallel = not serial and _parallel(fn, row)
     lines = [*target.decorator(parallel), f"def {name}({params}):"]
     if target.vector:
         writer = target.printer(fn.shapes, all_names(fn), depth=1)
@@ -233,50 +233,84 @@ def _header(fns: list[Function], target: Target) -> list[str]:
     return lines + list(target.imports) + ["", ""]
 
 
-def blas_plan(fns, target: Target) -> dict[str, Contraction]:
-    """The module's definitions that BLAS computes (``np.einsum``), by name: the plain contractions with work
-    enough to pay for a BLAS call (:data:`BLAS_WORK`), and none where another kernel of the module runs in
-    parallel. OpenBLAS's threads spin for a while after each call and Numba's after each
-    kernel: interleaved, each waits for the other's cores (a dense layer's gradients ran 2.5 times slower)."""
+@dataclass(frozen=True)
+class Plan:
+    """How a module computes its functions: ``whole`` maps a function that is a plain contraction to its einsum;
+    ``parts`` a function to the contractions split off its body (computed first, by BLAS) and ``kernels`` to the
+    function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads."""
+
+    whole: dict
+    parts: dict
+    kernels: dict
+    serial: bool = False
+
+
+def _runs_parallel(fn: Function, target: Target) -> bool:
+    return _parallel(fn, lane(fn, hoist_invariants(fn.body)) if target.lanes else None)
+
+
+def plan_module(fns, target: Target) -> Plan:
+    """BLAS (``np.einsum``) for the plain contractions of at least :data:`BLAS_WORK` element-terms, whole
+    definitions or split off (:mod:`.contraction`), where they are the larger part of the module's work; then
+    every kernel runs serially. OpenBLAS's threads spin for a while after each call and Numba's after each
+    parallel kernel: interleaved, each waits for the other's cores (a dense layer's gradients ran 2.5 times
+    slower). Where the kernels' parallel work is the larger part, no BLAS, the kernels as they are."""
     if not target.blas:
-        return {}
-    plan = {fn.name: found for fn in fns
-            if (found := contraction_of(fn)) and element_terms(fn) >= BLAS_WORK}
-    rest = [fn for fn in fns if fn.name not in plan]
-    if any(_parallel(fn, lane(fn, hoist_invariants(fn.body)) if target.lanes else None) for fn in rest):
-        return {}
-    return plan
+        return Plan({}, {}, {})
+    used = set().union(*(all_names(fn) for fn in fns))
+    whole, parts, kernels = {}, {}, {}
+    for fn in fns:
+        found = contraction_of(fn)
+        if found and element_terms(fn) >= BLAS_WORK:
+            whole[fn.name] = found
+            continue
+        split, rewritten = split_contractions(fn, used, BLAS_WORK)
+        if split:
+            parts[fn.name], kernels[fn.name] = split, rewritten
+    blas_work = sum(element_terms(fn) for fn in fns if fn.name in whole)
+    blas_work += sum(element_terms(part) for split in parts.values() for part, _ in split)
+    rest = [kernels.get(fn.name, fn) for fn in fns if fn.name not in whole]
+    loop_work = sum(element_terms(fn) for fn in rest if _runs_parallel(fn, target))
+    if not blas_work or loop_work > blas_work:
+        return Plan({}, {}, {})
+    return Plan(whole, parts, kernels, serial=True)
 
 
-def _kernels(fns: dict[str, Function], target: Target, blas: dict) -> list[str]:
+def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
     """The element-wise kernels of ``{kernel name: function}``, but for the contractions BLAS computes."""
     lines = []
     for name, fn in fns.items():
-        if fn.name not in blas:
-            lines += element_kernel(fn, target, name) + ["", ""]
+        if fn.name not in plan.whole:
+            lines += element_kernel(plan.kernels.get(fn.name, fn), target, name, serial=plan.serial) + ["", ""]
     return lines
 
 
-def _compute(target: Target, fn: Function, blas: dict) -> list[str]:
-    """``fn``'s output allocated, and its kernel launched to fill it; a contraction in ``blas`` is one
-    ``np.einsum``."""
+def _einsum(out: str, contraction: Contraction) -> str:
+    operands = ", ".join(py_name(name) for name in contraction.operands)
+    value = f"np.einsum({contraction.subscripts!r}, {operands}, optimize=True)"
+    if contraction.scale != 1:
+        value = f"{contraction.scale!r} * {value}"
+    return f"{out} = np.ascontiguousarray({value})  # a plain contraction: BLAS"
+
+
+def _compute(target: Target, fn: Function, plan: Plan) -> list[str]:
+    """``fn``'s output allocated, and its kernel launched to fill it; a contraction is one ``np.einsum``, and the
+    contractions split off ``fn`` come first."""
     out = py_name(fn.name)
-    contraction = blas.get(fn.name)
-    if contraction:
-        operands = ", ".join(py_name(name) for name in contraction.operands)
-        value = f"np.einsum({contraction.subscripts!r}, {operands}, optimize=True)"
-        if contraction.scale != 1:
-            value = f"{contraction.scale!r} * {value}"
-        return [f"{out} = np.ascontiguousarray({value})  # a plain contraction: BLAS"]
-    args = ", ".join([py_name(a) for a in fn.arguments] + [out])
-    return [target.allocate(out, fn.shapes[fn.name]), target.call(f"{out}_kernel", args, size_of(fn.shapes[fn.name]))]
+    if fn.name in plan.whole:
+        return [_einsum(out, plan.whole[fn.name])]
+    lines = [_einsum(py_name(part.name), found) for part, found in plan.parts.get(fn.name, ())]
+    kernel = plan.kernels.get(fn.name, fn)
+    args = ", ".join([py_name(a) for a in kernel.arguments] + [out])
+    return lines + [target.allocate(out, fn.shapes[fn.name]),
+                    target.call(f"{out}_kernel", args, size_of(fn.shapes[fn.name]))]
 
 
-def _forward_entry(subject: Function | Program, target: Target, blas: dict, name: str = "forward",
+def _forward_entry(subject: Function | Program, target: Target, plan: Plan, name: str = "forward",
                    every: bool = False) -> list[str]:
     """``name(*inputs)``: every definition's kernel in order, returning the last value (all, if ``every``)."""
     definitions = definitions_of(subject)
-    body = [line for fn in definitions for line in _compute(target, fn, blas)]
+    body = [line for fn in definitions for line in _compute(target, fn, plan)]
     names = [py_name(fn.name) for fn in (definitions if every else definitions[-1:])]
     returned = ", ".join(names) + ("," if every and len(names) == 1 else "")
     return [f"def {name}({', '.join(py_name(a) for a in subject.arguments)}):", *target.guarded(body),
@@ -289,9 +323,9 @@ def function_source(fn: Function | Program, target: str = "numba") -> str:
     kind = target_named(target, GATHER_TARGETS)
     definitions = definitions_of(fn)
     lines = _header(list(definitions), kind)
-    blas = blas_plan(definitions, kind)
-    lines += _kernels({f"{py_name(definition.name)}_kernel": definition for definition in definitions}, kind, blas)
-    lines += _forward_entry(fn, kind, blas)
+    plan = plan_module(definitions, kind)
+    lines += _kernels({f"{py_name(definition.name)}_kernel": definition for definition in definitions}, kind, plan)
+    lines += _forward_entry(fn, kind, plan)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -304,24 +338,24 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     sweep = Sweep.of(grads)
     first, gather = module_functions(grads)
     lines = _header([*first.values(), *gather.values()], kind)
-    blas = blas_plan([*first.values(), *gather.values()], kind)
-    lines += _kernels(first, kind, blas) + _kernels(gather if not kind.scatter else {}, kind, blas)
+    plan = plan_module([*first.values(), *gather.values()], kind)
+    lines += _kernels(first, kind, plan) + _kernels(gather if not kind.scatter else {}, kind, plan)
     for step, _, kernel in sweep.steps if kind.scatter else ():
         lines += scatter_kernel(step, kind, kernel) + ["", ""]
     subject, adjoint = sweep.subject, py_name(sweep.adjoint)
-    lines += _forward_entry(subject, kind, blas) + _forward_entry(subject, kind, blas, "_values", every=True)
+    lines += _forward_entry(subject, kind, plan) + _forward_entry(subject, kind, plan, "_values", every=True)
     inputs = ", ".join(py_name(a) for a in subject.arguments)
     values = ", ".join(py_name(fn.name) for fn in definitions_of(subject))
     lines += [f"def gradients({', '.join([py_name(a) for a in subject.arguments] + [adjoint])}):",
               f"    return _backward({inputs}{', ' if inputs else ''}*_values({inputs}), {adjoint})", "", ""]
     lines.append(f"def _backward({', '.join([py_name(a) for a in subject.arguments] + [values, adjoint])}):")
-    lines += kind.guarded(_backward_statements(sweep, kind, blas))
+    lines += kind.guarded(_backward_statements(sweep, kind, plan))
     outputs = {name: py_name(g.name) for name, g in sweep.outputs.items()}
     lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _backward_statements(sweep: Sweep, kind: Target, blas: dict) -> list[str]:
+def _backward_statements(sweep: Sweep, kind: Target, plan: Plan) -> list[str]:
     """The backward pass: per definition its adjoint (a gather kernel, or the scatters into it, which start
     from zero) and its intermediates, then its scatter kernel or, at the end, the gradients' gather kernels."""
     body = []
@@ -329,13 +363,13 @@ def _backward_statements(sweep: Sweep, kind: Target, blas: dict) -> list[str]:
         body.append(kind.allocate(py_name(g.name), g.shapes[g.name], zero=True))
     for step, adjoint, kernel in sweep.steps:
         if adjoint is not None and not kind.scatter:
-            body += _compute(kind, adjoint, blas)
+            body += _compute(kind, adjoint, plan)
         for g in step.intermediates.values():  # output-shaped adjoints, computed once (Gradients.simplified)
-            body += _compute(kind, g, blas)
+            body += _compute(kind, g, plan)
         if kind.scatter:
             args = [py_name(a) for a in scatter_reads(step)] + [py_name(sweep.into[name]) for name in step.functions]
             fn = step.function
             body.append(kind.call(kernel, ", ".join(args), size_of(fn.shapes[fn.name])))
     for g in sweep.outputs.values() if not kind.scatter else ():
-        body += _compute(kind, g, blas)
+        body += _compute(kind, g, plan)
     return body or ["pass"]
