@@ -146,3 +146,14 @@ def test_small_contractions_and_modules_of_mostly_parallel_loops_keep_kernels():
                             "(a[i; k] * b[j; k] * p[i; m] * q[j; m]))", shapes)
     source = mostly_products.compile("numba").source
     assert "np.einsum" in source and "parallel=True" not in source
+
+
+def test_a_bias_reads_the_adjoint_its_layer_keeps():
+    """db of a dense layer sums dy_k, the adjoint of the layer's sum, rather than evaluating the sums again."""
+    dense = parse("y[i; j] = log (1 + exp (sum{k}_0^4 (w[j; k] * x[i; k]) + b[j]))",
+                  {"y": (3, 4), "w": (4, 5), "x": (3, 5), "b": (4,)})
+    simplified = tab.derive(dense).simplified
+    (kept,) = simplified.intermediates
+    assert str(simplified["b"]) == f"db[db_0] = sum{{db_z0}}_0^2 ({kept}[db_z0; db_0])"
+    errors = tab.check_gradients(dense)
+    assert max(errors.values()) < 1e-8, errors

@@ -337,20 +337,24 @@ def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set
     only, yet the report's formula recomputes it in every summand of every
     gradient: here it is a tensor of ``f``'s shape (``df_k`` for ``sum{k}``),
     computed once, and the reverse sweep restarts inside the sum from it.
-    ``used`` and ``shapes`` gain the new tensors' names.
+    An occurrence outside the sums whose adjoint contains such a sum's adjoint
+    (``b[j]`` in ``g(sum{k} (...) + b[j])``: both are the adjoint of the ``+``)
+    reads the tensor too. ``used`` and ``shapes`` gain the new tensors' names.
     """
     forward = Element(fn.name, seed.indices)
-    occurrences, intermediates, replaced = [], {}, set()
+    occurrences, intermediates, replaced = [], {}, {}
     for step in sweep.steps:
         if isinstance(step.node, Sum) and not step.scope and not isinstance(step.adjoint, (Element, Number)):
             name = fresh_name(f"{seed.name}_{step.node.index}", used)
             shapes[name] = shapes[fn.name]
             intermediates[name] = Function(name, fn.indices, replace(step.adjoint, fn.body, forward), dict(shapes))
             occurrences += reverse_accumulate(step.node, Element(name, seed.indices)).occurrences
-            replaced.add(step.node)
-    occurrences = [occ for occ in sweep.occurrences if not (occ.scope and occ.scope[0] in replaced)] + occurrences
-    return [Occurrence(occ.element, occ.scope, replace(occ.adjoint, fn.body, forward)) for occ in occurrences], \
-        intermediates
+            replaced[step.node] = (step.adjoint, Element(name, seed.indices))
+    kept = [occ for occ in sweep.occurrences if not (occ.scope and occ.scope[0] in replaced)]
+    for adjoint, tensor in replaced.values():  # f = g(sum{k} (...) + b[j]): db's summand is dy_k's adjoint again
+        kept = [Occurrence(occ.element, occ.scope, replace(occ.adjoint, adjoint, tensor)) for occ in kept]
+    return [Occurrence(occ.element, occ.scope, replace(occ.adjoint, fn.body, forward))
+            for occ in kept + occurrences], intermediates
 
 
 def _depth(node: Expr) -> int:
