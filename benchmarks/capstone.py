@@ -70,26 +70,20 @@ def network_gradients():
 
 def start_worker() -> None:
     """One start in this process: derive, compile and take one step; the stages as one JSON line."""
-    started = _since_start()
+    from benchmarks.programs import since_start
+
+    started = since_start()
     import tensoradbook  # noqa: F401 -- the import is a stage of its own
 
-    imported = _since_start()
+    imported = since_start()
     _, grads = network_gradients()
     step = grads.compile("numba")
     X_train, y_train, _, _ = digits()
     args = {**initial_weights(), "X": X_train[:BATCH], "T": np.eye(10)[y_train[:BATCH]]}
     step(args, 1.0, step.values(args))
-    finished = _since_start()
+    finished = since_start()
     print(json.dumps({"import_s": imported, "after_imports_s": finished - imported, "process_s": finished,
                       "interpreter_s": started}))
-
-
-def _since_start() -> float:
-    """Seconds since this process started (Linux: its start time in /proc/self/stat, in clock ticks)."""
-    with open("/proc/self/stat") as stat:
-        start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
-    with open("/proc/uptime") as uptime:
-        return float(uptime.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
 
 
 def start(cache: str) -> dict:

@@ -90,14 +90,14 @@ def worker(kind: str, repeats: int) -> None:
 
     import tensoradbook as tab
 
-    report("import", _since_start())
+    report("import", since_start())
     program = timed("parse", lambda: tab.parse(TEXT, SHAPES))
     subject = program.inlined() if kind == "inlined" else program
     grads = timed("derive", lambda: tab.derive(subject).simplified)
     grad = timed("compile", lambda: grads.compile("numba"), kernels=lambda grad: grad.source.count("@numba.njit"))
     args, df = data()
     got = timed("first call", lambda: grad(args, df))
-    report("process", _since_start())
+    report("process", since_start())
     if kind != "warm":  # against the program's gradients by the reference evaluator, untimed
         expected = tab.derive(program).evaluate(args, df)
         report("checked", 0.0, max_relative_error=_relative_error(got, expected))
@@ -115,7 +115,7 @@ def worker(kind: str, repeats: int) -> None:
             report(stage, statistics.median(times), calls=repeats, threads=threads)
 
 
-def _since_start() -> float:
+def since_start() -> float:
     """Seconds since this process started (Linux: its start time in /proc/self/stat, in clock ticks)."""
     with open("/proc/self/stat") as stat:
         start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime

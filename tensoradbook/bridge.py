@@ -124,3 +124,30 @@ class Kernels:
             if shape != self.shapes[n]:
                 raise ValueError(f"{name}: argument {n!r} has shape {shape}, expected {self.shapes[n]}")
         return [values[n] for n in names]
+
+
+class RunsKernels:
+    """What :class:`tensoradbook.torch.TorchFunction` and :class:`tensoradbook.jax.JaxFunction` tell of the
+    :class:`Kernels` they run (``self.kernels``)."""
+
+    kernels: Kernels
+
+    @property
+    def subject(self):
+        """The function or program this runs."""
+        return self.kernels.subject
+
+    @property
+    def target(self) -> str:
+        """The kernel target, as given to ``subject.compile``."""
+        return self.kernels.target
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """The input names, in the order the inputs are passed."""
+        return self.kernels.arguments
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The output's shape."""
+        return self.kernels.output_shape

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .bridge import Kernels
+from .bridge import Kernels, RunsKernels
 
 __all__ = ["JaxFunction", "function"]
 
@@ -89,7 +89,7 @@ def _default_float():
     return jax.dtypes.canonicalize_dtype(np.float64)
 
 
-class JaxFunction:
+class JaxFunction(RunsKernels):
     """A tensoradbook subject as a differentiable JAX function: ``f(*inputs, **named_inputs)``.
 
     Inputs come in ``subject.arguments`` order (:attr:`arguments`), by position or by name, each of
@@ -102,26 +102,6 @@ class JaxFunction:
     def __init__(self, subject, target: str = "numba"):
         self.kernels = Kernels(subject, target)
         self._apply = _custom_vjp(self.kernels)
-
-    @property
-    def subject(self):
-        """The function or program this runs."""
-        return self.kernels.subject
-
-    @property
-    def target(self) -> str:
-        """The kernel target, as given to ``subject.compile``."""
-        return self.kernels.target
-
-    @property
-    def arguments(self) -> tuple[str, ...]:
-        """The input names, in the order the inputs are passed."""
-        return self.kernels.arguments
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The output's shape."""
-        return self.kernels.output_shape
 
     def __call__(self, *args, **kwargs) -> jax.Array:
         """The subject's output at the given inputs (by position in :attr:`arguments` order, or by name)."""

@@ -31,7 +31,7 @@ import functools
 import numpy as np
 import torch
 
-from .bridge import Kernels
+from .bridge import Kernels, RunsKernels
 
 __all__ = ["TorchFunction", "function"]
 
@@ -73,7 +73,7 @@ class _Kernel(torch.autograd.Function):
                         for g, t, need in zip(grads, tensors, wanted)))
 
 
-class TorchFunction(torch.nn.Module):
+class TorchFunction(RunsKernels, torch.nn.Module):
     """A tensoradbook subject as a ``torch.nn.Module`` without parameters: ``f(*inputs, **named_inputs)``.
 
     Inputs come in ``subject.arguments`` order (:attr:`arguments`), by position or by name, each of
@@ -87,26 +87,6 @@ class TorchFunction(torch.nn.Module):
     def __init__(self, subject, target: str = "numba"):
         super().__init__()
         self.kernels = Kernels(subject, target)
-
-    @property
-    def subject(self):
-        """The function or program this module runs."""
-        return self.kernels.subject
-
-    @property
-    def target(self) -> str:
-        """The kernel target, as given to ``subject.compile``."""
-        return self.kernels.target
-
-    @property
-    def arguments(self) -> tuple[str, ...]:
-        """The input names, in the order the inputs are passed."""
-        return self.kernels.arguments
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The output's shape."""
-        return self.kernels.output_shape
 
     def forward(self, *args, **kwargs) -> torch.Tensor:
         """The subject's output at the given inputs (by position in :attr:`arguments` order, or by name)."""

@@ -30,6 +30,8 @@ from tensoradbook.lang.printer import expr_text
 from tensoradbook.lang.simplify import hoist_invariants
 from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions, renamed_functions
 
+from ptx_support import ptx_probe
+
 REPO = Path(__file__).resolve().parents[1]
 SECTION_6 = ("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))",
              {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)})
@@ -410,16 +412,7 @@ def test_cuda_without_a_gpu_or_simulator_says_what_to_do():
     assert "NUMBA_ENABLE_CUDASIM=1" in out.stdout, out.stderr
 
 
-PTX_PROBE = """
-import json, sys
-import tensoradbook as tab
-from tensoradbook import codegen
-from numba import cuda, float64
-try:  # is NVVM (the cuda extra) there at all?
-    cuda.compile_ptx(lambda x: None, (float64[::1],), cc=(7, 5))
-except Exception as error:
-    print(json.dumps({"skip": f"{type(error).__name__}: {error}"}))
-    sys.exit(0)
+PTX_PROBE = """  # after ptx_support.PREAMBLE
 counts = {}
 for text, shapes in json.loads(sys.argv[1]):
     fn = tab.parse(text, shapes)
@@ -436,17 +429,8 @@ print(json.dumps({"compiled": counts}))
 
 def test_every_cuda_kernel_compiles_to_ptx(tmp_path):
     """NVVM types and compiles each kernel for a real GPU: what the simulator (plain Python) never checks."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     corpus = [(text, {k: list(v) for k, v in shapes.items()}) for text, shapes in CORPUS
               if "x[2 * i; j]" not in text]  # its second derivative divides an index: refused (test_derive)
-    out = subprocess.run([sys.executable, "-c", PTX_PROBE, json.dumps(corpus)], env=env, capture_output=True,
-                         text=True, cwd=REPO, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.splitlines()[-1])
-    if "skip" in result:
-        message = f"no PTX compiler (pip install -e '.[cuda]' brings NVVM): {result['skip']}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    result = ptx_probe(PTX_PROBE, json.dumps(corpus), timeout=900)
     assert set(result["compiled"]) == {text for text, _ in corpus}
     assert all(n >= 4 for n in result["compiled"].values())

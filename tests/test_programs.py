@@ -9,11 +9,7 @@ sweep of :mod:`tensoradbook.ad.program`; for the kernels, the reference evaluato
 
 import functools
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +22,8 @@ from tensoradbook.__main__ import main
 from tensoradbook.ad.gradcheck import directional_derivatives
 from tensoradbook.lang.expr import ExpressionError
 
-REPO = Path(__file__).resolve().parents[1]
+from ptx_support import ptx_probe
+
 RTOL, ATOL = 1e-12, 1e-14
 
 SOFTMAX = """# softmax in three steps, shifted by the mean
@@ -375,16 +372,7 @@ def test_a_functions_gradients_read_a_given_forward_value():
     np.testing.assert_allclose(doubled["x"], 2 * expected["x"], rtol=RTOL)
 
 
-PTX_PROBE = """
-import json, sys
-import tensoradbook as tab
-from tensoradbook import codegen
-from numba import cuda, float64
-try:  # is NVVM (the cuda extra) there at all?
-    cuda.compile_ptx(lambda x: None, (float64[::1],), cc=(7, 5))
-except Exception as error:
-    print(json.dumps({"skip": f"{type(error).__name__}: {error}"}))
-    sys.exit(0)
+PTX_PROBE = """  # after ptx_support.PREAMBLE
 program = tab.parse(sys.argv[1], json.loads(sys.argv[2]))
 grads = tab.derive(program)
 ptx = {**codegen.compile_ptx(program), **codegen.compile_ptx(grads, "cuda")}
@@ -394,16 +382,7 @@ print(json.dumps({name: ".visible .entry" in text for name, text in ptx.items()}
 
 
 def test_every_cuda_kernel_of_a_program_compiles_to_ptx():
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-c", PTX_PROBE, KERNELS, json.dumps(KERNELS_SHAPES)], env=env,
-                         capture_output=True, text=True, cwd=REPO, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.splitlines()[-1])
-    if "skip" in result:
-        message = f"no PTX compiler (pip install -e '.[cuda]' brings NVVM): {result['skip']}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    result = ptx_probe(PTX_PROBE, KERNELS, json.dumps(KERNELS_SHAPES))
     # 3 forward kernels, 2 outer sums' adjoints, 2 adjoints, 2 gradients; 3 scatter kernels (and the rest again)
     assert all(result.values()) and len(result) >= 3 + 2 + 2 + 2 + 3, result
 

@@ -187,8 +187,31 @@ def _tidy(terms: list[Affine], lower: bool) -> tuple[Affine, ...]:
     return tuple(best.values())
 
 
+class GradientMap(Mapping):
+    """The gradients as a mapping, input name -> the Function of its gradient (``self.functions``), printed
+    as every tensor of the backward pass (``self.backward``) in order."""
+
+    functions: dict
+    backward: tuple
+
+    def __getitem__(self, name: str) -> Function:
+        return self.functions[name]
+
+    def __iter__(self):
+        return iter(self.functions)
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+    def __str__(self) -> str:
+        return "\n".join(str(tensor) for tensor in self.backward)
+
+    def _repr_latex_(self) -> str:
+        return "$$" + r" \\ ".join(tensor._repr_latex_().strip("$") for tensor in self.backward) + "$$"
+
+
 @dataclass(frozen=True)
-class Gradients(Mapping):
+class Gradients(GradientMap):
     """The gradients of ``sum(df * f)``: one element-wise function per argument (``grads["a"]`` is ``da``).
 
     The adjoint is ``df`` and the gradient of ``a`` is ``da`` unless the
@@ -207,15 +230,6 @@ class Gradients(Mapping):
     adjoint_name: str  # of df, the incoming adjoint: "d" + the function's name unless that is taken
     reads_forward: bool = False
     intermediates: dict = field(default_factory=dict)  # output-shaped adjoints the simplified form reads
-
-    def __getitem__(self, name: str) -> Function:
-        return self.functions[name]
-
-    def __iter__(self):
-        return iter(self.functions)
-
-    def __len__(self) -> int:
-        return len(self.functions)
 
     def evaluate(self, args: dict, df) -> dict[str, np.ndarray]:
         """``{"a": dA, ...}``: the gradients of ``sum(df * f)`` at ``args``, by the reference evaluator."""
@@ -263,12 +277,10 @@ class Gradients(Mapping):
 
         return gradients_source(self.simplified, target)
 
-    def __str__(self) -> str:
-        return "\n".join(str(fn) for fn in [*self.intermediates.values(), *self.functions.values()])
-
-    def _repr_latex_(self) -> str:
-        functions = [*self.intermediates.values(), *self.functions.values()]
-        return "$$" + r" \\ ".join(fn._repr_latex_().strip("$") for fn in functions) + "$$"
+    @property
+    def backward(self) -> tuple[Function, ...]:
+        """Every tensor the backward pass computes, in order: the intermediates, then the gradients."""
+        return (*self.intermediates.values(), *self.functions.values())
 
 
 def derive(fn, shapes=None, *, wrt=None):

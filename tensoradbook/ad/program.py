@@ -13,7 +13,6 @@ intermediate is a tensor computed once in the forward pass and read by the backw
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -24,7 +23,7 @@ from ..lang.function import Function
 from ..lang.names import all_names, fresh_name
 from ..lang.program import Program
 from ..lang.simplify import ZERO, add
-from .derive import Gradients, _derive
+from .derive import GradientMap, Gradients, _derive
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class ProgramGradients(Mapping):
+class ProgramGradients(GradientMap):
     """The gradients of ``sum(df * last)`` with respect to a program's inputs: ``grads["x"]`` is ``dx``.
 
     ``grads["x"]`` is one element-wise :class:`~tensoradbook.lang.function.Function`,
@@ -62,15 +61,6 @@ class ProgramGradients(Mapping):
     functions: dict  # input name -> the Function of its gradient
     adjoint_name: str
     reads_forward: bool = False
-
-    def __getitem__(self, name: str) -> Function:
-        return self.functions[name]
-
-    def __iter__(self):
-        return iter(self.functions)
-
-    def __len__(self) -> int:
-        return len(self.functions)
 
     @property
     def function(self) -> Program:
@@ -121,11 +111,6 @@ class ProgramGradients(Mapping):
 
         return gradients_source(self.simplified, target)
 
-    def __str__(self) -> str:
-        return "\n".join(str(tensor) for tensor in self.backward)
-
-    def _repr_latex_(self) -> str:
-        return "$$" + r" \\ ".join(tensor._repr_latex_().strip("$") for tensor in self.backward) + "$$"
 
 
 def program_gradients(program: Program, wrt=None, reads_forward: bool = False) -> ProgramGradients:

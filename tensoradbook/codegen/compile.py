@@ -20,7 +20,8 @@ from ..lang.expr import ExpressionError
 from ..lang.function import Function
 from ..lang.program import Program
 from .cache import load_module
-from .module import Sweep, definitions_of, function_source, gradients_source, module_functions, scatter_reads
+from ..lang.program import definitions_of
+from .module import Sweep, function_source, gradients_source, module_functions, scatter_reads
 from .printer import py_name
 from .targets import GATHER_TARGETS, TARGETS, storage_shape, target_named
 

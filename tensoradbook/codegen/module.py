@@ -29,7 +29,7 @@ from ..lang.evaluate import element_terms
 from ..lang.expr import Element, Expr, If, Sum, memory_step, postorder
 from ..lang.function import Function
 from ..lang.names import all_names, apart
-from ..lang.program import Program
+from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import hoist_invariants
 from .contraction import Contraction, contraction_of, split_contractions
@@ -125,11 +125,6 @@ def lane(fn: Function, body: Expr) -> tuple[str, int] | None:
             memory_step(body, {s.index: 1}, fn.shapes) for s in sums):
         return None
     return last, fn.shapes[fn.name][-1]
-
-
-def definitions_of(subject: Function | Program) -> tuple[Function, ...]:
-    """A program's definitions, or the function alone: what a forward pass computes, in order."""
-    return subject.definitions if isinstance(subject, Program) else (subject,)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from ..lang.evaluate import element_terms
 from ..lang.expr import ExpressionError, Sum, walk
 from ..lang.function import Function
 from ..lang.parser import parse
-from ..lang.program import Program
+from ..lang.program import Program, definitions_of
 from .answers import _index_text, _number, _parse_answer, _Wrong
 from .feedback import CheckResult, _element_problems, _pending
 
@@ -76,10 +76,6 @@ def _numeric_adjoint(program: Program, values: dict, name: str, df, readers: fro
     return out
 
 
-def _consumers(program: Program, name: str) -> tuple[str, ...]:
-    return tuple(d.name for d in program.definitions if name in d.arguments)
-
-
 def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: int = 2,
                                seed: int = 0) -> CheckResult:
     """Exercise: write the adjoint of the intermediate ``name`` of a program, in the report's notation.
@@ -106,7 +102,7 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
     answer_shapes = dict(program.shapes)
     answer_shapes.update({seed_name: tuple(program.shapes[program.name]), result: tuple(program.shapes[name])})
     answer_shapes.update({adjoint: tuple(program.shapes[d]) for adjoint, d in adjoint_names.items()})
-    consumers = _consumers(program, name)
+    consumers = program.consumers(name)
     exercise = f"{result}, the adjoint of the intermediate {name} (seeded by {seed_name})"
     if answer is None:
         readable = ", ".join([*program.arguments, *defined, seed_name, *adjoint_names])
@@ -133,7 +129,7 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
         values[seed_name] = df
         everyone = frozenset(consumers)
         for adjoint, d in adjoint_names.items():
-            values[adjoint] = _numeric_adjoint(program, values, d, df, frozenset(_consumers(program, d)))
+            values[adjoint] = _numeric_adjoint(program, values, d, df, frozenset(program.consumers(d)))
         right = _numeric_adjoint(program, values, name, df, everyone)
         yours = mine.evaluate(values)
         tolerance = _FD_RTOL * float(np.abs(right).max(initial=0.0)) + _FD_ATOL
@@ -307,16 +303,15 @@ def check_softmax_program(answer, n: int = 64, budget: int = 16) -> CheckResult:
     if max(errors.values()) > 1e-6:  # pragma: no cover -- the derived gradient of a right value is right
         return CheckResult(exercise, False, [f"the gradient fails the finite-difference check: {errors}"])
     grads = derive(program).simplified
-    forward = program.definitions if isinstance(program, Program) else (program,)
-    backward = grads.backward if isinstance(program, Program) else (*grads.intermediates.values(), *grads.values())
-    terms = {f.name: element_terms(f) for f in (*forward, *backward)}
+    forward = definitions_of(program)
+    terms = {f.name: element_terms(f) for f in (*forward, *grads.backward)}
     total = sum(terms.values())
     if total <= budget * n:
         return CheckResult(exercise, True, note=f"Forward and backward together visit {total} element-terms "
                                                 f"({total / n:.1f} per input element): every sum over all {n} "
                                                 f"elements is computed once.")
     worst = max(terms, key=terms.get)
-    tensor = next(f for f in (*forward, *backward) if f.name == worst)
+    tensor = next(f for f in (*forward, *grads.backward) if f.name == worst)
     size = math.prod(tuple(tensor.shapes[tensor.name]))
     pass_ = "forward" if any(f.name == worst for f in forward) else "backward"
     problems.append(f"the kernels visit {total} element-terms, more than {budget} * {n} = {budget * n}: it grows "

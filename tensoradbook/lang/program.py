@@ -20,9 +20,9 @@ from functools import cached_property
 import numpy as np
 
 from . import printer
-from .expr import Element, Expr, ExpressionError, Sum, postorder, rebuild, substitute, with_children
+from .expr import Element, Expr, ExpressionError, rebuild, substitute, with_children
 from .function import Function
-from .names import _unique_sums
+from .names import _unique_sums, all_names
 
 # ``name[indices] =`` at the start of a line: where a definition starts
 HEAD = re.compile(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[[^\[\]]*\]\s*=")
@@ -92,6 +92,10 @@ class Program:
     def indices(self) -> tuple[str, ...]:
         return self.output.indices
 
+    def consumers(self, name: str) -> tuple[str, ...]:
+        """The definitions that read ``name``, in order: its consumers, ``csmr`` of eq. 2."""
+        return tuple(d.name for d in self.definitions if name in d.arguments)
+
     @property
     def intermediates(self) -> tuple[str, ...]:
         """The names of the definitions before the last, in order."""
@@ -153,9 +157,7 @@ class Program:
         (its output indices by the read's, its sums renamed apart), so each intermediate is recomputed
         wherever it is read, as the report's single-expression form must (sec. 1). The result may be
         deeper than the parser's limits allow for text; :func:`tensoradbook.derive` still takes it."""
-        used = set(self.shapes)
-        for definition in self.definitions:
-            used |= set(definition.indices) | {n.index for n in postorder(definition.body) if isinstance(n, Sum)}
+        used = set().union(*(all_names(definition) for definition in self.definitions))
         bodies: dict[str, tuple[tuple[str, ...], Expr]] = {}
 
         def expand(node: Expr, children: list) -> Expr:
@@ -168,3 +170,8 @@ class Program:
         for definition in self.definitions:
             bodies[definition.name] = (definition.indices, rebuild(definition.body, expand))
         return Function(self.name, self.indices, bodies[self.name][1], self.shapes)
+
+
+def definitions_of(subject: Function | Program) -> tuple[Function, ...]:
+    """A program's definitions, or the function alone: what a forward pass computes, in order."""
+    return subject.definitions if isinstance(subject, Program) else (subject,)
