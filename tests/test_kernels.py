@@ -55,6 +55,11 @@ CORPUS = [SECTION_6] + [(text, shapes) for text, shapes, _ in PATTERNS] + [
      "else (0.1 * x[2 * u + r; 2 * v + s])))", {"f": (2, 3), "x": (4, 6)}),
     ("f[i] = min (max (x[i] - 1, -0.2), 0.3) * abs (y[i] - 1) + if {min{k}_0^i (y[k]) <= x[i]} then (erf (y[i])) "
      "else (round (x[i] * 3) + sign (x[i] - 1))", {"f": (4,), "x": (4,), "y": (4,)}),
+    # issue 14: selects whose branches loop run only the branch taken: per element, and per row of lanes
+    ("f[i; j] = if {x[i; j] > 0} then (sum{k}_0^2 (y[i; k] * x[k; j])) else (y[i; j])",
+     {"f": (3, 4), "x": (3, 4), "y": (3, 4)}),
+    ("f[i; j] = if {y[i; 0] > 0} then (sum{k}_0^2 (x[k; j] * y[k; i])) else (x[i; j] ** 2)",
+     {"f": (3, 4), "x": (3, 4), "y": (3, 4)}),
 ]
 RTOL, ATOL = 1e-10, 1e-13
 
@@ -325,6 +330,23 @@ def test_cpu_kernels_run_rows_where_the_last_index_reads_contiguously():
     assert "for _element in range(3):" in kernels_text["da_kernel"]   # one row per iteration
     for name in ("f_kernel", "dc_kernel", "dd_kernel"):
         assert "np.empty" not in kernels_text[name], name
+
+
+def test_a_maximum_scans_its_earlier_terms_only_at_its_extremal_elements():
+    """The gradient of a max reduction goes to its first extremal element (``first_extremum``): the scan of
+    the earlier terms runs inside the branch where the term reaches the maximum, so the kernel stays linear
+    in the reduction's length. Ties (every term equal) take the scan everywhere and still route right."""
+    fn = tab.parse("m[i] = max{j}_0^7 (s[i; j])", {"m": (3,), "s": (3, 8)})
+    grads = tab.derive(fn)
+    kernel = grads.source("numba").split("def ds_kernel")[1].split("\ndef ")[0]
+    branch, scan = kernel.index("if s[ds_0, ds_1] >= "), kernel.index("for j_before in range(")
+    assert branch < scan
+    rows = [np.linspace(-1, 1, 8), np.full(8, 0.5), np.array([0, 3, 1, 3, 2, 3, 0, 0.0])]
+    s, df = np.array(rows), np.array([1.0, 2.0, 3.0])
+    expected = np.zeros_like(s)
+    expected[np.arange(3), np.argmax(s, axis=1)] = df
+    for target in codegen.TARGETS:
+        np.testing.assert_array_equal(grads.compile(target)({"s": s}, df)["s"], expected, err_msg=target)
 
 
 def test_generated_modules_are_real_files(tmp_path, monkeypatch):

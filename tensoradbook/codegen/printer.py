@@ -20,7 +20,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..lang.expr import Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, free_indices, substitute
+from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, free_indices, postorder,
+                         substitute)
 from ..lang.names import fresh_name
 from ..lang.ops import OPERATIONS, REDUCTIONS
 
@@ -302,21 +303,28 @@ class KernelPrinter:
 
     def _print_Select(self, node: Select) -> str:
         """Both branches, then the one the comparison picks: no branch in the code, so rows of lanes stay
-        vectorisable (a branch reads only valid elements: index conditions guard themselves)."""
+        vectorisable (a branch reads only valid elements: index conditions guard themselves). Except where
+        a branch runs a loop and the comparison is the same for every lane: then only the branch taken
+        runs (a max's gradient scans the earlier terms only at the extremal element, not at every one)."""
         left, right = self.value(node.left), self.value(node.right)
-        then, otherwise = self.value(node.then), self.value(node.otherwise)
-        return self.choose(f"{left} {node.op} {right}", then, otherwise)
+        comparison = f"{left} {node.op} {right}"
+        if not self.varies(node) and any(_has_loop(branch) for branch in (node.then, node.otherwise)):
+            return self.branch(comparison, node.then, node.otherwise, self.varies(node))
+        return self.choose(comparison, self.value(node.then), self.value(node.otherwise))
 
     def choose(self, condition: str, then: str, otherwise: str) -> str:
         return f"({then} if {condition} else {otherwise})"
 
     def _print_If(self, node: If) -> str:
-        condition = self.condition(node.condition)
-        result, lanes = self.temp("c"), self.varies(node)
+        return self.branch(self.condition(node.condition), node.then, node.otherwise, self.varies(node))
+
+    def branch(self, condition: str, then: Expr, otherwise: Expr, lanes: bool) -> str:
+        """``then`` or ``otherwise`` as an ``if`` statement: only the branch taken is computed."""
+        result = self.temp("c")
         with self.block(f"if {condition}:"):
-            read = self.store(result, self.value(node.then), lanes)
+            read = self.store(result, self.value(then), lanes)
         with self.block("else:"):
-            self.store(result, self.value(node.otherwise), lanes)
+            self.store(result, self.value(otherwise), lanes)
         return read
 
 
@@ -380,9 +388,8 @@ class VectorPrinter(KernelPrinter):
     def choose(self, condition: str, then: str, otherwise: str) -> str:
         return f"np.where({condition}, {then}, {otherwise})"
 
-    def _print_If(self, node: If) -> str:
-        condition = self.condition(node.condition)
-        return f"np.where({condition}, {self.value(node.then)}, {self.value(node.otherwise)})"
+    def branch(self, condition: str, then: Expr, otherwise: Expr, lanes: bool) -> str:
+        return self.choose(condition, self.value(then), self.value(otherwise))
 
 
 def _identity_text(value: float, infinity: str) -> str:
@@ -390,6 +397,11 @@ def _identity_text(value: float, infinity: str) -> str:
     if abs(value) != float("inf"):
         return repr(value)
     return ("-" if value < 0 else "") + infinity
+
+
+def _has_loop(node: Expr) -> bool:
+    """Whether computing ``node`` runs a reduction loop."""
+    return any(isinstance(part, Sum) for part in postorder(node))
 
 
 def _parents_first(root: Expr) -> list[Expr]:

@@ -117,9 +117,11 @@ def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarra
     return total
 
 
-def _terms_per_element(fn) -> int:
+def _terms_per_element(fn, branch_taken: bool = False) -> int:
     """Per element of ``fn``'s output, an upper bound on the sums' iterations: each sum's range over the output
-    box times one plus the iterations of the sums in its body (nested sums multiply)."""
+    box times one plus the iterations of the sums in its body (nested sums multiply). With ``branch_taken``,
+    a comparison's select counts its cheaper branch alone, as a kernel runs only the branch taken where a
+    branch loops (the loop of a max's gradient runs at the extremal element alone): an estimate, not a bound."""
 
     def enter(node, intervals):
         if not node.children():
@@ -133,6 +135,9 @@ def _terms_per_element(fn) -> int:
         if isinstance(node, Sum):
             low, high = sum_range(node.lower, node.upper, intervals)
             return (high - low + 1) * (1 + children[0])
+        if branch_taken and isinstance(node, Select):
+            left, right, then, otherwise = children
+            return left + right + min(then, otherwise)
         return sum(children)
 
     box = {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])}
@@ -151,8 +156,8 @@ def work(fn) -> int:
 def element_terms(fn) -> int:
     """The work of computing ``fn`` element by element, as one thread per element does it (a kernel): every
     element counts 1 plus the iterations of the sums (and max / min reductions) inside it, bounded as in
-    :func:`work`, with no minimum per call."""
-    return math.prod(fn.shapes[fn.name]) * (1 + _terms_per_element(fn))
+    :func:`work` but for the branches a kernel skips, with no minimum per call."""
+    return math.prod(fn.shapes[fn.name]) * (1 + _terms_per_element(fn, branch_taken=True))
 
 
 def evaluate(fn, args: dict) -> np.ndarray:
