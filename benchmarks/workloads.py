@@ -94,7 +94,7 @@ from benchmarks.gradients import (  # noqa: E402
 )
 
 REPEATS = 7        # calls per quiet median, fewer (never under three) once a series has taken two seconds
-BUSY_REPEATS = 3   # calls per median with every CPU busy: enough to see a slowdown, not to rank
+BUSY_REPEATS = 11  # calls per median with every CPU busy: a descheduled thread costs a call tens of ms
 RTOL = 1e-9
 ATOL_SCALE = 1e-12  # atol = ATOL_SCALE * the largest magnitude of the value checked
 MIB = 2.0**20

@@ -320,6 +320,23 @@ def test_kernels_run_in_parallel_only_where_the_work_pays(monkeypatch):
         assert np.array_equal(value, parallel[name]), name
 
 
+def test_a_single_row_runs_in_parallel_blocks_of_lanes(monkeypatch):
+    """A column sum (a bias's gradient) is one row of lanes reading the rows of ``x`` contiguously; with work
+    that pays for threads it is cut into blocks of 64 lanes (the last one partial), each a ``prange``
+    iteration. Every element adds its terms in the same order: the same bits as on one thread."""
+    fn = tab.parse("db[j] = sum{i}_0^299 (x[i; j] * y[i; j] ** 2)", {"db": (300,), "x": (300, 300), "y": (300, 300)})
+    source = fn.kernel_source("numba")
+    assert "numba.prange(5)" in source and "_stop = min(_first + 64, 300)" in source
+    assert "for j in range(_first, _stop):" in source
+    args = random_arguments(fn, np.random.default_rng(5))
+    blocked = fn.compile("numba")(args)
+    np.testing.assert_allclose(blocked, fn.evaluate(args), rtol=RTOL, atol=ATOL)
+    monkeypatch.setattr(codegen.module, "PARALLEL_WORK", math.inf)
+    serial = fn.compile("numba")
+    assert "prange" not in serial.source and "for j in range(300):" in serial.source
+    assert np.array_equal(serial(args), blocked)
+
+
 def test_cpu_kernels_run_rows_where_the_last_index_reads_contiguously():
     """da[i; k] sums over j reading b[j; k]: a row of k is contiguous, so the row is the inner loop.
     f sums over k reading b[j; k] contiguously already; dc's condition and dd's bounds use the last index."""

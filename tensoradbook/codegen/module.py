@@ -33,8 +33,11 @@ from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import hoist_invariants
 from .contraction import Contraction, contraction_of, split_contractions
-from .printer import py_name
+from .printer import Lanes, py_name
 from .targets import BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, target_named
+
+LANE_BLOCK = 64  # lanes per block of a row, where rows are too few to share among threads (see _blocks)
+MIN_ROWS = 16
 
 FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 
@@ -60,7 +63,7 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
     params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
     body = hoist_invariants(fn.body)
     row = lane(fn, body) if target.lanes else None
-    count = _iterations(fn, row)
+    count, blocks = _iterations(fn, row), _blocks(fn, row)
     parallel = not serial and _parallel(fn, row)
     lines = [*target.decorator(parallel), f"def {name}({params}):"]
     if target.vector:
@@ -71,16 +74,22 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
         writer.share(body)
         writer.line(f"_out[...] = {writer.value(body)}")
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
+    if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
+        row = Lanes(row.name, LANE_BLOCK, "_first", "_stop")
     writer = target.printer(fn.shapes, all_names(fn), depth=2, lane=row)
     writer.active |= set(fn.indices)
     lines += target.element_loop(count, parallel)
-    _unflatten(writer, fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape, "_flat")
+    _unflatten(writer, fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape,
+               f"(_flat // {blocks})" if blocks > 1 else "_flat")
+    if blocks > 1:
+        writer.line(f"_first = _flat % {blocks} * {LANE_BLOCK}")
+        writer.line(f"_stop = min(_first + {LANE_BLOCK}, {shape[-1]})")
     top = len(writer.lines)
     writer.share(body)
     value = writer.value(body)
     where = ", ".join(py_name(i) for i in fn.indices) if shape else "0"
     if row:
-        with writer.block(f"for {py_name(row[0])} in range({row[1]}):"):
+        with writer.block(row.loop()):
             writer.line(f"_out[{where}] = {value}")
     else:
         writer.line(f"_out[{where}] = {value}")
@@ -88,18 +97,27 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
     return lines + writer.lines
 
 
-def _iterations(fn: Function, row: tuple[str, int] | None) -> int:
-    """How many times a kernel's loop runs: once per element, or per row of lanes."""
+def _blocks(fn: Function, row: Lanes | None) -> int:
+    """Into how many blocks of :data:`LANE_BLOCK` lanes a kernel cuts each row: one, unless it has fewer rows
+    than :data:`MIN_ROWS` and work that pays for threads (a bias's gradient, ``db[j] = sum{i} (dy[i; j])``, is
+    a single row: its blocks run in parallel, each reading contiguous pieces of the rows of ``dy``)."""
+    if row is None or size_of(fn.shapes[fn.name]) // row.width >= MIN_ROWS or element_terms(fn) < PARALLEL_WORK:
+        return 1
+    return -(-row.width // LANE_BLOCK)
+
+
+def _iterations(fn: Function, row: Lanes | None) -> int:
+    """How many times a kernel's loop runs: once per element, or per row (or block of a row) of lanes."""
     size = size_of(fn.shapes[fn.name])
-    return size // row[1] if row else size
+    return size // row.width * _blocks(fn, row) if row else size
 
 
-def _parallel(fn: Function, row: tuple[str, int] | None) -> bool:
+def _parallel(fn: Function, row: Lanes | None) -> bool:
     """Whether ``fn``'s kernel runs on several threads: more than one iteration, and work that pays for them."""
     return _iterations(fn, row) > 1 and element_terms(fn) >= PARALLEL_WORK
 
 
-def lane(fn: Function, body: Expr) -> tuple[str, int] | None:
+def lane(fn: Function, body: Expr) -> Lanes | None:
     """The last output index as lanes, where that reads memory more contiguously than any sum.
 
     Then a CPU thread computes a whole row: each sum loop runs once per row
@@ -107,11 +125,15 @@ def lane(fn: Function, body: Expr) -> tuple[str, int] | None:
     reads (``b[j; k]`` for consecutive ``k``) are contiguous and whose
     accumulators are independent, so the compiler can vectorise it. Each
     element still adds its terms in the same order: the same floats as
-    element by element. Only where the loops' bounds and the conditions do
-    not depend on the last index, and not for a 1-D output (one row would
-    leave nothing to run in parallel).
+    element by element. An element-wise body (no sums) runs by rows too: no
+    division of the element number per element, and what is the same along
+    a row (a layer norm's ``sqrt (v[n] + eps)``) is computed once per row.
+    A 1-D output is one row: a column sum (``db[j] = sum{i} (dy[i; j])``)
+    then reads its rows contiguously, cut into blocks (:func:`_blocks`) to
+    run on several threads. Only where the loops' bounds and the conditions
+    do not depend on the last index.
     """
-    if len(fn.indices) < 2:
+    if not fn.indices:
         return None
     last = fn.indices[-1]
     nodes = list(postorder(body))
@@ -121,10 +143,10 @@ def lane(fn: Function, body: Expr) -> tuple[str, int] | None:
             return None
         if isinstance(node, If) and any(last in atom.affine.names for atom in node.condition):
             return None
-    if not sums or memory_step(body, {last: 1}, fn.shapes) >= min(
+    if sums and memory_step(body, {last: 1}, fn.shapes) >= min(
             memory_step(body, {s.index: 1}, fn.shapes) for s in sums):
         return None
-    return last, fn.shapes[fn.name][-1]
+    return Lanes(last, fn.shapes[fn.name][-1])
 
 
 @dataclass(frozen=True)

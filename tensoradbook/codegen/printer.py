@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import keyword
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,13 +49,33 @@ def py_name(name: str) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class Lanes:
+    """A row of lanes: the output index ``name`` runs innermost, ``width`` values at a time (see
+    ``codegen.module.lane``), over its whole extent or, in a block of a row, from ``first`` up to ``stop``
+    (texts of the kernel's variables); per-lane values sit in arrays of ``width``."""
+
+    name: str
+    width: int
+    first: str | None = None
+    stop: str | None = None
+
+    def loop(self) -> str:
+        bounds = str(self.width) if self.first is None else f"{self.first}, {self.stop}"
+        return f"for {py_name(self.name)} in range({bounds}):"
+
+    def slot(self) -> str:
+        """The subscript of the current lane in a per-lane array."""
+        return py_name(self.name) + ("" if self.first is None else f" - {self.first}")
+
+
 class KernelPrinter:
     """Python statements computing one expression; :meth:`value` returns the text of its value and writes,
     before it, the statements it needs (sum loops, branches, shared temporaries)."""
 
     column = "scalar"  # which code template of the operation table (lang.ops.Operation) this printer writes
 
-    def __init__(self, shapes: dict, names: set[str], depth: int, lane: tuple[str, int] | None = None):
+    def __init__(self, shapes: dict, names: set[str], depth: int, lane: Lanes | None = None):
         self.shapes = shapes
         self.names = set(names)  # every tensor and index name the code may meet: fresh ones avoid them
         self.lines: list[str] = []
@@ -65,7 +86,8 @@ class KernelPrinter:
         self.keys: dict[int, tuple[Expr, int]] = {}  # id -> (node, key); the node is kept alive
         self.signatures: dict[tuple, int] = {}
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
-        self.lane, self.width = lane if lane else (None, 0)
+        self.lanes = lane
+        self.lane, self.width = (lane.name, lane.width) if lane else (None, 0)
         self.declarations: list[str] = []
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -80,10 +102,9 @@ class KernelPrinter:
             return name
         if op == "=" and f"{name} = np.empty({self.width})" not in self.declarations:
             self.declarations.append(f"{name} = np.empty({self.width})")
-        lane = py_name(self.lane)
-        with self.block(f"for {lane} in range({self.width}):"):
-            self.line(f"{name}[{lane}] {op} {text}")
-        return f"{name}[{lane}]"
+        with self.block(self.lanes.loop()):
+            self.line(f"{name}[{self.lanes.slot()}] {op} {text}")
+        return f"{name}[{self.lanes.slot()}]"
 
     def key(self, node: Expr) -> int:
         """A number per distinct subexpression (equal subtrees, equal numbers), found once per node object.
@@ -298,7 +319,7 @@ class KernelPrinter:
             term = self.value(node.body)
             if node.op == "sum":
                 return self.store(total, term, lanes, op="+=")
-            running = f"{total}[{py_name(self.lane)}]" if lanes else total
+            running = f"{total}[{self.lanes.slot()}]" if lanes else total
             return self.store(total, reduction.combine.format(running, term), lanes)
 
     def _print_Select(self, node: Select) -> str:
