@@ -124,10 +124,10 @@ def lane(fn: Function, body: Expr) -> Lanes | None:
     and the per-element work is an inner loop over the last index, whose
     reads (``b[j; k]`` for consecutive ``k``) are contiguous and whose
     accumulators are independent, so the compiler can vectorise it. Each
-    element still adds its terms in the same order: the same floats as
-    element by element. An element-wise body (no sums) runs by rows too: no
-    division of the element number per element, and what is the same along
-    a row (a layer norm's ``sqrt (v[n] + eps)``) is computed once per row.
+    element still adds its terms in the same order as element by element.
+    An element-wise body (no sums) runs by rows too: no division of the
+    element number per element, and what is the same along a row (a layer
+    norm's ``sqrt (v[n] + eps)``) is computed once per row.
     A 1-D output is one row: a column sum (``db[j] = sum{i} (dy[i; j])``)
     then reads its rows contiguously, cut into blocks (:func:`_blocks`) to
     run on several threads. Only where the loops' bounds and the conditions

@@ -7,7 +7,11 @@ the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which tar
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
 * ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
   (``parallel=True``) where a kernel's work pays for waking them (:data:`PARALLEL_WORK`), else a serial loop;
-  a definition that is a plain contraction is ``np.einsum`` instead (BLAS, :mod:`.contraction`);
+  a definition that is a plain contraction is ``np.einsum`` instead (BLAS, :mod:`.contraction`). Kernels are
+  compiled with ``fastmath={"reassoc"}`` alone: LLVM may then add a sum's terms in several running totals
+  at once (SIMD) rather than one after the other. The order is fixed when the kernel compiles, so the same
+  inputs give the same bits on every run; no other fast-math flag is set, so infinities and NaNs propagate
+  as in the reference;
 * ``"cuda"``: ``numba.cuda.jit``, one GPU thread per element (on the CUDA simulator when
   ``NUMBA_ENABLE_CUDASIM=1`` is set before numba is imported);
 * ``"numba-scatter"`` and ``"cuda-scatter"``: the baseline of eq. 40, a loop over the *forward*
@@ -101,8 +105,8 @@ class NumbaTarget(Target):
     lanes = True
     blas = True
     imports = ("import math", "", "import numba", "import numpy as np")
-    kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy")',)
-    serial_decorator = ('@numba.njit(cache=True, error_model="numpy")',)
+    kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy", fastmath={"reassoc"})',)
+    serial_decorator = ('@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc"})',)
 
     def decorator(self, parallel: bool) -> tuple[str, ...]:
         return self.kernel_decorator if parallel else self.serial_decorator
@@ -150,7 +154,7 @@ class NumbaScatterTarget(NumbaTarget):
     name = "numba-scatter"
     scatter = True
     blas = False  # the baseline of eq. 40 stays loops alone
-    scatter_decorator = ('@numba.njit(cache=True, error_model="numpy")',)
+    scatter_decorator = ('@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc"})',)
 
     def scatter_loop(self, count: int) -> list[str]:
         return [f"    for _flat in range({count}):"]
