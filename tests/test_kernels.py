@@ -179,6 +179,23 @@ def test_simplified_gradients_equal_the_reports(fn):
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-11, atol=1e-13)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(random_functions(), conditional_functions()))
+@example(tab.parse("f[i] = sum{k}_0^4 (if {i + k - 2 >= 0 and 3 - i - k >= 0 and i >= 1 and i <= 3} then "
+                   "(x[i + k - 2]) else (0))", {"f": (4,), "x": (4,)}))
+def test_kernel_bodies_equal_the_functions_on_their_box(fn):
+    """What a kernel computes (codegen.module.kernel_body: invariants hoisted, conditions decided on the
+    output's box gone, sums' gates as their bounds) has the function's values and its gradients'."""
+    grads = tab.derive(fn)
+    args, df = moderate_arguments(fn), np.random.default_rng(1).standard_normal(fn.shapes["f"])
+    for g in [fn, *grads.values()]:
+        assume(g.work <= MAX_WORK)
+        kernel = tab.Function(g.name, g.indices, codegen.module.kernel_body(g), g.shapes)
+        values = {**args, grads.adjoint_name: df}
+        np.testing.assert_allclose(kernel.evaluate(values), g.evaluate(values), rtol=1e-12, atol=1e-14,
+                                   err_msg=expr_text(kernel.body))
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(random_functions(), conditional_functions()))
 @example(tab.parse("f[i; j] = sum{k0}_0^i (sqrt (1 + x[0] ** 2))", {"f": (3, 2), "x": (1,)}))
@@ -338,15 +355,35 @@ def test_a_single_row_runs_in_parallel_blocks_of_lanes(monkeypatch):
 
 
 def test_cpu_kernels_run_rows_where_the_last_index_reads_contiguously():
-    """da[i; k] sums over j reading b[j; k]: a row of k is contiguous, so the row is the inner loop.
-    f sums over k reading b[j; k] contiguously already; dc's condition and dd's bounds use the last index."""
-    source = tab.derive(*SECTION_6).source("numba")
+    """Section 6's example summing over 10: da[i; k] sums over j reading b[j; k], a row of k is contiguous, so
+    the row is the inner loop. f sums over k reading b[j; k] contiguously already, and its rows of 4 are too
+    short to vectorise; dc's rows are too, and dd reads more contiguously along its sums."""
+    text = SECTION_6[0].replace("sum{k}_0^4", "sum{k}_0^9")
+    shapes = {"f": (3, 4), "a": (3, 10), "b": (4, 10), "c": (3, 3), "d": (12,)}
+    source = tab.derive(text, shapes).source("numba")
     kernels_text = {block.split("(")[0]: block for block in source.split("def ")[1:]}
-    assert "for da_1 in range(5):" in kernels_text["da_kernel"]
-    assert "for db_1 in range(5):" in kernels_text["db_kernel"]
+    assert "for da_1 in range(10):" in kernels_text["da_kernel"]
+    assert "for db_1 in range(10):" in kernels_text["db_kernel"]
     assert "for _element in range(3):" in kernels_text["da_kernel"]   # one row per iteration
     for name in ("f_kernel", "dc_kernel", "dd_kernel"):
         assert "np.empty" not in kernels_text[name], name
+    assert "np.uint64(" in kernels_text["f_kernel"] and "np.uint64(" not in kernels_text["da_kernel"]
+
+
+def test_sums_gated_on_the_last_index_run_each_term_on_the_lanes_it_is_in_range_for():
+    """A padded convolution's row: the border conditions on the lane index j become each term's range of
+    lanes (no branch in the lane loop), the ones on i bound the loop of p; its gradient's bounds on the lane
+    index likewise. Both equal the reference evaluator."""
+    text = ("y[i; j] = sum{p}_0^2 (sum{q}_0^2 (if {i + p - 1 >= 0 and 10 - i - p >= 0 and j + q - 1 >= 0 and "
+            "10 - j - q >= 0} then (w[p; q] * x[i + p - 1; j + q - 1]) else (0)))")
+    fn = tab.parse(text, {"y": (10, 10), "w": (3, 3), "x": (10, 10)})
+    grads = tab.derive(fn)
+    source = grads.source("numba")
+    kernels_text = {block.split("(")[0]: block for block in source.split("def ")[1:]}
+    assert "for p in range(max(0, -i + 1), min(2, -i + 10) + 1):" in kernels_text["y_kernel"]  # gates_as_bounds
+    assert "for j in range(max(0, -q + 1), min(10, -q + 10 + 1)):" in kernels_text["y_kernel"]
+    assert "for dx_1 in range(max(0, dx_z0 - 1), min(10, dx_z0 + 8 + 1)):" in kernels_text["dx_kernel"]
+    assert_matches_reference(fn, grads, "numba")
 
 
 def test_a_maximum_scans_its_earlier_terms_only_at_its_extremal_elements():
@@ -356,7 +393,7 @@ def test_a_maximum_scans_its_earlier_terms_only_at_its_extremal_elements():
     fn = tab.parse("m[i] = max{j}_0^7 (s[i; j])", {"m": (3,), "s": (3, 8)})
     grads = tab.derive(fn)
     kernel = grads.source("numba").split("def ds_kernel")[1].split("\ndef ")[0]
-    branch, scan = kernel.index("if s[ds_0, ds_1] >= "), kernel.index("for j_before in range(")
+    branch, scan = kernel.index("if s["), kernel.index("for j_before in range(")
     assert branch < scan
     rows = [np.linspace(-1, 1, 8), np.full(8, 0.5), np.array([0, 3, 1, 3, 2, 3, 0, 0.0])]
     s, df = np.array(rows), np.array([1.0, 2.0, 3.0])

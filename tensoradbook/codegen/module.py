@@ -31,13 +31,14 @@ from ..lang.function import Function
 from ..lang.names import all_names, apart
 from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
-from ..lang.simplify import hoist_invariants
+from ..lang.simplify import ZERO, decided_on, gates_as_bounds, hoist_invariants
 from .contraction import Contraction, contraction_of, split_contractions
 from .printer import Lanes, py_name
 from .targets import BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, target_named
 
 LANE_BLOCK = 64  # lanes per block of a row, where rows are too few to share among threads (see _blocks)
 MIN_ROWS = 16
+MIN_LANES = 8  # a shorter last dimension leaves too little to vectorise: its elements run one by one
 
 FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 
@@ -61,7 +62,7 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
     fn = apart(fn)  # f[x] = x[x]: the index x would overwrite the array x
     shape = tuple(fn.shapes[fn.name])
     params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
-    body = hoist_invariants(fn.body)
+    body = kernel_body(fn)
     row = lane(fn, body) if target.lanes else None
     count, blocks = _iterations(fn, row), _blocks(fn, row)
     parallel = not serial and _parallel(fn, row)
@@ -75,7 +76,7 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
         writer.line(f"_out[...] = {writer.value(body)}")
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
     if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
-        row = Lanes(row.name, LANE_BLOCK, "_first", "_stop")
+        row = Lanes(row.name, LANE_BLOCK, "_first", "_stop", row.extent, base="_first")
     writer = target.printer(fn.shapes, all_names(fn), depth=2, lane=row)
     writer.active |= set(fn.indices)
     lines += target.element_loop(count, parallel)
@@ -95,6 +96,14 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
         writer.line(f"_out[{where}] = {value}")
     writer.lines[top:top] = ["    " * 2 + d for d in writer.declarations]
     return lines + writer.lines
+
+
+def kernel_body(fn: Function) -> Expr:
+    """What a kernel computes for ``fn``: its body with invariants out of the loops
+    (:func:`~tensoradbook.lang.simplify.hoist_invariants`) and the conditions decided on the output's box gone
+    (a gradient's ``if {dx_3 >= 0 and 63 - dx_3 >= 0} ...``)."""
+    box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
+    return gates_as_bounds(decided_on(hoist_invariants(fn.body), box))
 
 
 def _blocks(fn: Function, row: Lanes | None) -> int:
@@ -128,25 +137,29 @@ def lane(fn: Function, body: Expr) -> Lanes | None:
     An element-wise body (no sums) runs by rows too: no division of the
     element number per element, and what is the same along a row (a layer
     norm's ``sqrt (v[n] + eps)``) is computed once per row.
-    A 1-D output is one row: a column sum (``db[j] = sum{i} (dy[i; j])``)
+    Sums whose bounds, or whose gate ``if {...} then (x) else (0)``, depend on
+    the last index run each term on the lanes it is in range for
+    (:func:`~.printer.lane_gated`): a padded convolution's borders, the
+    bounds Algorithm 4 gives its gradient. A 1-D output is one row: a column sum (``db[j] = sum{i} (dy[i; j])``)
     then reads its rows contiguously, cut into blocks (:func:`_blocks`) to
     run on several threads. Only where the loops' bounds and the conditions
     do not depend on the last index.
     """
-    if not fn.indices:
+    if not fn.indices or fn.shapes[fn.name][-1] < MIN_LANES:
         return None
     last = fn.indices[-1]
     nodes = list(postorder(body))
     sums = [node for node in nodes if isinstance(node, Sum)]
+    gates = {id(node.body) for node in sums if node.op == "sum"}  # if {...} then (x) else (0) as a sum's body
     for node in nodes:
-        if isinstance(node, Sum) and any(last in a.names for a in node.lower + node.upper):
-            return None
-        if isinstance(node, If) and any(last in atom.affine.names for atom in node.condition):
+        if isinstance(node, If) and any(last in atom.affine.names for atom in node.condition) and (
+                id(node) not in gates or node.otherwise != ZERO
+                or any(last in atom.affine.names and not atom.inequality for atom in node.condition)):
             return None
     if sums and memory_step(body, {last: 1}, fn.shapes) >= min(
             memory_step(body, {s.index: 1}, fn.shapes) for s in sums):
         return None
-    return Lanes(last, fn.shapes[fn.name][-1])
+    return Lanes(last, fn.shapes[fn.name][-1], extent=fn.shapes[fn.name][-1])
 
 
 @dataclass(frozen=True)
@@ -263,7 +276,7 @@ class Plan:
 
 
 def _runs_parallel(fn: Function, target: Target) -> bool:
-    return _parallel(fn, lane(fn, hoist_invariants(fn.body)) if target.lanes else None)
+    return _parallel(fn, lane(fn, kernel_body(fn)) if target.lanes else None)
 
 
 def plan_module(fns, target: Target) -> Plan:

@@ -16,8 +16,8 @@ code printers take a function table per language.
 from __future__ import annotations
 
 import keyword
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select
                          substitute)
 from ..lang.names import fresh_name
 from ..lang.ops import OPERATIONS, REDUCTIONS
+from ..lang.simplify import ZERO, if_
 
 # Names the generated code uses itself; user names that clash get a suffix.
 _RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter", "THREADS"}
@@ -59,6 +60,8 @@ class Lanes:
     width: int
     first: str | None = None
     stop: str | None = None
+    extent: int = 0  # the whole row's length (the output's last dimension)
+    base: str | None = None  # the lane stored first in the per-lane arrays, where not 0
 
     def loop(self) -> str:
         bounds = str(self.width) if self.first is None else f"{self.first}, {self.stop}"
@@ -66,7 +69,59 @@ class Lanes:
 
     def slot(self) -> str:
         """The subscript of the current lane in a per-lane array."""
-        return py_name(self.name) + ("" if self.first is None else f" - {self.first}")
+        return py_name(self.name) + ("" if self.base is None else f" - {self.base}")
+
+    def within(self, firsts: list[str], stops: list[str]) -> Lanes:
+        """These lanes cut to those at or above every text of ``firsts`` and below every one of ``stops``."""
+        first = self.first or "0"
+        stop = self.stop or str(self.width)
+        for text in firsts:
+            first = f"max({first}, {text})"
+        for text in stops:
+            stop = f"min({stop}, {text})"
+        return replace(self, first=first, stop=stop)
+
+
+def lane_gated(node: Sum, lane: str, extent: int) -> tuple[Sum, list[Atom], list[Atom]]:
+    """A reduction whose range depends on the lane index ``lane`` (``0 <= lane < extent``) as a loop over the
+    hull of its ranges for every lane, with the conditions a term's lanes then meet; a sum's gate
+    ``if {...} then (x) else (0)`` on the lane joins them, and its atoms free of the lane and of the sum's
+    index gate the whole loop (the third part). A term of a padded convolution's row
+    ``sum{q}_0^4 (if {j + q - 2 >= 0 and ...} then (...) else (0))`` runs only for the lanes ``j`` where it is
+    inside the image, so the lane loop has no branch and vectorises. Nothing for a sum free of ``lane``."""
+    k = Affine.index(node.index)
+    atoms, lower, upper = [], [], []
+    for bounds, hull, is_lower in ((node.lower, lower, True), (node.upper, upper, False)):
+        for a in bounds:
+            c = a.coefficient(lane)
+            if c == 0:
+                hull.append(a)
+                continue
+            atoms.append(Atom(k - a if is_lower else a - k, inequality=True))  # ceil(a) <= k <=> a <= k
+            at_least = (c > 0) == is_lower  # the lane where the bound is the loosest: 0 or the last
+            hull.append(a.substitute({lane: Affine.constant_value(0 if at_least else extent - 1)}))
+    body, outside = node.body, []
+    if node.op == "sum" and isinstance(body, If) and body.otherwise == ZERO and atoms_on(body, lane):
+        atoms += atoms_on(body, lane)
+        outside = [atom for atom in body.condition if not ({lane, node.index} & set(atom.affine.names))]
+        rest = [atom for atom in body.condition if atom not in atoms and atom not in outside]
+        body = if_(tuple(rest), body.then, ZERO)
+    return node.renewed(lower=tuple(lower), upper=tuple(upper), body=body), atoms, outside
+
+
+def atoms_on(node: If, lane: str) -> list[Atom]:
+    return [atom for atom in node.condition if lane in atom.affine.names]
+
+
+def lane_range(atoms: list[Atom], lane: str) -> tuple[list[Affine], list[Affine]]:
+    """The conditions ``c * lane + r >= 0`` as bounds: lower ``lane >= ceil(-r / c)`` for ``c > 0``, upper
+    ``lane <= floor(-r / c)`` for ``c < 0``."""
+    firsts, lasts = [], []
+    for atom in atoms:
+        c = atom.affine.coefficient(lane)
+        bound = (Affine.of({lane: c}) - atom.affine).scale(1 / c)
+        (firsts if c > 0 else lasts).append(bound)
+    return firsts, lasts
 
 
 class KernelPrinter:
@@ -103,8 +158,8 @@ class KernelPrinter:
         if op == "=" and f"{name} = np.empty({self.width})" not in self.declarations:
             self.declarations.append(f"{name} = np.empty({self.width})")
         with self.block(self.lanes.loop()):
-            self.line(f"{name}[{self.lanes.slot()}] {op} {text}")
-        return f"{name}[{self.lanes.slot()}]"
+            self.line(f"{name}[{self.slot()}] {op} {text}")
+        return f"{name}[{self.slot()}]"
 
     def key(self, node: Expr) -> int:
         """A number per distinct subexpression (equal subtrees, equal numbers), found once per node object.
@@ -218,6 +273,10 @@ class KernelPrinter:
             return f"{py_name(name)}[0]"
         return f"{py_name(name)}[{', '.join(indices)}]"
 
+    def slot(self) -> str:
+        """The subscript of the current lane in a per-lane array."""
+        return self.lanes.slot()
+
     # -- values --------------------------------------------------------------------------
     def lookup(self, node: Expr) -> str | None:
         key = self.key(node)
@@ -298,15 +357,23 @@ class KernelPrinter:
 
     def _print_Sum(self, node: Sum) -> str:
         total = self.temp("s")
-        low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
             fresh = fresh_name(node.index, self.names)
             node = node.renewed(index=fresh, body=substitute(node.body, {node.index: Affine.index(fresh)}))
+        outer, gates, outside = self.lanes, [], []
+        if self.lanes is not None:
+            node, gates, outside = lane_gated(node, self.lane, self.lanes.extent)
+        low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         with self.binding(node.index):
-            return self.loop(node, total, low, high)
+            try:
+                return self.loop(node, total, low, high, gates, outside)
+            finally:
+                self.lanes = outer
 
-    def loop(self, node: Sum, total: str, low: str, high: str) -> str:
-        """The reduction as a loop accumulating into ``total`` (per lane where the body varies across lanes)."""
+    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), outside=()) -> str:
+        """The reduction as a loop accumulating into ``total`` (per lane where the body varies across lanes);
+        each term only on the lanes that meet ``gates``, and none unless ``outside`` holds (see
+        :func:`lane_gated`)."""
         lanes = self.varies(node)
         reduction = REDUCTIONS[node.op]
         start = _identity_text(reduction.identity, "math.inf")
@@ -315,11 +382,18 @@ class KernelPrinter:
             self.line(f"{total}[:] = {start}")
         else:
             self.line(f"{total} = {start}")
-        with self.block(f"for {py_name(node.index)} in range({low}, {high} + 1):"):
+        with ExitStack() as scope:
+            if outside:
+                scope.enter_context(self.block(f"if {self.condition(tuple(outside))}:"))
+            scope.enter_context(self.block(f"for {py_name(node.index)} in range({low}, {high} + 1):"))
+            if gates:
+                firsts, lasts = lane_range(gates, self.lane)
+                self.lanes = self.lanes.within([self.affine(a, floor=False) for a in firsts],
+                                               [f"{self.affine(a)} + 1" for a in lasts])
             term = self.value(node.body)
             if node.op == "sum":
                 return self.store(total, term, lanes, op="+=")
-            running = f"{total}[{self.lanes.slot()}]" if lanes else total
+            running = f"{total}[{self.slot()}]" if lanes else total
             return self.store(total, reduction.combine.format(running, term), lanes)
 
     def _print_Select(self, node: Select) -> str:
@@ -350,13 +424,29 @@ class KernelPrinter:
 
 
 class ScalarPrinter(KernelPrinter):
-    """Numba on the CPU: one output element (or one row of lanes) per iteration of a ``prange``."""
+    """Numba on the CPU: one output element (or one row of lanes) per iteration of a ``prange``.
+
+    Subscripts are unsigned (``x[np.uint64(i + p - 2)]``): every read the kernels make is in range (the
+    bounds and conditions of the derivation see to it), and Numba then leaves out its check for negative
+    indices, whose branch on every read keeps LLVM from vectorising loops with variable bounds (a padded
+    convolution's gradient, about ten times slower)."""
+
+    def element(self, name: str, indices) -> str:
+        if self.lanes is not None:  # rows of lanes vectorise as they are, and slower with unsigned subscripts
+            return super().element(name, indices)
+        return super().element(name, [f"np.uint64({index})" for index in indices])
 
 
 class CudaPrinter(ScalarPrinter):
     """Numba CUDA: one output element per GPU thread, with the device functions of the operation table."""
 
     column = "cuda"
+
+    def element(self, name: str, indices) -> str:
+        return KernelPrinter.element(self, name, indices)
+
+    def slot(self) -> str:
+        return KernelPrinter.slot(self)
 
 
 class VectorPrinter(KernelPrinter):
@@ -388,8 +478,8 @@ class VectorPrinter(KernelPrinter):
         # numpy scalars: 1e308 ** 7.25 is inf and 1.0 / 0 is inf, as in the reference
         return f"np.float64({float(node.value)!r})"
 
-    def loop(self, node: Sum, total: str, low: str, high: str) -> str:
-        index = py_name(node.index)
+    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), outside=()) -> str:
+        index = py_name(node.index)  # no lanes here: no gates
         reduction = REDUCTIONS[node.op]
         identity = _identity_text(reduction.identity, "np.inf")
         combine = f"np.{reduction.numpy}"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, postorder, rebuild, substitute
+from .expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, postorder, rebuild, substitute,
+                   with_children)
 from .limits import MAX_INTEGER
 from .ops import COMPARISONS
 
@@ -307,6 +308,55 @@ def hoist_invariants(node: Expr) -> Expr:
     Idempotent: hoisting the result again changes nothing.
     """
     return rebuild(node, _hoisted)
+
+
+def gates_as_bounds(node: Expr) -> Expr:
+    """Sums whose body is ``if {c} then (x) else (0)`` with atoms ``a * k + b >= 0`` in the sum's index ``k``
+    take those atoms as bounds (``k >= ceil(-b / a)`` for ``a > 0``, ``k <= floor(-b / a)`` for ``a < 0``), as
+    Fourier-Motzkin turns conditions into bounds (eqs. 22-26), and the atoms free of ``k`` gate the whole sum:
+    the same terms in the same order, but the loop no longer visits the zeros (a padded convolution's
+    borders) and has no branch inside."""
+    return rebuild(node, _gated_bounds)
+
+
+def _gated_bounds(node: Expr, children: list[Expr]) -> Expr:
+    node = with_children(node, children)
+    if not (isinstance(node, Sum) and node.op == "sum" and isinstance(node.body, If) and node.body.otherwise == ZERO):
+        return node
+    lower, upper, kept, outside = list(node.lower), list(node.upper), [], []
+    for atom in node.body.condition:
+        c = atom.affine.coefficient(node.index)
+        if c == 0:
+            outside.append(atom)
+        elif not atom.inequality:
+            kept.append(atom)
+        else:
+            bound = (Affine.of({node.index: c}) - atom.affine).scale(1 / c)  # c * k >= c * k - affine
+            (lower if c > 0 else upper).append(bound)
+    if len(kept) == len(node.body.condition):
+        return node
+    tightened = node.renewed(lower=tuple(dict.fromkeys(lower)), upper=tuple(dict.fromkeys(upper)),
+                             body=if_(tuple(kept), node.body.then, ZERO))
+    return if_(tuple(outside), tightened, ZERO)
+
+
+def decided_on(node: Expr, ranges: dict) -> Expr:
+    """``node`` with the conditions' atoms that hold for every index value in the box ``ranges`` (name ->
+    (least, greatest)) dropped, and the branches of those that hold for none taken (:func:`atom_truth`)."""
+
+    def step(current: Expr, children: list[Expr]) -> Expr:
+        current = with_children(current, children)
+        if not isinstance(current, If):
+            return current
+        truths = [atom_truth(atom, ranges) for atom in current.condition]
+        if False in truths:
+            return current.otherwise
+        if True not in truths:
+            return current
+        return if_(tuple(a for a, truth in zip(current.condition, truths) if truth is None), current.then,
+                   current.otherwise)
+
+    return rebuild(node, step)
 
 
 def _hoisted(node: Expr, children: list[Expr]) -> Expr:
