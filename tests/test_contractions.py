@@ -1,6 +1,6 @@
 """Plain contractions go to BLAS (tensoradbook.codegen.contraction): which definitions are recognized, and that
-the numba target's einsum gives what the reference evaluator gives, for random contractions and their derived
-gradients (which Algorithm 4 gives as contractions again)."""
+the numba target's tensordot or einsum gives what the reference evaluator gives, for random contractions and
+their derived gradients (which Algorithm 4 gives as contractions again)."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import codegen
-from tensoradbook.codegen.contraction import contraction_of
+from tensoradbook.codegen.contraction import Contraction, contraction_of
+
+BLAS = "# a plain contraction: BLAS"  # the generated module's comment on each tensordot or einsum
 
 
 def parse(text, shapes):
@@ -36,6 +38,28 @@ def test_contractions_are_recognized(text, shapes, subscripts, scale):
     assert found is not None and found.subscripts == subscripts and found.scale == scale
 
 
+@pytest.mark.parametrize("subscripts, call", [
+    ("ab,bc->ac", "np.tensordot(x, y, axes=([1], [0]))"),
+    ("ab,cb->ca", "np.tensordot(y, x, axes=([1], [1]))"),   # swapped: the output row-major as it comes
+    ("abc,cb->a", "np.tensordot(x, y, axes=([1, 2], [1, 0]))"),
+    ("ab,ac->bc", "np.tensordot(x, y, axes=([0], [0]))"),
+    ("ab,bc->ca", "np.tensordot(y, x, axes=([0], [1]))"),
+    ("abc,cd->bad", "np.einsum"),                            # the output's order is neither operands'
+    ("ab,ab->a", "np.einsum"),                               # a batch index: not one product
+    ("ab,bc,cd->ad", "np.einsum"),
+])
+def test_contractions_are_written_as_row_major_blas_products(subscripts, call):
+    rng = np.random.default_rng(0)
+    inputs = subscripts.split("->")[0].split(",")
+    sizes = dict(zip("abcd", (2, 3, 4, 5)))
+    arrays = [rng.standard_normal([sizes[letter] for letter in term]) for term in inputs]
+    code = Contraction(subscripts, ("x", "y", "z")[:len(inputs)], 2).code(["x", "y", "z"][:len(inputs)])
+    assert call in code
+    value = eval(code, {"np": np, "x": arrays[0], "y": arrays[1], "z": arrays[-1]})
+    assert value.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(value, 2 * np.einsum(subscripts, *arrays), rtol=1e-13)
+
+
 @pytest.mark.parametrize("text, shapes", [
     ("f[i; j] = sum{k}_0^3 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),   # part of k's range
     ("f[i; j] = sum{k}_0^4 (a[i; k + 1] * b[k; j])", {"f": (3, 4), "a": (3, 6), "b": (5, 4)}),  # an offset
@@ -52,7 +76,7 @@ def test_other_definitions_stay_kernels(text, shapes, blas_for_all):
     fn = parse(text, shapes)
     assert contraction_of(fn) is None
     source = fn.compile("numba").source
-    assert "np.einsum" not in source and "f_kernel" in source
+    assert BLAS not in source and "f_kernel" in source
 
 
 @st.composite
@@ -85,7 +109,7 @@ def test_random_contractions_equal_the_reference(blas_for_all, case, seed):
     fn = parse(text, shapes)
     if shapes["f"]:
         assert contraction_of(fn) is not None, text
-        assert "np.einsum" in fn.compile("numba").source
+        assert BLAS in fn.compile("numba").source
     rng = np.random.default_rng(seed)
     args = {name: rng.standard_normal(fn.shapes[name]) for name in fn.arguments}
     np.testing.assert_allclose(fn.compile("numba")(args), fn.evaluate(args), rtol=1e-12, atol=1e-12)
@@ -99,8 +123,8 @@ def test_random_contractions_equal_the_reference(blas_for_all, case, seed):
 def test_a_matrix_product_and_its_gradients_are_blas_calls(blas_for_all):
     fn = parse("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)})
     source = tab.derive(fn).source("numba")
-    assert source.count("np.einsum(") == 4 and "_kernel" not in source  # f twice (forward, _values), da, db
-    assert "np.einsum" not in tab.derive(fn).source("numba-scatter")  # the baseline stays loops
+    assert source.count("np.tensordot(") == 4 and "_kernel" not in source  # f twice (forward, _values), da, db
+    assert BLAS not in tab.derive(fn).source("numba-scatter")  # the baseline stays loops
     program = parse("h[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])\ng[i; j] = exp (h[i; j])",
                     {"h": (3, 4), "g": (3, 4), "a": (3, 5), "b": (5, 4)})
     grads = tab.derive(program)
@@ -119,7 +143,7 @@ def test_contractions_inside_a_definition_are_split_off(blas_for_all):
     dense = parse("y[i; j] = log (1 + exp (sum{k}_0^4 (w[j; k] * x[i; k]) + b[j]))",
                   {"y": (3, 4), "w": (4, 5), "x": (3, 5), "b": (4,)})
     source = dense.compile("numba").source
-    assert "y_c = np.ascontiguousarray(np.einsum('ab,cb->ca', w, x" in source and "def y_kernel(y_c, b, _out)" in source
+    assert "y_c = np.tensordot(x, w, axes=([1], [1]))" in source and "def y_kernel(y_c, b, _out)" in source
     grads = tab.derive(dense)
     rng = np.random.default_rng(2)
     args = {name: rng.standard_normal(dense.shapes[name]) for name in dense.arguments}
@@ -135,17 +159,17 @@ def test_small_contractions_and_modules_of_mostly_parallel_loops_keep_kernels():
     work than its contractions, no BLAS: its spinning threads and Numba's would wait for each other's cores;
     where the contractions do more, BLAS has the threads and every kernel loops serially."""
     small = parse("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)})
-    assert "np.einsum" not in tab.derive(small).source("numba")
+    assert BLAS not in tab.derive(small).source("numba")
     large = parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j])", {"f": (64, 64), "a": (64, 64), "b": (64, 64)})
-    assert tab.derive(large).source("numba").count("np.einsum(") == 4
+    assert tab.derive(large).source("numba").count(BLAS) == 4
     shapes = {"f": (64, 64), "a": (64, 64), "b": (64, 64), "p": (64, 32), "q": (64, 32)}
     mostly_loops = parse("f[i; j] = sum{k}_0^63 ((a[i; k] - b[j; k]) ** 2) + sum{m}_0^31 (p[i; m] * q[j; m])", shapes)
     source = mostly_loops.compile("numba").source
-    assert "parallel=True" in source and "np.einsum" not in source
+    assert "parallel=True" in source and BLAS not in source
     mostly_products = parse("f[i; j] = sum{k}_0^63 (exp (a[i; k] - b[j; k])) + sum{k}_0^63 (sum{m}_0^31 "
                             "(a[i; k] * b[j; k] * p[i; m] * q[j; m]))", shapes)
     source = mostly_products.compile("numba").source
-    assert "np.einsum" in source and "parallel=True" not in source
+    assert BLAS in source and "parallel=True" not in source
 
 
 def test_a_bias_reads_the_adjoint_its_layer_keeps():

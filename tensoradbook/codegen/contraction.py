@@ -39,6 +39,27 @@ class Contraction:
     operands: tuple[str, ...]
     scale: float | int = 1
 
+    def code(self, operands: list[str]) -> str:
+        """numpy code of the contraction over the operands' texts, C-contiguous. Two operands whose free
+        indices are the output's, in order (``a[i; k] * b[j; k]`` -> ``[i; j]``, or swapped), are one
+        ``np.tensordot``: a BLAS product written straight into a row-major result, where ``einsum`` may give a
+        transposed view that then costs a copy as long as the product. Anything else is ``np.einsum``."""
+        inputs, output = self.subscripts.split("->")
+        terms = inputs.split(",")
+        value = None
+        if len(terms) == 2 and all(len(set(t)) == len(t) for t in terms):
+            summed = [letter for letter in terms[0] if letter in terms[1] and letter not in output]
+            free = [[letter for letter in t if letter not in summed] for t in terms]
+            batch = set(free[0]) & set(free[1])
+            for first, second in ((0, 1), (1, 0)):
+                if not batch and "".join(free[first] + free[second]) == output and len(set(output)) == len(output):
+                    axes = ([terms[first].index(x) for x in summed], [terms[second].index(x) for x in summed])
+                    value = f"np.tensordot({operands[first]}, {operands[second]}, axes={axes!r})"
+                    break
+        if value is None:
+            value = f"np.ascontiguousarray(np.einsum({self.subscripts!r}, {', '.join(operands)}, optimize=True))"
+        return value if self.scale == 1 else f"{self.scale!r} * {value}"
+
 
 #: a contraction split off a definition: the tensor it makes, and how
 Part = tuple[Function, Contraction]

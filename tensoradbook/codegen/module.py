@@ -265,7 +265,7 @@ def _header(fns: list[Function], target: Target) -> list[str]:
 
 @dataclass(frozen=True)
 class Plan:
-    """How a module computes its functions: ``whole`` maps a function that is a plain contraction to its einsum;
+    """How a module computes its functions: ``whole`` maps a function that is a plain contraction to its BLAS call;
     ``parts`` a function to the contractions split off its body (computed first, by BLAS) and ``kernels`` to the
     function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads."""
 
@@ -280,7 +280,7 @@ def _runs_parallel(fn: Function, target: Target) -> bool:
 
 
 def plan_module(fns, target: Target) -> Plan:
-    """BLAS (``np.einsum``) for the plain contractions of at least :data:`BLAS_WORK` element-terms, whole
+    """BLAS (``np.tensordot``) for the plain contractions of at least :data:`BLAS_WORK` element-terms, whole
     definitions or split off (:mod:`.contraction`), where they are the larger part of the module's work; then
     every kernel runs serially. OpenBLAS's threads spin for a while after each call and Numba's after each
     parallel kernel: interleaved, each waits for the other's cores (a dense layer's gradients ran 2.5 times
@@ -315,21 +315,17 @@ def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
     return lines
 
 
-def _einsum(out: str, contraction: Contraction) -> str:
-    operands = ", ".join(py_name(name) for name in contraction.operands)
-    value = f"np.einsum({contraction.subscripts!r}, {operands}, optimize=True)"
-    if contraction.scale != 1:
-        value = f"{contraction.scale!r} * {value}"
-    return f"{out} = np.ascontiguousarray({value})  # a plain contraction: BLAS"
+def _blas(out: str, contraction: Contraction) -> str:
+    return f"{out} = {contraction.code([py_name(name) for name in contraction.operands])}  # a plain contraction: BLAS"
 
 
 def _compute(target: Target, fn: Function, plan: Plan) -> list[str]:
-    """``fn``'s output allocated, and its kernel launched to fill it; a contraction is one ``np.einsum``, and the
+    """``fn``'s output allocated, and its kernel launched to fill it; a contraction is one BLAS call, and the
     contractions split off ``fn`` come first."""
     out = py_name(fn.name)
     if fn.name in plan.whole:
-        return [_einsum(out, plan.whole[fn.name])]
-    lines = [_einsum(py_name(part.name), found) for part, found in plan.parts.get(fn.name, ())]
+        return [_blas(out, plan.whole[fn.name])]
+    lines = [_blas(py_name(part.name), found) for part, found in plan.parts.get(fn.name, ())]
     kernel = plan.kernels.get(fn.name, fn)
     args = ", ".join([py_name(a) for a in kernel.arguments] + [out])
     return lines + [target.allocate(out, fn.shapes[fn.name]),

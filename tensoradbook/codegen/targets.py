@@ -7,7 +7,7 @@ the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which tar
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
 * ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
   (``parallel=True``) where a kernel's work pays for waking them (:data:`PARALLEL_WORK`), else a serial loop;
-  a definition that is a plain contraction is ``np.einsum`` instead (BLAS, :mod:`.contraction`). Kernels are
+  a definition that is a plain contraction is a BLAS call instead (:mod:`.contraction`). Kernels are
   compiled with ``fastmath={"reassoc"}`` alone: LLVM may then add a sum's terms in several running totals
   at once (SIMD) rather than one after the other. The order is fixed when the kernel compiles, so the same
   inputs give the same bits on every run; no other fast-math flag is set, so infinities and NaNs propagate
@@ -31,7 +31,7 @@ THREADS_PER_BLOCK = 128
 #: a busy one, where each waits for a thread the scheduler has put aside; below this much work (about 0.1 ms on
 #: one core) the serial loop is done first. The loop and its arithmetic are the same either way: so are the bits.
 PARALLEL_WORK = 1 << 16
-#: Element-terms from which a plain contraction goes to BLAS (``np.einsum``, :mod:`.contraction`): below, numpy's
+#: Element-terms from which a plain contraction goes to BLAS (``np.tensordot``, :mod:`.contraction`): below, numpy's
 #: call overhead (tens of microseconds) costs more than the kernel's loop.
 BLAS_WORK = 1 << 16
 
@@ -55,7 +55,7 @@ class Target:
     scatter = False       # the gradients are one scatter kernel (eq. 40) rather than one gather kernel each
     lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
     on_gpu = False        # runs on an NVIDIA GPU (or Numba's CUDA simulator)
-    blas = False          # plain contractions as np.einsum (BLAS) rather than kernels (codegen.contraction)
+    blas = False          # plain contractions as BLAS calls rather than kernels (codegen.contraction)
     imports: tuple[str, ...] = ()
     kernel_decorator: tuple[str, ...] = ()
 
