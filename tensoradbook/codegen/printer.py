@@ -355,8 +355,10 @@ class KernelPrinter:
             return "(" + " * ".join([left] * int(exponent)) + ")"
         return self.template(node.op).format(left, self.value(node.right))
 
-    def _print_Sum(self, node: Sum) -> str:
-        total = self.temp("s")
+    def _print_Sum(self, node: Sum, into: str | None = None, lanes: bool | None = None) -> str:
+        """A reduction's loop into a new total, or, for a sum directly inside a sum, ``into`` the outer one's
+        (``lanes``: whether that total is per lane)."""
+        total = into or self.temp("s")
         if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
             fresh = fresh_name(node.index, self.names)
             node = node.renewed(index=fresh, body=substitute(node.body, {node.index: Affine.index(fresh)}))
@@ -366,21 +368,24 @@ class KernelPrinter:
         low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         with self.binding(node.index):
             try:
-                return self.loop(node, total, low, high, gates, outside)
+                return self.loop(node, total, low, high, gates, outside, lanes, fresh=into is None)
             finally:
                 self.lanes = outer
 
-    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), outside=()) -> str:
-        """The reduction as a loop accumulating into ``total`` (per lane where the body varies across lanes);
-        each term only on the lanes that meet ``gates``, and none unless ``outside`` holds (see
-        :func:`lane_gated`)."""
-        lanes = self.varies(node)
+    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), outside=(), lanes=None,
+             fresh=True) -> str:
+        """The reduction as a loop accumulating into ``total`` (per lane where the body varies across lanes, or
+        as ``lanes`` says), which starts at the identity if ``fresh``; each term only on the lanes that meet
+        ``gates``, and none unless ``outside`` holds (see :func:`lane_gated`). A sum per lane whose body is a
+        sum adds the inner terms straight into its total: no inner total, no pass adding it up per lane (one
+        element's nested sums keep their totals: LLVM vectorises the innermost as a reduction of its own)."""
+        lanes = self.varies(node) if lanes is None else lanes
         reduction = REDUCTIONS[node.op]
         start = _identity_text(reduction.identity, "math.inf")
-        if lanes:
+        if fresh and lanes:
             self.declarations.append(f"{total} = np.empty({self.width})")
             self.line(f"{total}[:] = {start}")
-        else:
+        elif fresh:
             self.line(f"{total} = {start}")
         with ExitStack() as scope:
             if outside:
@@ -390,6 +395,8 @@ class KernelPrinter:
                 firsts, lasts = lane_range(gates, self.lane)
                 self.lanes = self.lanes.within([self.affine(a, floor=False) for a in firsts],
                                                [f"{self.affine(a)} + 1" for a in lasts])
+            if lanes and node.op == "sum" and isinstance(node.body, Sum) and node.body.op == "sum":
+                return self._print_Sum(node.body, into=total, lanes=lanes)
             term = self.value(node.body)
             if node.op == "sum":
                 return self.store(total, term, lanes, op="+=")
@@ -478,8 +485,9 @@ class VectorPrinter(KernelPrinter):
         # numpy scalars: 1e308 ** 7.25 is inf and 1.0 / 0 is inf, as in the reference
         return f"np.float64({float(node.value)!r})"
 
-    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), outside=()) -> str:
-        index = py_name(node.index)  # no lanes here: no gates
+    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), outside=(), lanes=None,
+             fresh=True) -> str:
+        index = py_name(node.index)  # no lanes here: no gates, and every sum its own total
         reduction = REDUCTIONS[node.op]
         identity = _identity_text(reduction.identity, "np.inf")
         combine = f"np.{reduction.numpy}"
