@@ -433,6 +433,42 @@ def test_numba_reuses_its_disk_cache_in_a_new_process(tmp_path):
     assert runs[1]["misses"] == 0 and runs[1]["hits"] > 0    # loaded, not compiled again
 
 
+HELPER_PROBE = """
+import json, os
+import numpy as np
+import tensoradbook as tab
+from tensoradbook.codegen import compile as compiled_code
+compiled_code.HELPER_KERNELS = 2
+os.getloadavg = lambda: (0.0, 0.0, 0.0)  # an idle machine: the helper runs
+fn = tab.parse("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))",
+               {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)})
+grads = tab.derive(fn)
+grad = grads.compile("numba")
+kernels = {name: getattr(grad.module, name) for name in grad.module.KERNEL_ARRAYS}
+typed = all(len(k.signatures) == 1 for k in kernels.values())  # before any call
+hits = sum(len(k.stats.cache_hits) for k in kernels.values())
+rng = np.random.default_rng(0)
+args = {name: rng.standard_normal(fn.shapes[name]) for name in fn.arguments}
+df = rng.standard_normal((3, 4))
+ours, expected = grad(args, df), grads.evaluate(args, df)
+same = all(np.allclose(ours[name], expected[name], rtol=1e-10, atol=1e-13) for name in expected)
+print(json.dumps({"kernels": len(kernels), "typed": typed, "hits": hits, "same": same,
+                  "signatures": sum(len(k.signatures) for k in kernels.values())}))
+"""
+
+
+def test_a_helper_process_compiles_half_the_kernels_of_a_cold_start(tmp_path):
+    """codegen.compile.precompile: every kernel typed when the module loads, every second one of those not in
+    the disk cache compiled by a helper process meanwhile, which this process then loads from the cache
+    (its hits); the first call brings no new compilation, and the values are the reference's."""
+    env = dict(os.environ, TENSORADBOOK_CACHE=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", HELPER_PROBE], env=env, capture_output=True, text=True,
+                         check=True, cwd=REPO).stdout.splitlines()[-1]
+    run = json.loads(out)
+    assert run["typed"] and run["same"] and run["signatures"] == run["kernels"] >= 4
+    assert run["hits"] == run["kernels"] // 2
+
+
 def test_bad_arguments_are_reported():
     fn = tab.parse(*SECTION_6)
     grad = tab.derive(fn).compile("numpy")

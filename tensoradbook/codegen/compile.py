@@ -11,6 +11,10 @@ does not do.
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -24,6 +28,71 @@ from ..lang.program import definitions_of
 from .module import Sweep, function_source, gradients_source, module_functions, scatter_reads
 from .printer import py_name
 from .targets import GATHER_TARGETS, TARGETS, storage_shape, target_named
+
+
+#: Seconds to wait for the helper process of :func:`precompile` before compiling its share here instead.
+HELPER_TIMEOUT_S = 300
+#: Kernels not in the disk cache from which a helper process pays: starting one (Python, numpy, Numba) costs
+#: about as much as compiling a kernel, so it takes half of at least four.
+HELPER_KERNELS = 4
+
+_HELPER = """
+import importlib.util, json, sys
+from numba import types
+path, name, jobs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+spec = importlib.util.spec_from_file_location(name, path)
+module = importlib.util.module_from_spec(spec)
+sys.modules[name] = module
+spec.loader.exec_module(module)
+for kernel, dimensions in jobs.items():
+    getattr(module, kernel).compile(tuple(types.Array(types.float64, n, "C") for n in dimensions))
+"""
+
+
+def precompile(module) -> None:
+    """Type and compile every kernel of a generated Numba module now, for the float64 C-order arrays the module
+    passes (its ``KERNEL_ARRAYS``), rather than one by one at the first call: each is loaded from Numba's disk
+    cache where it is there. Where :data:`HELPER_KERNELS` or more are not and a CPU is idle (the load average
+    below the CPUs this process may use, less a half), a helper process compiles every second one into that
+    cache meanwhile (Numba's compiler is Python, one core per process), and this one then loads them: the
+    report's example starts in 2.7 s rather than 3.5 s. Arrays of other types (a
+    read-only input) still compile at the call that brings them."""
+    from numba import types
+
+    signatures = {name: tuple(types.Array(types.float64, n, "C") for n in dimensions)
+                  for name, dimensions in module.KERNEL_ARRAYS.items()}
+    cold = sorted((name for name in signatures if not _cached(getattr(module, name))),
+                  key=lambda name: not getattr(module, name).targetoptions.get("parallel"))  # slowest first
+    cpus = len(os.sched_getaffinity(0))
+    shared = cold[1::2] if len(cold) >= HELPER_KERNELS and os.getloadavg()[0] < cpus - 0.5 else []
+    helper = None
+    if shared:
+        jobs = json.dumps({name: module.KERNEL_ARRAYS[name] for name in shared})
+        try:
+            helper = subprocess.Popen([sys.executable, "-c", _HELPER, module.__file__, module.__name__, jobs],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError:  # no interpreter to start: compile them all here
+            shared = []
+    for name, signature in signatures.items():
+        if name not in shared:
+            getattr(module, name).compile(signature)
+    if helper is not None:
+        try:
+            helper.wait(HELPER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            helper.kill()
+            helper.wait()
+    for name in shared:  # from the disk cache where the helper compiled it, else compiled here
+        getattr(module, name).compile(signatures[name])
+
+
+def _cached(dispatcher) -> bool:
+    """Whether Numba's disk cache holds code for ``dispatcher`` (its index file exists). Where Numba's cache
+    is laid out otherwise than this knows, say so: no helper process is then started for nothing."""
+    try:
+        return os.path.exists(dispatcher._cache._cache_file._index_path)
+    except AttributeError:
+        return True
 
 
 def _arrays(fn: Function | Program, args, vector: bool, adjoint: tuple[str, object] | None = None) -> list[np.ndarray]:
@@ -44,6 +113,8 @@ class CompiledFunction:
         self.source = function_source(fn, target)
         self.module = load_module(self.source)
         self.path = self.module.__file__
+        if self.kind.precompiled:
+            precompile(self.module)
 
     def __call__(self, args: dict) -> np.ndarray:
         arrays = self.kind.to_device(_arrays(self.function, args, self.kind.vector))
@@ -65,6 +136,8 @@ class CompiledGradients:
         self.source = gradients_source(grads, target)
         self.module = load_module(self.source)
         self.path = self.module.__file__
+        if self.kind.precompiled:
+            precompile(self.module)
 
     def _inputs(self, args, adjoint: tuple[str, object] | None = None) -> list:
         return self.kind.to_device(_arrays(self.gradients.function, args, self.kind.vector, adjoint))

@@ -34,7 +34,8 @@ from ..lang.printer import expr_text, to_text
 from ..lang.simplify import ZERO, decided_on, gates_as_bounds, hoist_invariants
 from .contraction import Contraction, contraction_of, split_contractions
 from .printer import Lanes, py_name
-from .targets import BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, target_named
+from .targets import (BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, storage_shape,
+                      target_named)
 
 LANE_BLOCK = 64  # lanes per block of a row, where rows are too few to share among threads (see _blocks)
 MIN_ROWS = 16
@@ -315,6 +316,24 @@ def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
     return lines
 
 
+def _arrays_table(kernels: dict[str, list[tuple]]) -> list[str]:
+    """``KERNEL_ARRAYS``: per kernel the dimensions of its array parameters (all float64, C order), with which
+    :func:`~tensoradbook.codegen.compile.precompile` types and compiles every kernel before the first call."""
+    rows = {name: tuple(len(storage_shape(tuple(shape), vector=False)) for shape in shapes)
+            for name, shapes in kernels.items()}
+    return [f"KERNEL_ARRAYS = {rows!r}", ""]
+
+
+def _kernel_shapes(fns: dict[str, Function], plan: Plan) -> dict[str, list[tuple]]:
+    """The shapes of each element kernel's parameters (its arguments, then ``_out``)."""
+    shapes = {}
+    for name, fn in fns.items():
+        if fn.name not in plan.whole:
+            kernel = plan.kernels.get(fn.name, fn)
+            shapes[name] = [kernel.shapes[a] for a in kernel.arguments] + [kernel.shapes[kernel.name]]
+    return shapes
+
+
 def _blas(out: str, contraction: Contraction) -> str:
     return f"{out} = {contraction.code([py_name(name) for name in contraction.operands])}  # a plain contraction: BLAS"
 
@@ -350,8 +369,11 @@ def function_source(fn: Function | Program, target: str = "numba") -> str:
     definitions = definitions_of(fn)
     lines = _header(list(definitions), kind)
     plan = plan_module(definitions, kind)
-    lines += _kernels({f"{py_name(definition.name)}_kernel": definition for definition in definitions}, kind, plan)
+    kernels = {f"{py_name(definition.name)}_kernel": definition for definition in definitions}
+    lines += _kernels(kernels, kind, plan)
     lines += _forward_entry(fn, kind, plan)
+    if kind.precompiled:
+        lines += _arrays_table(_kernel_shapes(kernels, plan))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -378,6 +400,11 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     lines += kind.guarded(_backward_statements(sweep, kind, plan))
     outputs = {name: py_name(g.name) for name, g in sweep.outputs.items()}
     lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
+    if kind.precompiled:
+        shapes = _kernel_shapes({**first, **(gather if not kind.scatter else {})}, plan)
+        for step, _, kernel in sweep.steps if kind.scatter else ():
+            shapes[kernel] = [*scatter_reads(step).values(), *(g.shapes[g.name] for g in step.functions.values())]
+        lines += ["", ""] + _arrays_table(shapes)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -55,6 +55,7 @@ class Target:
     scatter = False       # the gradients are one scatter kernel (eq. 40) rather than one gather kernel each
     lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
     on_gpu = False        # runs on an NVIDIA GPU (or Numba's CUDA simulator)
+    precompiled = False   # kernels typed and compiled when the module loads (codegen.compile.precompile)
     blas = False          # plain contractions as BLAS calls rather than kernels (codegen.contraction)
     imports: tuple[str, ...] = ()
     kernel_decorator: tuple[str, ...] = ()
@@ -104,6 +105,7 @@ class NumbaTarget(Target):
     printer = ScalarPrinter
     lanes = True
     blas = True
+    precompiled = True
     imports = ("import math", "", "import numba", "import numpy as np")
     kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy", fastmath={"reassoc"})',)
     serial_decorator = ('@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc"})',)
