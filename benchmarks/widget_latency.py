@@ -38,14 +38,19 @@ REPEATS interactions, each timed alone:
   alternating program and greedy order: cut, blocks, check and bars afresh.
 
 The beta changes walk through distinct values, so every one is computed and
-drawn afresh. Run: ``python benchmarks/widget_latency.py``.
+drawn afresh. Every widget is measured twice in one run: on the machine as it is, and with one CPU-bound
+process per CPU beside (a shared class server). Run:
+``python benchmarks/widget_latency.py [--json benchmarks/results/widget_latency.json]``.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tensoradbook.exercises.ch11_capstone import network
 from tensoradbook.widgets import DerivationExplorer, GradientLab, GraphView, KernelLattice, PolytopeView, SmithStepper
 from tensoradbook.widgets import ProgramGraph
@@ -182,23 +187,53 @@ def lump_order_change() -> float:
     return median_ms(lambda _: None, lambda k: explorer.set_order("greedy" if k % 2 == 0 else "program"))
 
 
-def main() -> None:
-    for name, measure in (("SmithStepper", step_forward),
-                          ("KernelLattice", lambda: beta_change(KernelLattice)),
-                          ("PolytopeView", lambda: beta_change(PolytopeView)),
-                          ("GraphView", graph_step),
-                          ("ProgramGraph", program_step),
-                          ("DerivationExplorer", preset_switch),
-                          ("GradientLab", gradient_run),
-                          ("TwoFactorExplorer", two_factor_slider),
-                          ("ChainTable", chain_cell_click),
-                          ("ScheduleView", schedule_bound_change),
-                          ("MemoryBudget", memory_slider),
-                          ("StepInverse", step_inverse_slider),
-                          ("RegisterMachine", register_mode_switch),
-                          ("NewtonDemo", newton_start_slider),
-                          ("LumpExplorer", lump_order_change)):
-        print(f"{name} {measure():.1f}")
+def main(argv=None) -> None:
+    """Each widget's median on the machine as it is, then again with one CPU-bound process per CPU beside this
+    one (a shared class server: the fair share of two CPUs is about 2x), and the ratio; ``--json PATH`` also
+    records them with the machine and its load."""
+    import argparse
+    import json
+    import os
+
+    from benchmarks.demo_kernels import busy_cpus
+    from benchmarks.gradients import machine
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
+    options = parser.parse_args(argv)
+    load_before = os.getloadavg()
+    quiet = {name: measure() for name, measure in WIDGETS}
+    spinners = busy_cpus()
+    try:
+        busy = {name: measure() for name, measure in WIDGETS}
+    finally:
+        for spinner in spinners:
+            spinner.terminate()
+    print(f"median ms per interaction, quiet (load average {load_before[0]:.2f} before) and with "
+          f"{len(spinners)} CPU-bound processes beside (busy)")
+    for name, _ in WIDGETS:
+        print(f"{name} {quiet[name]:.1f} busy {busy[name]:.1f} ({busy[name] / max(quiet[name], 1e-9):.1f}x)")
+    if options.json:
+        with open(options.json, "w") as out:
+            json.dump({"machine": machine(), "load_average_before": load_before, "busy_processes": len(spinners),
+                       "quiet_ms": quiet, "busy_ms": busy}, out, indent=1)
+
+
+WIDGETS = (("SmithStepper", step_forward),
+           ("KernelLattice", lambda: beta_change(KernelLattice)),
+           ("PolytopeView", lambda: beta_change(PolytopeView)),
+           ("GraphView", graph_step),
+           ("ProgramGraph", program_step),
+           ("DerivationExplorer", preset_switch),
+           ("GradientLab", gradient_run),
+           ("TwoFactorExplorer", two_factor_slider),
+           ("ChainTable", chain_cell_click),
+           ("ScheduleView", schedule_bound_change),
+           ("MemoryBudget", memory_slider),
+           ("StepInverse", step_inverse_slider),
+           ("RegisterMachine", register_mode_switch),
+           ("NewtonDemo", newton_start_slider),
+           ("LumpExplorer", lump_order_change))
 
 
 if __name__ == "__main__":
