@@ -403,6 +403,18 @@ def test_a_maximum_scans_its_earlier_terms_only_at_its_extremal_elements():
         np.testing.assert_array_equal(grads.compile(target)({"s": s}, df)["s"], expected, err_msg=target)
 
 
+def test_sums_equal_but_for_their_index_names_are_computed_once():
+    """Derivations name the indices of copies of one reduction apart (max{s} and max{s_1}); the kernels compute
+    such sums once. Nested sums keep their indices apart: x[i; k, l] and x[i; l, k] are not merged."""
+    fn = tab.parse("f[i] = sum{k}_0^3 (x[i; k]) * sum{l}_0^3 (x[i; l]) + sum{k}_0^3 (sum{l}_0^3 (x[i; k] * y[k; l]))"
+                   " - sum{l}_0^3 (sum{k}_0^3 (x[i; l] * y[l; k])) + sum{k}_0^3 (sum{l}_0^3 (x[i; l] * y[k; l]))",
+                   {"f": (3,), "x": (3, 4), "y": (4, 4)})
+    source = fn.kernel_source("numba")
+    assert source.count("in range(0, 3 + 1):") == 5, source  # 1 for the first two sums, 2 + 2 for the nested
+    args = random_arguments(fn, np.random.default_rng(6))
+    np.testing.assert_allclose(fn.compile("numba")(args), fn.evaluate(args), rtol=RTOL, atol=ATOL)
+
+
 def test_generated_modules_are_real_files(tmp_path, monkeypatch):
     monkeypatch.setenv("TENSORADBOOK_CACHE", str(tmp_path))
     fn = tab.parse("f[i] = x[i] * 3", {"f": (4,), "x": (4,)})

@@ -140,6 +140,7 @@ class KernelPrinter:
         self.repeated: set[int] = set()  # keys of the nodes that occur more than once
         self.keys: dict[int, tuple[Expr, int]] = {}  # id -> (node, key); the node is kept alive
         self.signatures: dict[tuple, int] = {}
+        self.renamed: dict[int, tuple] = {}  # id of a reduction -> (it, its canonical index, its body renamed)
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
         self.lanes = lane
         self.lane, self.width = (lane.name, lane.width) if lane else (None, 0)
@@ -174,15 +175,29 @@ class KernelPrinter:
             if id(current) in self.keys:
                 pending.pop()
                 continue
-            children = current.children()
+            fields, children = self.canonical(current)
             missing = [child for child in children if id(child) not in self.keys]
             if missing:
                 pending += missing
                 continue
             pending.pop()
-            signature = (type(current), *current.own_fields(), *(self.keys[id(child)][1] for child in children))
+            signature = (type(current), *fields, *(self.keys[id(child)][1] for child in children))
             self.keys[id(current)] = (current, self.signatures.setdefault(signature, len(self.signatures)))
         return self.keys[id(node)][1]
+
+    def canonical(self, node: Expr) -> tuple[tuple, tuple]:
+        """``node``'s own fields and children as its key sees them: a reduction's index renamed by how many
+        reductions its body holds (a name no tensor or index has), so sums equal but for the name of their
+        index, as derivations write them (``max{s}`` and ``max{s_1}`` of the same terms), share one key and
+        are computed once. Along a chain of nested reductions the counts differ, so no two indices meet."""
+        if not isinstance(node, Sum):
+            return node.own_fields(), node.children()
+        if id(node) not in self.renamed:
+            inner = sum(isinstance(part, Sum) for part in postorder(node.body))
+            index = f"\0{inner}"
+            self.renamed[id(node)] = (node, index, substitute(node.body, {node.index: Affine.index(index)}))
+        _, index, body = self.renamed[id(node)]
+        return (index, node.lower, node.upper, node.op), (body,)
 
     def share(self, root: Expr) -> None:
         """Compute operations that occur more than once in ``root`` (read as a tree) into temporaries."""
