@@ -433,10 +433,12 @@ def set_up(title: str, threads: int, more: Callable[[], str] = lambda: "") -> tu
     skipped. Returns that note, the peers (:func:`import_peers`) and why peak memory is unavailable (None where
     it is not)."""
     thread_note = confine(threads)
+    # The peers first: where Numba's OpenMP threads start before PyTorch loads, PyTorch's kernels ran 3 to 7
+    # times slower in this process (a convolution's gradients 20 ms against 2.8 ms), ours no faster.
+    available = import_peers(threads)
     import numba
 
     numba.set_num_threads(threads)
-    available = import_peers(threads)
     print(title)
     thread_note += more()
     print(f"numpy {np.__version__}, numba {numba.__version__}; {thread_note}")
