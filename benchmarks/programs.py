@@ -8,8 +8,8 @@ index conditions, ``if {i + p - 1 >= 0 and ...} then (...) else (0)``), ``y`` is
 ``s`` the softmax over all of ``y``'s elements. Each phase runs in a fresh Python process (this file with
 ``--worker``), on the numba target, and reports its stages: ``import`` (the interpreter's start and
 ``import tensoradbook``), ``parse``, ``derive`` (the program's gradients and the simplified form the kernels
-run), ``compile`` (the generated module written and imported), ``first call`` (numba compiles every kernel, or
-loads it from its disk cache, then the forward pass and all gradients run once) and ``process``, the whole
+run), ``compile`` (the generated module written and imported, and numba compiles every kernel, or loads it
+from its disk cache), ``first call`` (the forward pass and all gradients run once) and ``process``, the whole
 process from its start:
 
 * cold: a new, empty cache directory (``TENSORADBOOK_CACHE``), so every kernel compiles;
