@@ -275,7 +275,7 @@ def measure(size, available, repeats, memory, against_reference):
     """Check, time and measure every implementation at ``size``; the figures as a dict."""
     fn, grads, args, df = example(size)
     mine = ours(fn, grads, args, df)
-    expected = mine.result()  # the first call compiles (or loads the kernels from numba's cache)
+    expected = mine.result()  # ours() compiled the kernels (or loaded them from numba's cache)
     record = {"size": {"I": size[0], "J": size[1], "K": size[2]}, "implementations": {}}
     if against_reference:  # the reference evaluator is slow: only at the smallest size
         reference = (fn.evaluate(args), grads.evaluate(args, df))

@@ -470,7 +470,7 @@ def measure(case: Case, available, repeats, memory, against_reference):
     """Check, time and measure every implementation of ``case``: its record and the implementations, which
     the busy pass times again."""
     mine = ours(case)
-    expected = mine.result()  # the first call compiles (or loads the kernels from numba's cache)
+    expected = mine.result()  # ours() compiled the kernels (or loaded them from numba's cache)
     record = {"label": case.label, "text": str(case.subject), "wrt": list(case.wrt), "implementations": {}}
     if against_reference:  # the reference evaluator is slow: only at the SMALL size
         reference = (case.subject.evaluate(case.args), derived(case).evaluate(case.args, case.df))
