@@ -384,6 +384,12 @@ def test_sums_gated_on_the_last_index_run_each_term_on_the_lanes_it_is_in_range_
     assert "for j in range(max(0, -q + 1), min(10, -q + 10 + 1)):" in kernels_text["y_kernel"]
     assert "for dx_1 in range(max(0, dx_z0 - 1), min(10, dx_z0 + 8 + 1)):" in kernels_text["dx_kernel"]
     assert_matches_reference(fn, grads, "numba")
+    # one row in parallel blocks of lanes (see above): each term's lanes are cut to its block too
+    row = tab.parse("y[j] = sum{i}_0^299 (sum{q}_0^4 (if {j + q - 2 >= 0 and 301 - j - q >= 0} then "
+                    "(w[i; q] * x[i; j + q - 2]) else (0)))", {"y": (300,), "w": (300, 5), "x": (300, 300)})
+    assert "for j in range(max(_first, -q + 2), min(_stop, -q + 301 + 1)):" in row.kernel_source("numba")
+    args = random_arguments(row, np.random.default_rng(7))
+    np.testing.assert_allclose(row.compile("numba")(args), row.evaluate(args), rtol=1e-12)
 
 
 def test_a_maximum_scans_its_earlier_terms_only_at_its_extremal_elements():
