@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -69,28 +68,17 @@ def network_gradients():
 
 
 def start_worker() -> None:
-    """One start in this process: derive, compile and take one step; the stages as one JSON line."""
-    from benchmarks.programs import since_start
+    """One start in this process: derive, compile and take one step (benchmarks.programs.start_worker)."""
+    from benchmarks.programs import start_worker as timed_worker
 
-    started = since_start()
-    import tensoradbook  # noqa: F401 -- the import is a stage of its own
+    def one_step():
+        _, grads = network_gradients()
+        step = grads.compile("numba")
+        X_train, y_train, _, _ = digits()
+        args = {**initial_weights(), "X": X_train[:BATCH], "T": np.eye(10)[y_train[:BATCH]]}
+        step(args, 1.0, step.values(args))
 
-    imported = since_start()
-    _, grads = network_gradients()
-    step = grads.compile("numba")
-    X_train, y_train, _, _ = digits()
-    args = {**initial_weights(), "X": X_train[:BATCH], "T": np.eye(10)[y_train[:BATCH]]}
-    step(args, 1.0, step.values(args))
-    finished = since_start()
-    print(json.dumps({"import_s": imported, "after_imports_s": finished - imported, "process_s": finished,
-                      "interpreter_s": started}))
-
-
-def start(cache: str) -> dict:
-    env = {**os.environ, "TENSORADBOOK_CACHE": cache}
-    out = subprocess.run([sys.executable, __file__, "--start-worker"], env=env, capture_output=True, text=True,
-                         check=True, timeout=600)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    timed_worker(one_step)
 
 
 class Ours:
@@ -227,13 +215,14 @@ def main(argv=None) -> None:
 
     from benchmarks.demo_kernels import busy_cpus
     from benchmarks.gradients import machine
+    from benchmarks.programs import timed_start
 
     print(__doc__.splitlines()[0])
     load_before = os.getloadavg()
     print(f"batch {BATCH}, {FILTERS} filters; numba target, {os.cpu_count()} CPUs; load average before "
           f"{load_before[0]:.2f} (other processes inflate the times)")
     with tempfile.TemporaryDirectory() as cache:
-        cold, warm = start(cache), start(cache)
+        cold, warm = timed_start(__file__, cache), timed_start(__file__, cache)
         os.environ["TENSORADBOOK_CACHE"] = cache  # this process loads the kernels the starts compiled
         for label, record in (("cold start", cold), ("warm start", warm)):
             print(f"{label:<12} whole process {record['process_s']:.2f} s, after importing tensoradbook "

@@ -115,6 +115,27 @@ def worker(kind: str, repeats: int) -> None:
             report(stage, statistics.median(times), calls=repeats, threads=threads)
 
 
+def start_worker(work) -> None:
+    """Time one start of this process: the interpreter, ``import tensoradbook``, then ``work()`` (derive, compile,
+    one call); the stages as one JSON line on stdout, for :func:`timed_start`."""
+    started = since_start()
+    import tensoradbook  # noqa: F401 -- the import is a stage of its own
+
+    imported = since_start()
+    work()
+    finished = since_start()
+    print(json.dumps({"import_s": imported, "after_imports_s": finished - imported, "process_s": finished,
+                      "interpreter_s": started}))
+
+
+def timed_start(script: str, cache: str) -> dict:
+    """``script --start-worker`` in a fresh process on the kernel cache directory ``cache``: its stages."""
+    env = {**os.environ, "TENSORADBOOK_CACHE": cache}
+    out = subprocess.run([sys.executable, script, "--start-worker"], env=env, capture_output=True, text=True,
+                         check=True, timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def since_start() -> float:
     """Seconds since this process started (Linux: its start time in /proc/self/stat, in clock ticks)."""
     with open("/proc/self/stat") as stat:

@@ -74,6 +74,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,6 +107,7 @@ SCATTER_PEER_RATIO_GOAL = 0.5  # the same where the peers' adjoint is a scatter
 BLAS_RATIO_GOAL = 1.5          # the matrix product / numpy's
 CHEAP_GRADIENT_GOAL = 3.0      # forward plus gradients / forward alone
 BUSY_GOAL = 3.0                # forward plus gradients with every CPU busy / quiet
+COLD_START_GOAL_S = 3.0        # the report's example at its LARGE size derived and compiled, an empty kernel cache
 
 
 @dataclass
@@ -623,6 +625,8 @@ GOAL_TITLES = {
     "blas": f"matrix product within {BLAS_RATIO_GOAL:.1f}x of numpy's matmul (forward, fwd+grads)",
     "cheap_gradient": f"fwd+grads at most {CHEAP_GRADIENT_GOAL:.1f}x the forward",
     "busy": f"with every CPU busy, fwd+grads at most {BUSY_GOAL:.1f}x slower than quiet",
+    "cold_start": f"the report's example derived and compiled, from an empty kernel cache, in at most "
+                  f"{COLD_START_GOAL_S:.0f} s after imports (the capstone's: benchmarks/capstone.py)",
 }
 
 
@@ -637,8 +641,28 @@ def print_goals(verdicts, judged_size):
             print(f"    {name:<20} {_ratio(row['value']):>6}  (goal <= {row['goal']:.1f})  {verdict}")
 
 
+def example_start() -> None:
+    """The report's example at its LARGE size parsed, derived, compiled for numba and called once."""
+    workload = WORKLOADS[0]
+    case = workload.make(workload.sizes["LARGE"])
+    derived(case).compile("numba")(case.args, case.df)
+
+
+def cold_start() -> dict:
+    """Starts of :func:`example_start` in fresh processes: on an empty kernel cache, then on the one it filled."""
+    from benchmarks.programs import timed_start
+
+    with tempfile.TemporaryDirectory() as cache:
+        return {"cold": timed_start(__file__, cache), "warm": timed_start(__file__, cache)}
+
+
 def main(argv=None):
+    if argv is None and "--start-worker" in sys.argv[1:]:
+        from benchmarks.programs import start_worker
+
+        return start_worker(example_start)
     options = options_of(argv, __doc__.splitlines()[0], "only the SMALL sizes, one call per median (a smoke run)")
+    starts = None if options.quick else cold_start()  # first, while no thread of this process runs
 
     every_cpu = os.sched_getaffinity(0)
     thread_note, available, memory = set_up(__doc__.splitlines()[0], options.threads,
@@ -669,6 +693,13 @@ def main(argv=None):
     print(f"\n  busy/quiet: fwd+grads with {spinners} CPU-bound processes beside, over quiet")
     judged_size = sizes[-1]
     verdicts = goals(results, judged_size)
+    if starts is not None:
+        for label, start in starts.items():
+            print(f"  the report's example, {label} start: whole process {start['process_s']:.2f} s, after "
+                  f"importing tensoradbook {start['after_imports_s']:.2f} s (derive, compile, one call)")
+        cold = starts["cold"]["after_imports_s"]
+        verdicts["cold_start"] = {"example": {"value": cold, "goal": COLD_START_GOAL_S,
+                                              "met": cold <= COLD_START_GOAL_S}}
     print_goals(verdicts, judged_size if not options.quick else f"{judged_size} (--quick: not the goals' LARGE)")
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f}")
@@ -680,6 +711,7 @@ def main(argv=None):
                        "load_average": {"before": load_before, "after": load_after},
                        "memory_method": memory or "VmHWM reset via /proc/self/clear_refs",
                        "skipped": {name: error for name, error in available.items() if error},
+                       "starts": starts,
                        "workloads": {workload.key: {"title": workload.title,
                                                     "scatter_adjoint": workload.scatter_adjoint,
                                                     "sizes": {size: {**record, "figures": figures_of(record)}

@@ -54,8 +54,8 @@ def precompile(module) -> None:
     passes (its ``KERNEL_ARRAYS``), rather than one by one at the first call: each is loaded from Numba's disk
     cache where it is there. Where :data:`HELPER_KERNELS` or more are not and a CPU is idle (the load average
     below the CPUs this process may use, less a half), a helper process compiles every second one into that
-    cache meanwhile (Numba's compiler is Python, one core per process), and this one then loads them: the
-    report's example starts in 2.7 s rather than 3.5 s. Arrays of other types (a
+    cache meanwhile (Numba's compiler is Python, one core per process), and this one then loads them (the
+    report's example at 256 x 256 compiles in about 2.7 s rather than 3.5 s). Arrays of other types (a
     read-only input) still compile at the call that brings them."""
     from numba import types
 
