@@ -110,6 +110,7 @@ def lane_gated(node: Sum, lane: str, extent: int) -> tuple[Sum, list[Atom], list
 
 
 def atoms_on(node: If, lane: str) -> list[Atom]:
+    """The atoms of ``node``'s condition that name the lane index."""
     return [atom for atom in node.condition if lane in atom.affine.names]
 
 
@@ -159,8 +160,8 @@ class KernelPrinter:
         if op == "=" and f"{name} = np.empty({self.width})" not in self.declarations:
             self.declarations.append(f"{name} = np.empty({self.width})")
         with self.block(self.lanes.loop()):
-            self.line(f"{name}[{self.slot()}] {op} {text}")
-        return f"{name}[{self.slot()}]"
+            self.line(f"{name}[{self.lanes.slot()}] {op} {text}")
+        return f"{name}[{self.lanes.slot()}]"
 
     def key(self, node: Expr) -> int:
         """A number per distinct subexpression (equal subtrees, equal numbers), found once per node object.
@@ -288,10 +289,6 @@ class KernelPrinter:
             return f"{py_name(name)}[0]"
         return f"{py_name(name)}[{', '.join(indices)}]"
 
-    def slot(self) -> str:
-        """The subscript of the current lane in a per-lane array."""
-        return self.lanes.slot()
-
     # -- values --------------------------------------------------------------------------
     def lookup(self, node: Expr) -> str | None:
         key = self.key(node)
@@ -415,7 +412,7 @@ class KernelPrinter:
             term = self.value(node.body)
             if node.op == "sum":
                 return self.store(total, term, lanes, op="+=")
-            running = f"{total}[{self.slot()}]" if lanes else total
+            running = f"{total}[{self.lanes.slot()}]" if lanes else total
             return self.store(total, reduction.combine.format(running, term), lanes)
 
     def _print_Select(self, node: Select) -> str:
@@ -426,7 +423,7 @@ class KernelPrinter:
         left, right = self.value(node.left), self.value(node.right)
         comparison = f"{left} {node.op} {right}"
         if not self.varies(node) and any(_has_loop(branch) for branch in (node.then, node.otherwise)):
-            return self.branch(comparison, node.then, node.otherwise, self.varies(node))
+            return self.branch(comparison, node.then, node.otherwise, lanes=False)
         return self.choose(comparison, self.value(node.then), self.value(node.otherwise))
 
     def choose(self, condition: str, then: str, otherwise: str) -> str:
@@ -464,11 +461,8 @@ class CudaPrinter(ScalarPrinter):
 
     column = "cuda"
 
-    def element(self, name: str, indices) -> str:
+    def element(self, name: str, indices) -> str:  # signed subscripts: a GPU thread has no loop to vectorise
         return KernelPrinter.element(self, name, indices)
-
-    def slot(self) -> str:
-        return KernelPrinter.slot(self)
 
 
 class VectorPrinter(KernelPrinter):
