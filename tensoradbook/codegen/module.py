@@ -101,8 +101,9 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
 
 def kernel_body(fn: Function) -> Expr:
     """What a kernel computes for ``fn``: its body with invariants out of the loops
-    (:func:`~tensoradbook.lang.simplify.hoist_invariants`) and the conditions decided on the output's box gone
-    (a gradient's ``if {dx_3 >= 0 and 63 - dx_3 >= 0} ...``)."""
+    (:func:`~tensoradbook.lang.simplify.hoist_invariants`), the conditions decided on the output's box gone
+    (a gradient's ``if {dx_3 >= 0 and 63 - dx_3 >= 0} ...``) and the gates of sums as their bounds
+    (:func:`~tensoradbook.lang.simplify.gates_as_bounds`)."""
     box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
     return gates_as_bounds(decided_on(hoist_invariants(fn.body), box))
 
@@ -137,14 +138,15 @@ def lane(fn: Function, body: Expr) -> Lanes | None:
     element still adds its terms in the same order as element by element.
     An element-wise body (no sums) runs by rows too: no division of the
     element number per element, and what is the same along a row (a layer
-    norm's ``sqrt (v[n] + eps)``) is computed once per row.
-    Sums whose bounds, or whose gate ``if {...} then (x) else (0)``, depend on
-    the last index run each term on the lanes it is in range for
+    norm's ``sqrt (v[n] + eps)``) is computed once per row. Sums whose
+    bounds, or whose gate ``if {...} then (x) else (0)``, depend on the last
+    index run each term on the lanes it is in range for
     (:func:`~.printer.lane_gated`): a padded convolution's borders, the
-    bounds Algorithm 4 gives its gradient. A 1-D output is one row: a column sum (``db[j] = sum{i} (dy[i; j])``)
-    then reads its rows contiguously, cut into blocks (:func:`_blocks`) to
-    run on several threads. Only where the loops' bounds and the conditions
-    do not depend on the last index.
+    bounds Algorithm 4 gives its gradient. A 1-D output is one row: a column
+    sum (``db[j] = sum{i} (dy[i; j])``) then reads its rows contiguously, cut
+    into blocks (:func:`_blocks`) to run on several threads. Not where a row
+    is shorter than :data:`MIN_LANES`, nor where another condition depends on
+    the last index (a branch per lane would not vectorise).
     """
     if not fn.indices or fn.shapes[fn.name][-1] < MIN_LANES:
         return None
