@@ -25,7 +25,7 @@ from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select
                          substitute)
 from ..lang.names import fresh_name
 from ..lang.ops import OPERATIONS, REDUCTIONS
-from ..lang.simplify import ZERO, if_
+from ..lang.simplify import ZERO, atom_as_bound, if_
 
 # Names the generated code uses itself; user names that clash get a suffix.
 _RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter", "THREADS"}
@@ -115,13 +115,11 @@ def atoms_on(node: If, lane: str) -> list[Atom]:
 
 
 def lane_range(atoms: list[Atom], lane: str) -> tuple[list[Affine], list[Affine]]:
-    """The conditions ``c * lane + r >= 0`` as bounds: lower ``lane >= ceil(-r / c)`` for ``c > 0``, upper
-    ``lane <= floor(-r / c)`` for ``c < 0``."""
+    """The conditions ``c * lane + r >= 0`` as the lane's lower and upper bounds (:func:`atom_as_bound`)."""
     firsts, lasts = [], []
     for atom in atoms:
-        c = atom.affine.coefficient(lane)
-        bound = (Affine.of({lane: c}) - atom.affine).scale(1 / c)
-        (firsts if c > 0 else lasts).append(bound)
+        bound, is_lower = atom_as_bound(atom, lane)
+        (firsts if is_lower else lasts).append(bound)
     return firsts, lasts
 
 

@@ -331,13 +331,20 @@ def _gated_bounds(node: Expr, children: list[Expr]) -> Expr:
         elif not atom.inequality:
             kept.append(atom)
         else:
-            bound = (Affine.of({node.index: c}) - atom.affine).scale(1 / c)  # c * k >= c * k - affine
-            (lower if c > 0 else upper).append(bound)
+            bound, is_lower = atom_as_bound(atom, node.index)
+            (lower if is_lower else upper).append(bound)
     if len(kept) == len(node.body.condition):
         return node
     tightened = node.renewed(lower=tuple(dict.fromkeys(lower)), upper=tuple(dict.fromkeys(upper)),
                              body=if_(tuple(kept), node.body.then, ZERO))
     return if_(tuple(outside), tightened, ZERO)
+
+
+def atom_as_bound(atom: Atom, name: str) -> tuple[Affine, bool]:
+    """An inequality ``c * name + r >= 0`` (``c`` not 0) as a bound on ``name``: ``-r / c`` and whether it is a
+    lower bound (``c > 0``: ``name >= ceil(-r / c)``) or an upper one (``c < 0``: ``name <= floor(-r / c)``)."""
+    c = atom.affine.coefficient(name)
+    return (Affine.of({name: c}) - atom.affine).scale(1 / c), c > 0
 
 
 def decided_on(node: Expr, ranges: dict) -> Expr:
