@@ -21,7 +21,7 @@ own, never a tensor's).
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ..ad.derive import Gradients
 from ..ad.program import ProgramGradients
@@ -270,12 +270,28 @@ def _header(fns: list[Function], target: Target) -> list[str]:
 class Plan:
     """How a module computes its functions: ``whole`` maps a function that is a plain contraction to its BLAS call;
     ``parts`` a function to the contractions split off its body (computed first, by BLAS) and ``kernels`` to the
-    function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads."""
+    function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads;
+    ``reused``: a part of the backward pass -> the forward part computing the same contraction, which the
+    forward pass keeps (a dense layer's ``dy_k`` reads ``x w^T`` again)."""
 
     whole: dict
     parts: dict
     kernels: dict
     serial: bool = False
+    reused: dict = field(default_factory=dict)
+
+    def with_reuse(self, forward: list[Function]) -> Plan:
+        """This plan with the backward functions' parts that the ``forward`` definitions' parts compute too."""
+        computed = {found: part.name for fn in forward for part, found in self.parts.get(fn.name, ())}
+        kept = {fn.name for fn in forward}
+        reused = {part.name: computed[found] for name, split in self.parts.items() if name not in kept
+                  for part, found in split if found in computed}
+        return replace(self, reused=reused)
+
+    @property
+    def kept(self) -> list[str]:
+        """The forward parts the backward pass reads, in a fixed order."""
+        return sorted(set(self.reused.values()))
 
 
 def _runs_parallel(fn: Function, target: Target) -> bool:
@@ -346,7 +362,13 @@ def _compute(target: Target, fn: Function, plan: Plan) -> list[str]:
     out = py_name(fn.name)
     if fn.name in plan.whole:
         return [_blas(out, plan.whole[fn.name])]
-    lines = [_blas(py_name(part.name), found) for part, found in plan.parts.get(fn.name, ())]
+    lines = []
+    for part, found in plan.parts.get(fn.name, ()):
+        line = _blas(py_name(part.name), found)
+        if part.name in plan.reused:  # kept by the forward pass, unless the values came from the caller
+            kept = py_name(plan.reused[part.name])
+            line = line.replace(" = ", f" = {kept} if {kept} is not None else ", 1)
+        lines.append(line)
     kernel = plan.kernels.get(fn.name, fn)
     args = ", ".join([py_name(a) for a in kernel.arguments] + [out])
     return lines + [target.allocate(out, fn.shapes[fn.name]),
@@ -355,10 +377,12 @@ def _compute(target: Target, fn: Function, plan: Plan) -> list[str]:
 
 def _forward_entry(subject: Function | Program, target: Target, plan: Plan, name: str = "forward",
                    every: bool = False) -> list[str]:
-    """``name(*inputs)``: every definition's kernel in order, returning the last value (all, if ``every``)."""
+    """``name(*inputs)``: every definition's kernel in order, returning the last value (all, and the parts the
+    backward pass reuses, if ``every``)."""
     definitions = definitions_of(subject)
     body = [line for fn in definitions for line in _compute(target, fn, plan)]
     names = [py_name(fn.name) for fn in (definitions if every else definitions[-1:])]
+    names += [py_name(part) for part in plan.kept] if every else []
     returned = ", ".join(names) + ("," if every and len(names) == 1 else "")
     return [f"def {name}({', '.join(py_name(a) for a in subject.arguments)}):", *target.guarded(body),
             f"    return {returned}", "", ""]
@@ -388,7 +412,7 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     sweep = Sweep.of(grads)
     first, gather = module_functions(grads)
     lines = _header([*first.values(), *gather.values()], kind)
-    plan = plan_module([*first.values(), *gather.values()], kind)
+    plan = plan_module([*first.values(), *gather.values()], kind).with_reuse(definitions_of(sweep.subject))
     lines += _kernels(first, kind, plan) + _kernels(gather if not kind.scatter else {}, kind, plan)
     for step, _, kernel in sweep.steps if kind.scatter else ():
         lines += scatter_kernel(step, kind, kernel) + ["", ""]
@@ -396,9 +420,16 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     lines += _forward_entry(subject, kind, plan) + _forward_entry(subject, kind, plan, "_values", every=True)
     inputs = ", ".join(py_name(a) for a in subject.arguments)
     values = ", ".join(py_name(fn.name) for fn in definitions_of(subject))
-    lines += [f"def gradients({', '.join([py_name(a) for a in subject.arguments] + [adjoint])}):",
-              f"    return _backward({inputs}{', ' if inputs else ''}*_values({inputs}), {adjoint})", "", ""]
-    lines.append(f"def _backward({', '.join([py_name(a) for a in subject.arguments] + [values, adjoint])}):")
+    count = len(definitions_of(subject))
+    kept = "".join(f", {py_name(part)}=None" for part in plan.kept)
+    lines.append(f"def gradients({', '.join([py_name(a) for a in subject.arguments] + [adjoint])}):")
+    if plan.kept:  # the forward pass's values, then df, then the parts it keeps for the backward pass
+        lines += [f"    _kept = _values({inputs})",
+                  f"    return _backward({inputs}{', ' if inputs else ''}*_kept[:{count}], {adjoint}, "
+                  f"*_kept[{count}:])", "", ""]
+    else:
+        lines += [f"    return _backward({inputs}{', ' if inputs else ''}*_values({inputs}), {adjoint})", "", ""]
+    lines.append(f"def _backward({', '.join([py_name(a) for a in subject.arguments] + [values, adjoint])}{kept}):")
     lines += kind.guarded(_backward_statements(sweep, kind, plan))
     outputs = {name: py_name(g.name) for name, g in sweep.outputs.items()}
     lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
