@@ -47,12 +47,12 @@ class Contraction:
         inputs, output = self.subscripts.split("->")
         terms = inputs.split(",")
         value = None
-        if len(terms) == 2 and all(len(set(t)) == len(t) for t in terms):
+        if len(terms) == 2 and all(len(set(t)) == len(t) for t in (*terms, output)):
             summed = [letter for letter in terms[0] if letter in terms[1] and letter not in output]
             free = [[letter for letter in t if letter not in summed] for t in terms]
             batch = set(free[0]) & set(free[1])
             for first, second in ((0, 1), (1, 0)):
-                if not batch and "".join(free[first] + free[second]) == output and len(set(output)) == len(output):
+                if not batch and "".join(free[first] + free[second]) == output:
                     axes = ([terms[first].index(x) for x in summed], [terms[second].index(x) for x in summed])
                     value = f"np.tensordot({operands[first]}, {operands[second]}, axes={axes!r})"
                     break

@@ -31,7 +31,7 @@ from ..lang.function import Function
 from ..lang.names import all_names, apart
 from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
-from ..lang.simplify import ZERO, decided_on, gates_as_bounds, hoist_invariants
+from ..lang.simplify import decided_on, gates_as_bounds, hoist_invariants
 from .contraction import Contraction, contraction_of, split_contractions
 from .printer import Lanes, py_name
 from .targets import (BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, storage_shape,
@@ -139,25 +139,22 @@ def lane(fn: Function, body: Expr) -> Lanes | None:
     An element-wise body (no sums) runs by rows too: no division of the
     element number per element, and what is the same along a row (a layer
     norm's ``sqrt (v[n] + eps)``) is computed once per row. Sums whose
-    bounds, or whose gate ``if {...} then (x) else (0)``, depend on the last
-    index run each term on the lanes it is in range for
-    (:func:`~.printer.lane_gated`): a padded convolution's borders, the
-    bounds Algorithm 4 gives its gradient. A 1-D output is one row: a column
-    sum (``db[j] = sum{i} (dy[i; j])``) then reads its rows contiguously, cut
+    bounds depend on the last index run each term on the lanes it is in
+    range for (:func:`~.printer.lane_gated`): a padded convolution's borders
+    (gates made bounds by :func:`kernel_body`), the bounds Algorithm 4 gives
+    its gradient. A 1-D output is one row: a column sum
+    (``db[j] = sum{i} (dy[i; j])``) then reads its rows contiguously, cut
     into blocks (:func:`_blocks`) to run on several threads. Not where a row
-    is shorter than :data:`MIN_LANES`, nor where another condition depends on
-    the last index (a branch per lane would not vectorise).
+    is shorter than :data:`MIN_LANES`, nor where a condition depends on the
+    last index (a branch per lane would not vectorise).
     """
     if not fn.indices or fn.shapes[fn.name][-1] < MIN_LANES:
         return None
     last = fn.indices[-1]
     nodes = list(postorder(body))
     sums = [node for node in nodes if isinstance(node, Sum)]
-    gates = {id(node.body) for node in sums if node.op == "sum"}  # if {...} then (x) else (0) as a sum's body
     for node in nodes:
-        if isinstance(node, If) and any(last in atom.affine.names for atom in node.condition) and (
-                id(node) not in gates or node.otherwise != ZERO
-                or any(last in atom.affine.names and not atom.inequality for atom in node.condition)):
+        if isinstance(node, If) and any(last in atom.affine.names for atom in node.condition):
             return None
     if sums and memory_step(body, {last: 1}, fn.shapes) >= min(
             memory_step(body, {s.index: 1}, fn.shapes) for s in sums):
