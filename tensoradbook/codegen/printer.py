@@ -130,11 +130,20 @@ class KernelPrinter:
         self.signatures: dict[tuple, int] = {}
         self.renamed: dict[int, tuple] = {}  # id of a reduction -> (it, its canonical index, its body renamed)
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
-        self.lanes = lane
-        self.lane, self.width = (lane.name, lane.width) if lane else (None, 0)
+        self.lanes = lane  # the row of lanes the code is in, cut to a term's range inside lane-gated sums
         self.declarations: list[str] = []
 
     # -- bookkeeping -----------------------------------------------------------------------
+    @property
+    def lane(self) -> str | None:
+        """The lane index's name, None outside rows of lanes."""
+        return self.lanes.name if self.lanes else None
+
+    @property
+    def width(self) -> int:
+        """How many lanes the per-lane arrays hold."""
+        return self.lanes.width if self.lanes else 0
+
     def varies(self, node: Expr) -> bool:
         """Whether ``node``'s value differs between lanes (it depends on the lane index)."""
         return self.lane is not None and self.lane in free_indices(node)
