@@ -2,6 +2,8 @@
 the numba target's tensordot or einsum gives what the reference evaluator gives, for random contractions and
 their derived gradients (which Algorithm 4 gives as contractions again)."""
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 import tensoradbook as tab
 from tensoradbook import codegen
 from tensoradbook.codegen.contraction import Contraction, contraction_of
+from tensoradbook.codegen.scratch import Scratch
 
 BLAS = "# a plain contraction: BLAS"  # the generated module's comment on each tensordot or einsum
 
@@ -39,30 +42,35 @@ def test_contractions_are_recognized(text, shapes, subscripts, scale):
 
 
 @pytest.mark.parametrize("subscripts, call", [
-    ("ab,bc->ac", "np.tensordot(x, y, axes=([1], [0]))"),
-    ("ab,cb->ca", "np.tensordot(y, x, axes=([1], [1]))"),   # swapped: the output row-major as it comes
-    ("abc,cb->a", "np.tensordot(x, y, axes=([1, 2], [1, 0]))"),
-    ("ab,ac->bc", "np.tensordot(x, y, axes=([0], [0]))"),
-    ("ab,bc->ca", "np.tensordot(y, x, axes=([0], [1]))"),
-    ("abc,cd->bad", "np.einsum"),                            # the output's order is neither operands'
+    ("ab,bc->ac", "(x.reshape(-1, 3) @ y.reshape(3, -1)).reshape((2, 4))"),
+    ("ab,cb->ca", "(y.reshape(-1, 3) @ x.reshape(-1, 3).T).reshape((4, 2))"),   # swapped: row-major as it comes
+    ("abc,cb->a", "(x.reshape(-1, 12) @ y.transpose((1, 0)).reshape(12, -1)).reshape((2,))"),  # y copied
+    ("ab,ac->bc", "(x.reshape(2, -1).T @ y.reshape(2, -1)).reshape((3, 4))"),
+    ("ab,bc->ca", "(y.reshape(3, -1).T @ x.reshape(-1, 3).T).reshape((4, 2))"),
+    ("abcd,bcdefg->eafg", None),         # a convolution's filters [a] before its images [e]: copied into the order
+    ("ab,cb->ac", "(x.reshape(-1, 3) @ y.reshape(-1, 3).T).reshape((2, 4))"),
+    ("abc,cd->bad", "np.einsum"),                            # an index summed within one operand
     ("ab,ab->a", "np.einsum"),                               # a batch index: not one product
     ("ab,bc,cd->ad", "np.einsum"),
 ])
 def test_contractions_are_written_as_row_major_blas_products(subscripts, call):
     rng = np.random.default_rng(0)
-    inputs = subscripts.split("->")[0].split(",")
-    sizes = dict(zip("abcd", (2, 3, 4, 5)))
-    arrays = [rng.standard_normal([sizes[letter] for letter in term]) for term in inputs]
-    code = Contraction(subscripts, ("x", "y", "z")[:len(inputs)], 2).code(["x", "y", "z"][:len(inputs)])
-    assert call in code
+    inputs, output = subscripts.split("->")
+    letters = sorted(set(subscripts) - set(",->"))
+    sizes = dict(zip(letters, (2, 3, 4, 5, 3, 2, 3)))
+    arrays = [rng.standard_normal([sizes[letter] for letter in term]) for term in inputs.split(",")]
+    names = ["x", "y", "z"][:len(arrays)]
+    code = Contraction(subscripts, tuple(names), 2, tuple(sizes.values())).code(names)
+    assert (call or "np.ascontiguousarray(") in code and "einsum" not in code or call == "np.einsum"
     value = eval(code, {"np": np, "x": arrays[0], "y": arrays[1], "z": arrays[-1]})
     assert value.flags["C_CONTIGUOUS"]
+    if call and call != "np.einsum":  # the product itself: views of the operands, no copies of them
+        assert "ascontiguousarray" not in code
     np.testing.assert_allclose(value, 2 * np.einsum(subscripts, *arrays), rtol=1e-13)
 
 
 @pytest.mark.parametrize("text, shapes", [
     ("f[i; j] = sum{k}_0^3 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),   # part of k's range
-    ("f[i; j] = sum{k}_0^4 (a[i; k + 1] * b[k; j])", {"f": (3, 4), "a": (3, 6), "b": (5, 4)}),  # an offset
     ("f[i] = sum{k}_0^2 (x[2 * i + k])", {"f": (3,), "x": (7,)}),                               # a stride
     ("f[i; j] = sum{k}_0^4 (exp (a[i; k]) * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)}),  # a function
     ("f[i; j] = a[i; j] * b[i; j]", {"f": (3, 4), "a": (3, 4), "b": (3, 4)}),                   # no sum: a kernel
@@ -123,7 +131,7 @@ def test_random_contractions_equal_the_reference(blas_for_all, case, seed):
 def test_a_matrix_product_and_its_gradients_are_blas_calls(blas_for_all):
     fn = parse("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)})
     source = tab.derive(fn).source("numba")
-    assert source.count("np.tensordot(") == 4 and "_kernel" not in source  # f twice (forward, _values), da, db
+    assert source.count("  # a plain contraction: BLAS") == 4 and "_kernel" not in source  # f twice, da, db
     assert BLAS not in tab.derive(fn).source("numba-scatter")  # the baseline stays loops
     program = parse("h[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])\ng[i; j] = exp (h[i; j])",
                     {"h": (3, 4), "g": (3, 4), "a": (3, 5), "b": (5, 4)})
@@ -143,7 +151,9 @@ def test_contractions_inside_a_definition_are_split_off(blas_for_all):
     dense = parse("y[i; j] = log (1 + exp (sum{k}_0^4 (w[j; k] * x[i; k]) + b[j]))",
                   {"y": (3, 4), "w": (4, 5), "x": (3, 5), "b": (4,)})
     source = dense.compile("numba").source
-    assert "y_c = np.tensordot(x, w, axes=([1], [1]))" in source and "def y_kernel(y_c, b, _out)" in source
+    # into a scratch array, kept from call to call: it never leaves the module
+    assert "y_c = np.matmul(x.reshape(-1, 5), w.reshape(-1, 5).T, out=_scratch.array('y_c', (3, 4)))" in source
+    assert "def y_kernel(y_c, b, _out)" in source
     grads = tab.derive(dense)
     rng = np.random.default_rng(2)
     args = {name: rng.standard_normal(dense.shapes[name]) for name in dense.arguments}
@@ -152,7 +162,7 @@ def test_contractions_inside_a_definition_are_split_off(blas_for_all):
     compiled = grads.compile("numba")
     # the backward pass reads the forward's x w^T again: kept from the forward pass, or computed anew where
     # the caller brings the forward values
-    assert "dy_k_c = y_c if y_c is not None else np.tensordot(" in compiled.source
+    assert "dy_k_c = y_c if y_c is not None else np.matmul(x.reshape(" in compiled.source
     expected = grads.evaluate(args, df)
     for ours in (compiled(args, df), compiled(args, df, compiled.values(args))):
         for name in expected:
@@ -186,3 +196,136 @@ def test_a_bias_reads_the_adjoint_its_layer_keeps():
     assert str(simplified["b"]) == f"db[db_0] = sum{{db_z0}}_0^2 ({kept}[db_z0; db_0])"
     errors = tab.check_gradients(dense)
     assert max(errors.values()) < 1e-8, errors
+
+
+# --- gathered operands and contractions over fresh indices (convolutions) ------------------------------------
+
+STRIDED = ("y[n; f; i; j] = sum{c}_0^1 (sum{p}_0^2 (sum{q}_0^2 (w[f; c; p; q] * x[n; c; 2 * i + p; 2 * j + q])))",
+           {"y": (2, 3, 3, 4), "w": (3, 2, 3, 3), "x": (2, 2, 7, 9)})
+
+
+@pytest.fixture
+def every_rewrite(blas_for_all, monkeypatch):
+    """Every gather and every inner contraction made, however little they save on the tests' tiny tensors."""
+    monkeypatch.setattr(codegen.contraction, "GATHER_SHARE", 0)
+    monkeypatch.setattr(codegen.contraction, "INNER_SHARE", 10**9)
+
+
+def assert_kernels_equal_the_reference(fn, seed):
+    rng = np.random.default_rng(seed)
+    args = {name: rng.standard_normal(fn.shapes[name]) for name in fn.arguments}
+    np.testing.assert_allclose(fn.compile("numba")(args), fn.evaluate(args), rtol=1e-12, atol=1e-12)
+    grads = tab.derive(fn)
+    df = rng.standard_normal(fn.shapes[fn.name])
+    compiled, expected = grads.compile("numba"), grads.evaluate(args, df)
+    for ours in (compiled(args, df), compiled(args, df, compiled.values(args))):
+        for name in expected:
+            np.testing.assert_allclose(ours[name], expected[name], rtol=1e-12, atol=1e-12, err_msg=name)
+    return compiled.source
+
+
+def test_a_strided_convolution_is_a_gather_and_products(every_rewrite):
+    """The forward pass gathers x as y_g[c; p; q; n; i; j] (im2col) and multiplies it by the filters; the filter
+    gradient reads the same gather, kept from the forward pass (or gathered again where the caller brings the
+    forward values); the image gradient sums a product of dy and w over the Fourier-Motzkin bounds."""
+    fn = parse(*STRIDED)
+    source = fn.compile("numba").source
+    assert "def y_g_kernel(x, _out):" in source and "_out[c, p, q, n, i, j] = x[" in source
+    assert "(w.reshape(-1, 18) @ y_g.reshape(18, -1))" in source and "y_g = _scratch.array(" in source
+    source = assert_kernels_equal_the_reference(fn, 0)
+    assert "if y_g is None:" in source and "dw_g = y_g" in source and "def dw_g_kernel" not in source
+    assert "dx_p = np.matmul(" in source and "def dx_kernel(dx_p, _out)" in source
+
+
+@pytest.mark.parametrize("text, shapes", [
+    STRIDED,
+    ("f[i; j] = sum{k}_0^4 (a[i; k + 1] * b[k; j])", {"f": (3, 4), "a": (3, 6), "b": (5, 4)}),   # an offset
+    ("f[i] = sum{k}_0^2 (sum{c}_0^1 (w[c; k] * x[c; 2 * i + k] * 2))", {"f": (3,), "w": (2, 3), "x": (2, 7)}),
+    ("f[i; j] = sum{k}_0^2 (x[i + k; j] * w[k])", {"f": (4, 3), "x": (6, 3), "w": (3,)}),
+])
+def test_gathers_give_the_reference_values(every_rewrite, text, shapes):
+    fn = parse(text, shapes)
+    assert "_g_kernel" in fn.compile("numba").source
+    assert_kernels_equal_the_reference(fn, 1)
+
+
+@pytest.mark.parametrize("text, shapes", [
+    # a padded convolution: reads outside x where the gate is false, which a gather has no gate for
+    ("f[i] = sum{k}_0^2 (if {i + k - 1 >= 0 and 4 - i - k >= 0} then (w[k] * x[i + k - 1]) else (0))",
+     {"f": (4,), "w": (3,), "x": (4,)}),
+    ("f[i] = sum{k}_0^2 (x[2 * i + k])", {"f": (3,), "x": (7,)}),                  # nothing to multiply it by
+    ("f[i] = sum{k}_0^2 (x[i + k] * x[i + k + 1])", {"f": (3,), "x": (7,)}),        # two gathered factors
+])
+def test_other_affine_reads_stay_in_kernels(every_rewrite, text, shapes):
+    fn = parse(text, shapes)
+    assert "_g_kernel" not in fn.compile("numba").source
+    assert_kernels_equal_the_reference(fn, 2)
+
+
+@st.composite
+def convolutions(draw):
+    """A 1-D or 2-D convolution with random strides, dilations, offsets and extents, every read inside x, the
+    factors and the sums in random orders."""
+    dims = draw(st.integers(1, 2))
+    images, filters, channels = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    out, taps, reads, x_shape = [], [], [], [images, channels]
+    for d in range(dims):
+        o, k = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        stride, dilation, offset = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(0, 2))
+        out.append(o)
+        taps.append(k)
+        reads.append(f"{stride} * i{d} + {dilation} * p{d} + {offset}")
+        x_shape.append(stride * (o - 1) + dilation * (k - 1) + offset + 1 + draw(st.integers(0, 2)))
+    factors = [f"w[f; c; {'; '.join(f'p{d}' for d in range(dims))}]", f"x[n; c; {'; '.join(reads)}]"]
+    body = " * ".join(draw(st.permutations(factors)))
+    sums = [("c", channels)] + [(f"p{d}", taps[d]) for d in range(dims)]
+    for name, extent in draw(st.permutations(sums)):
+        body = f"sum{{{name}}}_0^{extent - 1} ({body})"
+    shapes = {"y": (images, filters, *out), "w": (filters, channels, *taps), "x": tuple(x_shape)}
+    return f"y[n; f; {'; '.join(f'i{d}' for d in range(dims))}] = {body}", shapes
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(convolutions(), st.integers(0, 2**32 - 1))
+def test_random_convolutions_equal_the_reference(every_rewrite, case, seed):
+    fn = parse(*case)
+    assert "_g_kernel" in fn.compile("numba").source, case[0]
+    assert_kernels_equal_the_reference(fn, seed)
+
+
+def test_scratch_arrays_are_kept_per_thread_and_shape():
+    scratch = Scratch()
+    first = scratch.array("g", (2, 3))
+    assert scratch.array("g", (2, 3)) is first and scratch.array("g", (3, 2)) is not first
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append(scratch.array("g", (2, 3))))
+    thread.start()
+    thread.join()
+    assert elsewhere[0] is not first and elsewhere[0].shape == (2, 3)
+
+
+def test_threads_calling_one_module_get_their_own_values(every_rewrite):
+    """The gather is a scratch array per thread: threads running one module at once never read each other's."""
+    fn = parse(*STRIDED)
+    compiled, grads = fn.compile("numba"), tab.derive(fn)
+    compiled_grads = grads.compile("numba")
+    rng = np.random.default_rng(3)
+    cases = [({name: rng.standard_normal(fn.shapes[name]) for name in fn.arguments},
+              rng.standard_normal(fn.shapes[fn.name])) for _ in range(4)]
+    expected = [(fn.evaluate(args), grads.evaluate(args, df)) for args, df in cases]
+    failures = []
+
+    def run(k):
+        args, df = cases[k]
+        for _ in range(25):
+            value, gradients = compiled(args), compiled_grads(args, df)
+            if not np.allclose(value, expected[k][0], rtol=1e-12, atol=1e-12) or not all(
+                    np.allclose(gradients[name], expected[k][1][name], rtol=1e-12, atol=1e-12) for name in gradients):
+                failures.append(k)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(cases))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures

@@ -1,19 +1,27 @@
-"""Multilinear contractions handed to BLAS: ``f[i; j] = sum{k}_0^(n-1) (a[i; k] * b[k; j])`` as ``np.einsum``.
+"""Multilinear contractions handed to BLAS: ``f[i; j] = sum{k}_0^(n-1) (a[i; k] * b[k; j])`` as a matrix product.
 
 A definition whose body is, up to constant factors, a product of tensor elements under sums, each
 element read at plain indices (one index each, no offset, no coefficient) and each sum over the whole
-extent of every dimension its index reads, is a tensor contraction: numpy's ``einsum`` with
-``optimize=True`` evaluates it as matrix products (BLAS, through ``tensordot``) in the best order of
-pairwise contractions. A gather kernel would run one dot product per element, which the compiler cannot
-vectorise without reordering the additions. Matrix products, dense layers, the scores and outputs of
-attention, and the gradients Algorithm 4 derives for them (``da[i; k] = sum{j} (df[i; j] * b[k; j])``)
-all have this form.
+extent of every dimension its index reads, is a tensor contraction. Two operands are one matrix product
+(``@``, BLAS) of views of them (:meth:`Contraction.code`); more go to numpy's ``einsum`` with
+``optimize=True``, which picks an order of pairwise products. A gather kernel would run one dot product per
+element, which the compiler cannot vectorise without reordering the additions. Matrix products, dense
+layers, the scores and outputs of attention, and the gradients Algorithm 4 derives for them
+(``da[i; k] = sum{j} (df[i; j] * b[k; j])``) all have this form.
 
-A contraction inside a larger expression (``log (1 + exp (sum{k}_0^127 (w[j; k] * x[i; k]) + b[j]))``, a
-dense layer) is split off by :func:`split_contractions` into a tensor of its own, which BLAS computes and the
-element-wise kernel then reads. Whatever is not of that form (conditions, offsets, strides, partial ranges,
-functions of the product) stays in the element-wise kernels: the report's Kronecker deltas and loop bounds
-decide what each definition is, this only recognizes the plain contractions in it.
+Three rewritings find contractions in other definitions; the report's Kronecker deltas and loop bounds still
+decide what each definition is, these only recognize the products in it:
+
+* a contraction inside a larger expression (``log (1 + exp (sum{k}_0^127 (w[j; k] * x[i; k]) + b[j]))``, a
+  dense layer) becomes a tensor of its own (:func:`split_contractions`), which the element-wise kernel reads;
+* a factor read at affine indices of the sums' and the output's indices (``x[n; c; 2 * i + p; 2 * j + q]``, a
+  strided convolution) is gathered into a tensor of those indices (:func:`gathered_contraction`, "im2col"),
+  and the rest is a plain contraction;
+* sums over whole dimensions inside sums with Fourier-Motzkin bounds (the convolution's image gradient)
+  become a contraction over fresh indices (:func:`inner_contraction`), read at the affine indices.
+
+Whatever is of none of these forms (conditions, partial ranges, functions of the product) stays in the
+element-wise kernels.
 """
 
 from __future__ import annotations
@@ -22,8 +30,8 @@ import math
 import string
 from dataclasses import dataclass
 
-from ..lang.evaluate import element_terms
-from ..lang.expr import Affine, Binary, Element, Expr, Number, Sum, free_indices, postorder, replace
+from ..lang.evaluate import typical_terms
+from ..lang.expr import Affine, Binary, Element, Expr, Number, Sum, free_indices, postorder, replace, substitute
 from ..lang.function import Function
 from ..lang.names import fresh_name
 
@@ -33,36 +41,95 @@ LETTERS = string.ascii_letters
 
 @dataclass(frozen=True)
 class Contraction:
-    """``scale * einsum(subscripts, *operands)``: the operands are the names of the tensors read, in order."""
+    """``scale * einsum(subscripts, *operands)``: the operands are the names of the tensors read, in order;
+    ``sizes`` the extents of the subscripts' letters, in alphabetical order."""
 
     subscripts: str
     operands: tuple[str, ...]
     scale: float | int = 1
+    sizes: tuple[int, ...] = ()
 
-    def code(self, operands: list[str]) -> str:
-        """numpy code of the contraction over the operands' texts, C-contiguous. Two operands whose free
-        indices are the output's, in order (``a[i; k] * b[j; k]`` -> ``[i; j]``, or swapped), are one
-        ``np.tensordot``: a BLAS product written straight into a row-major result, where ``einsum`` may give a
-        transposed view that then costs a copy as long as the product. Anything else is ``np.einsum``."""
+    def code(self, operands: list[str], buffer: str | None = None) -> str:
+        """numpy code of the contraction over the operands' texts, C-contiguous. Two operands with no index in
+        common but summed ones are one matrix product (BLAS): each operand viewed as a matrix where its summed
+        indices lie together, first or last, in the same order in both (a view transposed, never copied), else
+        through ``np.tensordot``; written straight into a row-major result where the free indices are the
+        output's in order (``a[i; k] * b[j; k]`` -> ``[i; j]``, or swapped), else copied into the output's order
+        once (a convolution's ``[f; n; i; j]`` into ``[n; f; i; j]``). ``einsum`` may give a transposed view
+        that then costs a copy as long as the product, and takes several times as long to plan a product of
+        many indices. Anything else is ``np.einsum``. ``buffer``, code with a ``{shape}`` to fill in, gives the
+        array a product is written into where it lands in the output's order (a scratch array)."""
         inputs, output = self.subscripts.split("->")
         terms = inputs.split(",")
         value = None
         if len(terms) == 2 and all(len(set(t)) == len(t) for t in (*terms, output)):
-            summed = [letter for letter in terms[0] if letter in terms[1] and letter not in output]
-            free = [[letter for letter in t if letter not in summed] for t in terms]
-            batch = set(free[0]) & set(free[1])
-            for first, second in ((0, 1), (1, 0)):
-                if not batch and "".join(free[first] + free[second]) == output:
-                    axes = ([terms[first].index(x) for x in summed], [terms[second].index(x) for x in summed])
-                    value = f"np.tensordot({operands[first]}, {operands[second]}, axes={axes!r})"
-                    break
+            value = self._product(terms, output, operands, buffer if self.scale == 1 else None)
         if value is None:
             value = f"np.ascontiguousarray(np.einsum({self.subscripts!r}, {', '.join(operands)}, optimize=True))"
         return value if self.scale == 1 else f"{self.scale!r} * {value}"
 
+    def _product(self, terms: list[str], output: str, operands: list[str], buffer: str | None) -> str | None:
+        summed = [letter for letter in terms[0] if letter in terms[1] and letter not in output]
+        free = [[letter for letter in t if letter not in summed] for t in terms]
+        if set(free[0]) & set(free[1]) or len(free[0]) + len(free[1]) != len(output):
+            return None  # a batch index, or an index summed within one operand: not one product
+        swapped = "".join(free[0] + free[1]) != output and "".join(free[1] + free[0]) == output
+        first, second = (1, 0) if swapped else (0, 1)
+        landed = "".join(free[first] + free[second])
+        size = dict(zip(LETTERS, self.sizes))
+        if not size:
+            return None
+        # the summed indices in the order an operand holds them: both operands viewed, else the larger one
+        pair = (terms[first], terms[second])
 
-#: a contraction split off a definition: the tensor it makes, and how
-Part = tuple[Function, Contraction]
+        def viewed(order):
+            views = [term for term in pair if _lies_together(term, order)]
+            return len(views), max((math.prod(size[x] for x in term) for term in views), default=0)
+
+        order = max(("".join(x for x in term if x in summed) for term in pair), key=viewed)
+        rows = _matrix(operands[first], terms[first], order, size, summed_last=True)
+        columns = _matrix(operands[second], terms[second], order, size, summed_last=False)
+        shape = tuple(size[letter] for letter in landed)
+        if buffer and landed == output:
+            matrix = (math.prod(size[x] for x in free[first]), math.prod(size[x] for x in free[second]))
+            value = f"np.matmul({rows}, {columns}, out={buffer.format(shape=matrix)}).reshape({shape!r})"
+        else:
+            value = f"({rows} @ {columns}).reshape({shape!r})"
+        if landed != output:
+            value = f"np.ascontiguousarray({value}.transpose({tuple(landed.index(x) for x in output)!r}))"
+        return value
+
+
+def _lies_together(term: str, order: str) -> bool:
+    return term.startswith(order) or term.endswith(order)
+
+
+def _matrix(text: str, term: str, order: str, size: dict, summed_last: bool) -> str:
+    """The operand ``text`` (C-contiguous, indices ``term``) as a matrix whose columns (``summed_last``) or rows
+    are its summed indices ``order``: a view, transposed or not, where they lie together in that order, first or
+    last; else a copy with its indices in that place."""
+    count = math.prod(size[letter] for letter in order)
+    if term.endswith(order):
+        return f"{text}.reshape(-1, {count})" + ("" if summed_last else ".T")
+    if term.startswith(order):
+        return f"{text}.reshape({count}, -1)" + (".T" if summed_last else "")
+    free = [term.index(letter) for letter in term if letter not in order]
+    summed = [term.index(letter) for letter in order]
+    if summed_last:
+        return f"{text}.transpose({tuple(free + summed)!r}).reshape(-1, {count})"
+    return f"{text}.transpose({tuple(summed + free)!r}).reshape({count}, -1)"
+
+
+#: a tensor split off a definition and computed first: the Function it is, and the contraction BLAS computes it
+#: by (None for a gather, which a kernel of its own writes)
+Part = tuple[Function, Contraction | None]
+
+#: A gathered operand (:func:`gathered_contraction`) is made where its elements are at most this share of the
+#: contraction's terms, each of them then multiplied by at least this many others (a convolution's filters).
+GATHER_SHARE = 4
+#: A contraction over fresh indices (:func:`inner_contraction`) is split off where its terms are at most this many
+#: times the kernel's: BLAS runs several times as many terms a second as a loop does.
+INNER_SHARE = 2
 
 
 def _plain(index) -> str | None:
@@ -86,43 +153,62 @@ def _factors(node: Expr) -> list[Expr] | None:
     return factors
 
 
+def _chain(body: Expr) -> tuple[list[Sum], Expr]:
+    """The sums at the top of a body, outermost first, and what is inside them."""
+    sums = []
+    while isinstance(body, Sum):
+        sums.append(body)
+        body = body.body
+    return sums, body
+
+
+def _full_extent(node: Sum) -> int | None:
+    """``n`` for a sum over ``0 .. n - 1`` (constant bounds), None for any other range or reduction."""
+    if node.op != "sum" or len(node.lower) != 1 or len(node.upper) != 1:
+        return None
+    low, high = node.lower[0], node.upper[0]
+    if not (low.is_constant and high.is_constant) or low.offset != 0:
+        return None
+    return int(high.offset) + 1
+
+
+def _reads_plainly(element: Element, shapes: dict, extents: dict) -> bool:
+    """Whether every index of ``element`` is one index alone ranging over its whole dimension."""
+    names = [_plain(index) for index in element.indices]
+    return all(name is not None and extents.get(name) == size for name, size in zip(names, shapes[element.name]))
+
+
 def contraction_of(fn: Function) -> Contraction | None:
     """``fn`` as a contraction, or None where its body is not a plain one (see the module's docstring)."""
     shape = tuple(fn.shapes[fn.name])
     if not shape:  # kernels store a scalar as one element; leave scalars to them
         return None
-    body, extents = fn.body, dict(zip(fn.indices, shape))
-    summed = []
-    while isinstance(body, Sum):
-        if body.op != "sum" or len(body.lower) != 1 or len(body.upper) != 1:
+    extents = dict(zip(fn.indices, shape))
+    sums, body = _chain(fn.body)
+    for node in sums:
+        if _full_extent(node) is None or node.index in extents:
             return None
-        low, high = body.lower[0], body.upper[0]
-        if not (low.is_constant and high.is_constant) or low.offset != 0 or body.index in extents:
-            return None
-        extents[body.index] = int(high.offset) + 1
-        summed.append(body.index)
-        body = body.body
+        extents[node.index] = _full_extent(node)
     factors = _factors(body)
-    if not summed or factors is None:
+    if not sums or factors is None:
         return None
     elements = [f for f in factors if isinstance(f, Element)]
     if not elements or any(not fn.shapes[e.name] for e in elements):
         return None
+    if not all(_reads_plainly(e, fn.shapes, extents) for e in elements):
+        return None  # an offset, a stride, a sum over part of a dimension, an index past the output's extent
     letters, read = {}, set()
     terms = []
     for element in elements:
         names = [_plain(index) for index in element.indices]
-        if any(name is None or name not in extents for name in names):
-            return None
-        if any(extents[name] != size for name, size in zip(names, fn.shapes[element.name])):
-            return None  # a sum over part of a dimension, or an index past the output's extent
         read.update(names)
         terms.append("".join(letters.setdefault(name, LETTERS[len(letters) % len(LETTERS)]) for name in names))
-    if len(letters) > len(LETTERS) or not set(fn.indices) <= read or not set(summed) <= read:
+    if len(letters) > len(LETTERS) or not set(fn.indices) <= read or not {s.index for s in sums} <= read:
         return None  # an output index no element reads would need a broadcast; an unread sum a count
     scale = math.prod(f.value for f in factors if isinstance(f, Number))
     output = "".join(letters[name] for name in fn.indices)
-    return Contraction(f"{','.join(terms)}->{output}", tuple(e.name for e in elements), scale)
+    sizes = tuple(extents[name] for name in letters)
+    return Contraction(f"{','.join(terms)}->{output}", tuple(e.name for e in elements), scale, sizes)
 
 
 def split_contractions(fn: Function, used: set[str], minimum: int) -> tuple[list[Part], Function]:
@@ -143,7 +229,7 @@ def split_contractions(fn: Function, used: set[str], minimum: int) -> tuple[list
         name = fresh_name(f"{fn.name}_c", used)
         part = Function(name, kept, node, {**fn.shapes, name: tuple(extents[i] for i in kept)})
         found = contraction_of(part)
-        if found is None or element_terms(part) < minimum:
+        if found is None or typical_terms(part) < minimum:
             used.discard(name)
             continue
         parts.append((part, found))
@@ -152,3 +238,122 @@ def split_contractions(fn: Function, used: set[str], minimum: int) -> tuple[list
     if not parts:
         return [], fn
     return parts, Function(fn.name, fn.indices, body, shapes)
+
+
+def part_key(part: Function, found: Contraction | None) -> object:
+    """What makes two parts the same tensor: a contraction's einsum (over the same tensors), or a gather's body
+    with its indices named by position, and its shape."""
+    if found is not None:
+        return found
+    positions = {name: Affine.index(f"\0{k}") for k, name in enumerate(part.indices)}
+    return substitute(part.body, positions), tuple(part.shapes[part.name])
+
+
+def gathered_contraction(fn: Function, used: set[str]) -> tuple[Function, Function] | None:
+    """``fn`` as a gather and a plain contraction of it, where one factor of a contraction is read at affine
+    indices of the sums' and the output's indices (``x[n; c; 2 * i + p; 2 * j + q]``, a strided convolution):
+    that factor becomes a tensor of those indices (``y_g[c; p; q; n; i; j]``, "im2col"), which an element-wise
+    kernel writes, and ``fn`` a contraction of plain reads (BLAS). The gather's indices are the summed ones, in
+    the order the other factors read them, then the output's, in order: BLAS then reads both operands as they
+    lie. Returns ``(gather, fn reading it)``, or None where the body is of another form, where a read of the factor
+    leaves its tensor somewhere in the sums' box (a padded convolution's gate guards those; its kernel has no
+    such copy), or where the gather is more than 1 / :data:`GATHER_SHARE` of the contraction's terms."""
+    sums, body = _chain(fn.body)
+    extents = dict(zip(fn.indices, fn.shapes[fn.name]))
+    for node in sums:
+        if _full_extent(node) is None or node.index in extents:
+            return None
+        extents[node.index] = _full_extent(node)
+    factors = _factors(body)
+    if not sums or factors is None or not fn.shapes[fn.name]:
+        return None
+    elements = [f for f in factors if isinstance(f, Element)]
+    gathered = [e for e in elements if not _reads_plainly(e, fn.shapes, extents)]
+    if len(gathered) != 1 or len(elements) < 2:
+        return None
+    element = gathered[0]
+    names = {name for index in element.indices for name in index.names}
+    if not names <= extents.keys() or not all(index.is_integral for index in element.indices):
+        return None
+    box = {name: (0, extents[name] - 1) for name in names}
+    if any(index.interval(box)[0] < 0 or index.interval(box)[1] >= size
+           for index, size in zip(element.indices, fn.shapes[element.name])):
+        return None
+    layout = _gather_layout(element, fn.shapes[element.name], [node.index for node in sums], extents)
+    if math.prod(extents[n] for n in layout) * GATHER_SHARE > typical_terms(fn):
+        return None
+    name = fresh_name(f"{fn.name}_g", used)
+    shapes = {**fn.shapes, name: tuple(extents[n] for n in layout)}
+    reading = Element(name, tuple(Affine.index(n) for n in layout))
+    return Function(name, layout, element, shapes), Function(fn.name, fn.indices, replace(fn.body, element, reading),
+                                                            shapes)
+
+
+def _gather_layout(element: Element, shape: tuple, summed: list[str], extents: dict) -> tuple[str, ...]:
+    """The gather's indices: the summed ones and the output's in two groups, as BLAS reads them; each group in
+    the order of the strides they step ``element``'s tensor by, largest first, and last the group ending in the
+    longer index (the kernel's lanes). A convolution's forward gather and its filter gradient's are then the
+    same tensor, ``[c; p; q; n; i; j]``."""
+    strides = dict.fromkeys((name for index in element.indices for name in index.names), 0)
+    step = 1
+    for index, size in reversed(list(zip(element.indices, shape))):
+        for name, coefficient in index.terms:
+            strides[name] += abs(coefficient) * step
+        step *= size
+    groups = [sorted((n for n in strides if (n in summed) == inside), key=lambda n: -strides[n])
+              for inside in (True, False)]
+    groups.sort(key=lambda group: extents[group[-1]] if group else 0)
+    return tuple(groups[0] + groups[1])
+
+
+def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function] | None:
+    """The sums of ``fn``'s body over whole dimensions, when the others' bounds do not read them, as a
+    contraction of its own over the other indices, each affine index read becoming an index of its own: a
+    strided convolution's gradient ``dx[n; c; a; b] = sum{f} (sum{u}_(max ...)^(min ...) (... dy[n; f; u; v] *
+    w[f; c; a - 2 * u; b - 2 * v]))`` becomes ``dx_p[c; s; t; n; u; v] = sum{f} (w[f; c; s; t] * dy[n; f; u;
+    v])`` (BLAS) and ``dx[n; c; a; b] = sum{u} (sum{v} (dx_p[c; a - 2 * u; b - 2 * v; n; u; v]))``: the sums
+    commute, as their bounds do not depend on each other, and every read stays where it was. Returns
+    ``(contraction, fn reading it)``, or None where there is no such sum, where an index summed inside is part of
+    an affine read, or where the contraction would run more than :data:`INNER_SHARE` times the kernel's terms."""
+    sums, body = _chain(fn.body)
+    factors = _factors(body)
+    if len(sums) < 2 or factors is None:
+        return None
+    elements = [f for f in factors if isinstance(f, Element)]
+    in_bounds = {name for node in sums for a in (*node.lower, *node.upper) for name in a.names}
+    plain_reads = {}  # index name -> the sizes of the dimensions it is read at plainly
+    for element in elements:
+        for index, size in zip(element.indices, fn.shapes[element.name]):
+            for name in index.names:
+                plain_reads.setdefault(name, set()).add(size if _plain(index) == name else None)
+    inside = [node for node in sums if node.index not in in_bounds and _full_extent(node) is not None
+              and plain_reads.get(node.index) == {_full_extent(node)}]
+    if not inside or len(inside) == len(sums):
+        return None
+    contracted = {node.index for node in inside}
+    layout, extents, fresh, reads = [], {}, {}, {}
+    for element in elements:
+        indices = []
+        for index, size in zip(element.indices, fn.shapes[element.name]):
+            if _plain(index) in contracted:
+                indices.append(index)
+                continue
+            name = _plain(index) or fresh.get(index) or fresh.setdefault(index, fresh_name(f"{fn.name}_v", used))
+            if extents.setdefault(name, size) != size:
+                return None
+            if name not in layout:
+                layout.append(name)
+                reads[name] = index
+            indices.append(Affine.index(name))
+        body = replace(body, element, Element(element.name, tuple(indices)))
+    name = fresh_name(f"{fn.name}_p", used)
+    shapes = {**fn.shapes, name: tuple(extents[n] for n in layout)}
+    for node in reversed(inside):
+        body = node.renewed(body=body)
+    part = Function(name, tuple(layout), body, shapes)
+    if contraction_of(part) is None or typical_terms(part) > INNER_SHARE * typical_terms(fn):
+        return None
+    kept = Element(name, tuple(reads[n] for n in layout))
+    for node in reversed([node for node in sums if node.index not in contracted]):
+        kept = node.renewed(body=kept)
+    return part, Function(fn.name, fn.indices, kept, shapes)

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field, replace
 
 from ..ad.derive import Gradients
 from ..ad.program import ProgramGradients
-from ..lang.evaluate import element_terms
+from ..lang.evaluate import typical_terms
 from ..lang.expr import Element, Expr, If, Sum, memory_step, postorder
 from ..lang.function import Function
 from ..lang.names import all_names, apart
 from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import decided_on, gates_as_bounds, hoist_invariants
-from .contraction import Contraction, contraction_of, split_contractions
+from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
+                          split_contractions)
 from .printer import Lanes, py_name
 from .targets import (BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, storage_shape,
                       target_named)
@@ -112,7 +113,7 @@ def _blocks(fn: Function, row: Lanes | None) -> int:
     """Into how many blocks of :data:`LANE_BLOCK` lanes a kernel cuts each row: one, unless it has fewer rows
     than :data:`MIN_ROWS` and work that pays for threads (a bias's gradient, ``db[j] = sum{i} (dy[i; j])``, is
     a single row: its blocks run in parallel, each reading contiguous pieces of the rows of ``dy``)."""
-    if row is None or size_of(fn.shapes[fn.name]) // row.width >= MIN_ROWS or element_terms(fn) < PARALLEL_WORK:
+    if row is None or size_of(fn.shapes[fn.name]) // row.width >= MIN_ROWS or typical_terms(fn) < PARALLEL_WORK:
         return 1
     return -(-row.width // LANE_BLOCK)
 
@@ -125,7 +126,7 @@ def _iterations(fn: Function, row: Lanes | None) -> int:
 
 def _parallel(fn: Function, row: Lanes | None) -> bool:
     """Whether ``fn``'s kernel runs on several threads: more than one iteration, and work that pays for them."""
-    return _iterations(fn, row) > 1 and element_terms(fn) >= PARALLEL_WORK
+    return _iterations(fn, row) > 1 and typical_terms(fn) >= PARALLEL_WORK
 
 
 def lane(fn: Function, body: Expr) -> Lanes | None:
@@ -278,11 +279,13 @@ class Plan:
     reused: dict = field(default_factory=dict)
 
     def with_reuse(self, forward: list[Function]) -> Plan:
-        """This plan with the backward functions' parts that the ``forward`` definitions' parts compute too."""
-        computed = {found: part.name for fn in forward for part, found in self.parts.get(fn.name, ())}
+        """This plan with the backward functions' parts that the ``forward`` definitions' parts compute too: the
+        same contraction, or the same gather up to the names of its indices (a convolution's forward gather and
+        its filter gradient's)."""
+        computed = {part_key(*split): split[0].name for fn in forward for split in self.parts.get(fn.name, ())}
         kept = {fn.name for fn in forward}
-        reused = {part.name: computed[found] for name, split in self.parts.items() if name not in kept
-                  for part, found in split if found in computed}
+        reused = {split[0].name: computed[part_key(*split)] for name, splits in self.parts.items()
+                  if name not in kept for split in splits if part_key(*split) in computed}
         return replace(self, reused=reused)
 
     @property
@@ -296,39 +299,66 @@ def _runs_parallel(fn: Function, target: Target) -> bool:
 
 
 def plan_module(fns, target: Target) -> Plan:
-    """BLAS (``np.tensordot``) for the plain contractions of at least :data:`BLAS_WORK` element-terms, whole
-    definitions or split off (:mod:`.contraction`), where they are the larger part of the module's work; then
-    every kernel runs serially. OpenBLAS's threads spin for a while after each call and Numba's after each
-    parallel kernel: interleaved, each waits for the other's cores (a dense layer's gradients ran 2.5 times
-    slower). Where the kernels' parallel work is the larger part, no BLAS, the kernels as they are."""
+    """BLAS (``np.tensordot``) for the plain contractions of at least :data:`BLAS_WORK` element-terms
+    (:mod:`.contraction`): whole definitions, whole definitions once a factor read at affine indices is gathered
+    (a strided convolution), contractions split off a body (a dense layer's) or summed inside it (a strided
+    convolution's gradient), where they are the larger part of the module's work; then every kernel runs
+    serially. OpenBLAS's threads spin for a while after each call and Numba's after each parallel kernel:
+    interleaved, each waits for the other's cores (a dense layer's gradients ran 2.5 times slower). Where the
+    kernels' parallel work is the larger part, no BLAS, the kernels as they are."""
     if not target.blas:
         return Plan({}, {}, {})
     used = set().union(*(all_names(fn) for fn in fns))
     whole, parts, kernels = {}, {}, {}
     for fn in fns:
+        if typical_terms(fn) < BLAS_WORK:
+            continue
         found = contraction_of(fn)
-        if found and element_terms(fn) >= BLAS_WORK:
+        if found:
             whole[fn.name] = found
             continue
+        gathered = gathered_contraction(fn, used)
+        if gathered:
+            gather, contraction = gathered
+            parts[fn.name], whole[fn.name] = [(gather, None)], contraction_of(contraction)
+            continue
         split, rewritten = split_contractions(fn, used, BLAS_WORK)
+        if not split:
+            box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
+            inner = inner_contraction(replace(fn, body=decided_on(fn.body, box)), used)
+            if inner and typical_terms(inner[0]) >= BLAS_WORK:
+                split, rewritten = [(inner[0], contraction_of(inner[0]))], inner[1]
         if split:
             parts[fn.name], kernels[fn.name] = split, rewritten
-    blas_work = sum(element_terms(fn) for fn in fns if fn.name in whole)
-    blas_work += sum(element_terms(part) for split in parts.values() for part, _ in split)
+    blas_work = sum(typical_terms(fn) for fn in fns if fn.name in whole)
+    blas_work += sum(typical_terms(part) for split in parts.values() for part, found in split if found)
     rest = [kernels.get(fn.name, fn) for fn in fns if fn.name not in whole]
-    loop_work = sum(element_terms(fn) for fn in rest if _runs_parallel(fn, target))
+    rest += [part for split in parts.values() for part, found in split if not found]
+    loop_work = sum(typical_terms(fn) for fn in rest if _runs_parallel(fn, target))
     if not blas_work or loop_work > blas_work:
         return Plan({}, {}, {})
     return Plan(whole, parts, kernels, serial=True)
 
 
 def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
-    """The element-wise kernels of ``{kernel name: function}``, but for the contractions BLAS computes."""
+    """The element-wise kernels of ``{kernel name: function}``, but for the contractions BLAS computes, and the
+    kernels of the gathers split off them."""
     lines = []
-    for name, fn in fns.items():
-        if fn.name not in plan.whole:
-            lines += element_kernel(plan.kernels.get(fn.name, fn), target, name, serial=plan.serial) + ["", ""]
+    for name, fn in _element_kernels(fns, plan).items():
+        lines += element_kernel(fn, target, name, serial=plan.serial) + ["", ""]
     return lines
+
+
+def _element_kernels(fns: dict[str, Function], plan: Plan) -> dict[str, Function]:
+    """Kernel name -> the function its kernel computes: each gather split off a definition, then the definition
+    itself unless BLAS computes it whole."""
+    kernels = {}
+    for name, fn in fns.items():
+        kernels.update({f"{py_name(part.name)}_kernel": part for part, found in plan.parts.get(fn.name, ())
+                        if not found and part.name not in plan.reused})
+        if fn.name not in plan.whole:
+            kernels[name] = plan.kernels.get(fn.name, fn)
+    return kernels
 
 
 def _arrays_table(kernels: dict[str, list[tuple]]) -> list[str]:
@@ -341,35 +371,43 @@ def _arrays_table(kernels: dict[str, list[tuple]]) -> list[str]:
 
 def _kernel_shapes(fns: dict[str, Function], plan: Plan) -> dict[str, list[tuple]]:
     """The shapes of each element kernel's parameters (its arguments, then ``_out``)."""
-    shapes = {}
-    for name, fn in fns.items():
-        if fn.name not in plan.whole:
-            kernel = plan.kernels.get(fn.name, fn)
-            shapes[name] = [kernel.shapes[a] for a in kernel.arguments] + [kernel.shapes[kernel.name]]
-    return shapes
+    return {name: [kernel.shapes[a] for a in kernel.arguments] + [kernel.shapes[kernel.name]]
+            for name, kernel in _element_kernels(fns, plan).items()}
 
 
-def _blas(out: str, contraction: Contraction) -> str:
-    return f"{out} = {contraction.code([py_name(name) for name in contraction.operands])}  # a plain contraction: BLAS"
+def _blas(out: str, contraction: Contraction, buffer: str | None = None) -> str:
+    code = contraction.code([py_name(name) for name in contraction.operands], buffer)
+    return f"{out} = {code}  # a plain contraction: BLAS"
 
 
 def _compute(target: Target, fn: Function, plan: Plan) -> list[str]:
     """``fn``'s output allocated, and its kernel launched to fill it; a contraction is one BLAS call, and the
-    contractions split off ``fn`` come first."""
-    out = py_name(fn.name)
-    if fn.name in plan.whole:
-        return [_blas(out, plan.whole[fn.name])]
+    tensors split off ``fn`` (contractions, gathers) come first."""
     lines = []
-    for part, found in plan.parts.get(fn.name, ()):
-        line = _blas(py_name(part.name), found)
-        if part.name in plan.reused:  # kept by the forward pass, unless the values came from the caller
-            kept = py_name(plan.reused[part.name])
-            line = line.replace(" = ", f" = {kept} if {kept} is not None else ", 1)
-        lines.append(line)
-    kernel = plan.kernels.get(fn.name, fn)
+    for part, found in plan.parts.get(fn.name, ()):  # never returned: scratch arrays where the target keeps them
+        out = py_name(part.name)
+        kept = py_name(plan.reused[part.name]) if part.name in plan.reused else None
+        if found is not None:
+            line = _blas(out, found, target.scratch(out))  # kept by the forward pass, unless the caller brought
+            lines.append(line.replace(" = ", f" = {kept} if {kept} is not None else ", 1) if kept else line)
+        elif kept:  # the forward pass's gather, the same tensor: computed by its kernel where not given
+            lines += [f"if {kept} is None:", *("    " + line for line in _launch(target, kept, part, part, True)),
+                      f"{out} = {kept}"]
+        else:
+            lines += _launch(target, out, part, part, scratch=True)
+    if fn.name in plan.whole:
+        return lines + [_blas(py_name(fn.name), plan.whole[fn.name])]
+    return lines + _launch(target, py_name(fn.name), fn, plan.kernels.get(fn.name, fn))
+
+
+def _launch(target: Target, out: str, fn: Function, kernel: Function, scratch: bool = False) -> list[str]:
+    """``out``, of ``fn``'s shape, allocated (a scratch array if ``scratch`` and the target keeps them) and filled
+    by its kernel, ``out_kernel``, which computes ``kernel`` (``fn`` or its rewriting)."""
     args = ", ".join([py_name(a) for a in kernel.arguments] + [out])
-    return lines + [target.allocate(out, fn.shapes[fn.name]),
-                    target.call(f"{out}_kernel", args, size_of(fn.shapes[fn.name]))]
+    shape = fn.shapes[fn.name]
+    kept = target.scratch(out) if scratch else None
+    allocate = f"{out} = {kept.format(shape=tuple(shape))}" if kept else target.allocate(out, shape)
+    return [allocate, target.call(f"{out}_kernel", args, size_of(shape))]
 
 
 def _forward_entry(subject: Function | Program, target: Target, plan: Plan, name: str = "forward",
@@ -392,6 +430,7 @@ def function_source(fn: Function | Program, target: str = "numba") -> str:
     definitions = definitions_of(fn)
     lines = _header(list(definitions), kind)
     plan = plan_module(definitions, kind)
+    lines += list(kind.scratch_setup) if plan.parts else []
     kernels = {f"{py_name(definition.name)}_kernel": definition for definition in definitions}
     lines += _kernels(kernels, kind, plan)
     lines += _forward_entry(fn, kind, plan)
@@ -410,6 +449,7 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     first, gather = module_functions(grads)
     lines = _header([*first.values(), *gather.values()], kind)
     plan = plan_module([*first.values(), *gather.values()], kind).with_reuse(definitions_of(sweep.subject))
+    lines += list(kind.scratch_setup) if plan.parts else []
     lines += _kernels(first, kind, plan) + _kernels(gather if not kind.scatter else {}, kind, plan)
     for step, _, kernel in sweep.steps if kind.scatter else ():
         lines += scatter_kernel(step, kind, kernel) + ["", ""]

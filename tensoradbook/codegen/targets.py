@@ -26,7 +26,7 @@ import numpy as np
 from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
 
 THREADS_PER_BLOCK = 128
-#: Element-terms (:func:`tensoradbook.lang.evaluate.work`) from which a Numba CPU kernel runs in parallel. A
+#: Element-terms (:func:`tensoradbook.lang.evaluate.typical_terms`) from which a Numba CPU kernel runs in parallel. A
 #: parallel launch wakes every thread of Numba's pool, tens of microseconds on a quiet machine and far more on
 #: a busy one, where each waits for a thread the scheduler has put aside; below this much work (about 0.1 ms on
 #: one core) the serial loop is done first. The loop and its arithmetic are the same either way: so are the bits.
@@ -58,6 +58,7 @@ class Target:
     precompiled = False   # kernels typed and compiled when the module loads (codegen.compile.precompile)
     blas = False          # plain contractions as BLAS calls rather than kernels (codegen.contraction)
     imports: tuple[str, ...] = ()
+    scratch_setup: tuple[str, ...] = ()  # the module's scratch arrays, where it keeps any (see scratch)
     kernel_decorator: tuple[str, ...] = ()
 
     def decorator(self, parallel: bool) -> tuple[str, ...]:
@@ -73,6 +74,11 @@ class Target:
 
     def call(self, kernel: str, args: str, size: int) -> str:
         return f"{kernel}({args})"
+
+    def scratch(self, name: str) -> str | None:
+        """Code of the array ``name`` keeps from call to call (:mod:`.scratch`), with ``{shape}`` to fill in; None
+        where each call allocates its own."""
+        return None
 
     def guarded(self, statements: list[str]) -> list[str]:
         """An entry point's statements as its body: indented, and for numpy under ``np.errstate``."""
@@ -110,8 +116,15 @@ class NumbaTarget(Target):
     kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy", fastmath={"reassoc"})',)
     serial_decorator = ('@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc"})',)
 
+    #: the module's scratch arrays (:mod:`.scratch`), where it has any
+    scratch_setup = ("from tensoradbook.codegen.scratch import Scratch", "",
+                     "_scratch = Scratch()  # the tensors each call computes and reads, kept from call to call", "", "")
+
     def decorator(self, parallel: bool) -> tuple[str, ...]:
         return self.kernel_decorator if parallel else self.serial_decorator
+
+    def scratch(self, name: str) -> str | None:
+        return f"_scratch.array({name!r}, {{shape!r}})"
 
     def element_loop(self, count: int, parallel: bool) -> list[str]:
         # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one

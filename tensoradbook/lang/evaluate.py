@@ -117,18 +117,25 @@ def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarra
     return total
 
 
-def _terms_per_element(fn, branch_taken: bool = False) -> int:
+def _terms_per_element(fn, branch_taken: bool = False, at_center: bool = False) -> int:
     """Per element of ``fn``'s output, an upper bound on the sums' iterations: each sum's range over the output
     box times one plus the iterations of the sums in its body (nested sums multiply). With ``branch_taken``,
     a comparison's select counts its cheaper branch alone, as a kernel runs only the branch taken where a
-    branch loops (the loop of a max's gradient runs at the extremal element alone): an estimate, not a bound."""
+    branch loops (the loop of a max's gradient runs at the extremal element alone): an estimate, not a bound.
+    With ``at_center``, each range is taken at the center of the box and of the enclosing sums' ranges rather
+    than over all of them: a typical element's count, where bounds vary with the element (the Fourier-Motzkin
+    bounds of a strided convolution's gradient, 2 or 3 of 30 values, not 30)."""
+
+    def centered(low, high):
+        middle = (low + high) // 2
+        return (middle, middle) if at_center else (low, high)
 
     def enter(node, intervals):
         if not node.children():
             return 0, None
         if isinstance(node, Sum):
             low, high = sum_range(node.lower, node.upper, intervals)
-            return (0, None) if low > high else (None, {**intervals, node.index: (low, high)})
+            return (0, None) if low > high else (None, {**intervals, node.index: centered(low, high)})
         return None, intervals
 
     def leave(node, intervals, children):  # how many times the evaluator runs sums' bodies
@@ -140,7 +147,7 @@ def _terms_per_element(fn, branch_taken: bool = False) -> int:
             return left + right + min(then, otherwise)
         return sum(children)
 
-    box = {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])}
+    box = {name: centered(0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])}
     return _fold(fn.body, box, enter, leave)
 
 
@@ -158,6 +165,13 @@ def element_terms(fn) -> int:
     element counts 1 plus the iterations of the sums (and max / min reductions) inside it, bounded as in
     :func:`work` but for the branches a kernel skips, with no minimum per call."""
     return math.prod(fn.shapes[fn.name]) * (1 + _terms_per_element(fn, branch_taken=True))
+
+
+def typical_terms(fn) -> int:
+    """:func:`element_terms` with each sum's range taken at the center of the output's box (and of the enclosing
+    sums' ranges): what code generation plans by (threads, BLAS). Equal where the bounds are constant; where they
+    vary with the element, a typical element's count rather than the box's bound."""
+    return math.prod(fn.shapes[fn.name]) * (1 + _terms_per_element(fn, branch_taken=True, at_center=True))
 
 
 def evaluate(fn, args: dict) -> np.ndarray:
