@@ -225,16 +225,29 @@ def assert_kernels_equal_the_reference(fn, seed):
 
 
 def test_a_strided_convolution_is_a_gather_and_products(every_rewrite):
-    """The forward pass gathers x as y_g[c; p; q; n; i; j] (im2col) and multiplies it by the filters; the filter
-    gradient reads the same gather, kept from the forward pass (or gathered again where the caller brings the
-    forward values); the image gradient sums a product of dy and w over the Fourier-Motzkin bounds."""
+    """The forward pass gathers x as y_g[n; c; p; q; i; j] (im2col) and multiplies the filters by it, image by
+    image; the filter gradient reads the same gather, kept from the forward pass (or gathered again where the
+    caller brings the forward values); the image gradient sums over the Fourier-Motzkin bounds a product of dy
+    and w that BLAS computes first."""
     fn = parse(*STRIDED)
     source = fn.compile("numba").source
-    assert "def y_g_kernel(x, _out):" in source and "_out[c, p, q, n, i, j] = x[" in source
-    assert "(w.reshape(-1, 18) @ y_g.reshape(18, -1))" in source and "y_g = _scratch.array(" in source
+    assert "def y_g_kernel(x, _out):" in source and "_out[n, c, p, q, i, j] = x[" in source
+    assert "y = np.matmul(w.reshape(-1, 18), y_g.reshape(2, 18, 12))" in source and "y_g = _scratch.array(" in source
     source = assert_kernels_equal_the_reference(fn, 0)
-    assert "if y_g is None:" in source and "dw_g = y_g" in source and "def dw_g_kernel" not in source
+    assert "if y_g is None:" in source and source.count("def y_g_kernel") == 1 and "_g_kernel(dy" not in source
+    assert ".sum(axis=0)" in source  # dw: per image a product, then their sum
     assert "dx_p = np.matmul(" in source and "def dx_kernel(dx_p, _out)" in source
+
+
+def test_a_padded_convolution_gathers_from_a_padded_copy(every_rewrite):
+    """The gate that keeps a padded convolution's reads inside x becomes a copy of x with zeros around it, from
+    which the gather reads without a gate; the filter gradient reads the forward pass's copy and gather again."""
+    fn = parse("y[n; f; i; j] = sum{c}_0^1 (sum{p}_0^2 (sum{q}_0^2 (if {i + p - 1 >= 0 and 4 - i - p >= 0 and "
+               "j + q - 1 >= 0 and 5 - j - q >= 0} then (w[f; c; p; q] * x[n; c; i + p - 1; j + q - 1]) else (0))))",
+               {"y": (2, 3, 4, 5), "w": (3, 2, 3, 3), "x": (2, 2, 4, 5)})
+    source = assert_kernels_equal_the_reference(fn, 5)
+    assert "x_pad = _scratch.array('x_pad', (2, 2, 6, 7))" in source and "y_g_kernel(x_pad, y_g)" in source
+    assert "if x_pad is None:" in source and source.count("def x_pad_kernel") == 1
 
 
 @pytest.mark.parametrize("text, shapes", [
@@ -250,9 +263,8 @@ def test_gathers_give_the_reference_values(every_rewrite, text, shapes):
 
 
 @pytest.mark.parametrize("text, shapes", [
-    # a padded convolution: reads outside x where the gate is false, which a gather has no gate for
-    ("f[i] = sum{k}_0^2 (if {i + k - 1 >= 0 and 4 - i - k >= 0} then (w[k] * x[i + k - 1]) else (0))",
-     {"f": (4,), "w": (3,), "x": (4,)}),
+    # a gate that is not the reads' range: a padded copy would not say it
+    ("f[i] = sum{k}_0^2 (if {i - k >= 0} then (w[k] * x[i + k]) else (0))", {"f": (4,), "w": (3,), "x": (6,)}),
     ("f[i] = sum{k}_0^2 (x[2 * i + k])", {"f": (3,), "x": (7,)}),                  # nothing to multiply it by
     ("f[i] = sum{k}_0^2 (x[i + k] * x[i + k + 1])", {"f": (3,), "x": (7,)}),        # two gathered factors
 ])
@@ -264,20 +276,27 @@ def test_other_affine_reads_stay_in_kernels(every_rewrite, text, shapes):
 
 @st.composite
 def convolutions(draw):
-    """A 1-D or 2-D convolution with random strides, dilations, offsets and extents, every read inside x, the
-    factors and the sums in random orders."""
+    """A 1-D or 2-D convolution with random strides, dilations, offsets and extents, the factors and the sums in
+    random orders; every read inside x, or, padded, gated by the conditions that keep it inside."""
     dims = draw(st.integers(1, 2))
     images, filters, channels = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
-    out, taps, reads, x_shape = [], [], [], [images, channels]
+    out, taps, reads, x_shape, gates = [], [], [], [images, channels], []
     for d in range(dims):
         o, k = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-        stride, dilation, offset = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(0, 2))
+        stride, dilation, offset = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(-2, 2))
         out.append(o)
         taps.append(k)
-        reads.append(f"{stride} * i{d} + {dilation} * p{d} + {offset}")
-        x_shape.append(stride * (o - 1) + dilation * (k - 1) + offset + 1 + draw(st.integers(0, 2)))
+        read = f"{stride} * i{d} + {dilation} * p{d} + {offset}"
+        reads.append(read)
+        reach = stride * (o - 1) + dilation * (k - 1) + offset  # the largest index read
+        size = max(1, reach + 1 + draw(st.integers(-2, 2)))
+        x_shape.append(size)
+        gates += [f"{read} >= 0"] if offset < 0 else []
+        gates += [f"{size - 1} - ({read}) >= 0"] if reach > size - 1 else []
     factors = [f"w[f; c; {'; '.join(f'p{d}' for d in range(dims))}]", f"x[n; c; {'; '.join(reads)}]"]
     body = " * ".join(draw(st.permutations(factors)))
+    if gates:
+        body = f"if {{{' and '.join(gates)}}} then ({body}) else (0)"
     sums = [("c", channels)] + [(f"p{d}", taps[d]) for d in range(dims)]
     for name, extent in draw(st.permutations(sums)):
         body = f"sum{{{name}}}_0^{extent - 1} ({body})"
@@ -329,3 +348,21 @@ def test_threads_calling_one_module_get_their_own_values(every_rewrite):
     for thread in threads:
         thread.join()
     assert not failures
+
+
+@pytest.mark.parametrize("subscripts, call", [
+    ("abcd,eb->aecd", "np.matmul(y.reshape(-1, 3), x.reshape(2, 3, 20))"),      # per image, the filters times x
+    ("abcd,be->aecd", "np.matmul(y.reshape(3, -1).T, x.reshape(2, 3, 20))"),
+    ("abcd,aecd->be", ".transpose(0, 2, 1)).sum(axis=0)"),                    # per image, then the sum over them
+    ("aecd,abcd->be", ".transpose(0, 2, 1)).sum(axis=0)"),
+])
+def test_products_batched_over_leading_indices(subscripts, call):
+    rng = np.random.default_rng(4)
+    inputs, output = subscripts.split("->")
+    sizes = dict(zip("abcde", (2, 3, 4, 5, 6)))
+    arrays = [rng.standard_normal([sizes[letter] for letter in term]) for term in inputs.split(",")]
+    code = Contraction(subscripts, ("x", "y"), 1, tuple(sizes.values())).code(["x", "y"])
+    assert call in code and "einsum" not in code and "ascontiguousarray" not in code
+    value = eval(code, {"np": np, "x": arrays[0], "y": arrays[1]})
+    assert value.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(value, np.einsum(subscripts, *arrays), rtol=1e-13)

@@ -27,11 +27,13 @@ element-wise kernels.
 from __future__ import annotations
 
 import math
+import os
 import string
 from dataclasses import dataclass
 
 from ..lang.evaluate import typical_terms
-from ..lang.expr import Affine, Binary, Element, Expr, Number, Sum, free_indices, postorder, replace, substitute
+from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Sum, free_indices, postorder, replace,
+                         substitute)
 from ..lang.function import Function
 from ..lang.names import fresh_name
 
@@ -73,12 +75,15 @@ class Contraction:
         free = [[letter for letter in t if letter not in summed] for t in terms]
         if set(free[0]) & set(free[1]) or len(free[0]) + len(free[1]) != len(output):
             return None  # a batch index, or an index summed within one operand: not one product
-        swapped = "".join(free[0] + free[1]) != output and "".join(free[1] + free[0]) == output
-        first, second = (1, 0) if swapped else (0, 1)
-        landed = "".join(free[first] + free[second])
         size = dict(zip(LETTERS, self.sizes))
         if not size:
             return None
+        batched = _batched(terms, output, operands, size, summed, buffer)
+        if batched:
+            return batched
+        swapped = "".join(free[0] + free[1]) != output and "".join(free[1] + free[0]) == output
+        first, second = (1, 0) if swapped else (0, 1)
+        landed = "".join(free[first] + free[second])
         # the summed indices in the order an operand holds them: both operands viewed, else the larger one
         pair = (terms[first], terms[second])
 
@@ -98,6 +103,43 @@ class Contraction:
         if landed != output:
             value = f"np.ascontiguousarray({value}.transpose({tuple(landed.index(x) for x in output)!r}))"
         return value
+
+
+def _batched(terms: list[str], output: str, operands: list[str], size: dict, summed: list[str],
+             buffer: str | None) -> str | None:
+    """A product batched over an operand's leading free indices, as a convolution's layouts make them, or None.
+
+    ``x[n; k; z] * w[f; k] -> [n; f; z]``: per leading ``n``, the matrix ``w`` times ``x``'s slice, written as it
+    lands (a convolution from its gather ``[n; c p q; i j]``, or its image gradient's contraction ``[n; c p q; i
+    j]`` of ``dy[n; f; i j]`` and ``w[f; c p q]``). ``a[n; f; z] * b[n; g; z] -> [f; g]``: per ``n`` a product
+    over ``z``, then the sum over ``n`` in order (a convolution's filter gradient)."""
+    letters = "".join(summed)
+
+    def volume(text):
+        return math.prod(size[x] for x in text)
+
+    for a, b in ((0, 1), (1, 0)):
+        ta, tb = terms[a], terms[b]
+        start = ta.find(letters) if "".join(x for x in ta if x in summed) == letters else -1
+        lead, trail = ta[:start], ta[start + len(letters):]
+        if start > 0 and trail and output.startswith(lead) and output.endswith(trail):
+            middle = output[len(lead):len(output) - len(trail)]  # b's free indices, in its own order
+            if middle == "".join(x for x in tb if x not in summed):
+                shape = (volume(lead), volume(middle), volume(trail))
+                matrix = _matrix(operands[b], tb, letters, size, summed_last=True)
+                out = f", out={buffer.format(shape=shape)}" if buffer else ""
+                rows = f"{operands[a]}.reshape({volume(lead)}, {volume(letters)}, {volume(trail)})"
+                return f"np.matmul({matrix}, {rows}{out}).reshape({tuple(size[x] for x in output)!r})"
+    lead = os.path.commonprefix(terms)
+    trail = os.path.commonprefix([t[::-1] for t in terms])[::-1]
+    middles = [t[len(lead):len(t) - len(trail)] for t in terms]
+    order = (0, 1) if "".join(middles) == output else (1, 0)
+    if lead and trail and set(lead + trail) == set(summed) and "".join(middles[k] for k in order) == output:
+        first, second = (f"{operands[k]}.reshape({volume(lead)}, {volume(middles[k])}, {volume(trail)})"
+                         for k in order)
+        return (f"np.matmul({first}, {second}.transpose(0, 2, 1)).sum(axis=0)"
+                f".reshape({tuple(size[x] for x in output)!r})")
+    return None
 
 
 def _lies_together(term: str, order: str) -> bool:
@@ -249,21 +291,28 @@ def part_key(part: Function, found: Contraction | None) -> object:
     return substitute(part.body, positions), tuple(part.shapes[part.name])
 
 
-def gathered_contraction(fn: Function, used: set[str]) -> tuple[Function, Function] | None:
+def gathered_contraction(fn: Function, used: set[str], known: dict) -> tuple[list[Part], Function] | None:
     """``fn`` as a gather and a plain contraction of it, where one factor of a contraction is read at affine
     indices of the sums' and the output's indices (``x[n; c; 2 * i + p; 2 * j + q]``, a strided convolution):
-    that factor becomes a tensor of those indices (``y_g[c; p; q; n; i; j]``, "im2col"), which an element-wise
-    kernel writes, and ``fn`` a contraction of plain reads (BLAS). The gather's indices are the summed ones, in
-    the order the other factors read them, then the output's, in order: BLAS then reads both operands as they
-    lie. Returns ``(gather, fn reading it)``, or None where the body is of another form, where a read of the factor
-    leaves its tensor somewhere in the sums' box (a padded convolution's gate guards those; its kernel has no
-    such copy), or where the gather is more than 1 / :data:`GATHER_SHARE` of the contraction's terms."""
+    that factor becomes a tensor of those indices (``y_g[n; c; p; q; i; j]``, "im2col"), which an element-wise
+    kernel writes, and ``fn`` a contraction of plain reads (BLAS). A gate that keeps the reads inside the factor's
+    tensor (a padded convolution's ``if {i + p - 2 >= 0 and ...}``) becomes a copy of that tensor padded with
+    zeros, which the gather reads. The gather's indices are the output's with the summed ones in place of the
+    other factors' (a batched product, :func:`_batched`); a gather of the same tensor at the same places made
+    before, which ``known`` holds (part key -> Function) and learns, is read again, in its own order: a
+    convolution's filter gradient reads the forward pass's. Returns ``(parts, fn reading them)``, the parts the
+    padded copy (if any) and the gather, or None where the body is of another form, where a read leaves its
+    tensor where no gate guards it, or where the gather is more than 1 / :data:`GATHER_SHARE` of the
+    contraction's terms."""
     sums, body = _chain(fn.body)
     extents = dict(zip(fn.indices, fn.shapes[fn.name]))
     for node in sums:
         if _full_extent(node) is None or node.index in extents:
             return None
         extents[node.index] = _full_extent(node)
+    condition = ()
+    if isinstance(body, If) and isinstance(body.otherwise, Number) and body.otherwise.value == 0:
+        condition, body = body.condition, body.then
     factors = _factors(body)
     if not sums or factors is None or not fn.shapes[fn.name]:
         return None
@@ -275,35 +324,125 @@ def gathered_contraction(fn: Function, used: set[str]) -> tuple[Function, Functi
     names = {name for index in element.indices for name in index.names}
     if not names <= extents.keys() or not all(index.is_integral for index in element.indices):
         return None
-    box = {name: (0, extents[name] - 1) for name in names}
-    if any(index.interval(box)[0] < 0 or index.interval(box)[1] >= size
-           for index, size in zip(element.indices, fn.shapes[element.name])):
+    shape = tuple(fn.shapes[element.name])
+    padding = _padding(element, shape, condition, extents)
+    if padding is None:
         return None
-    layout = _gather_layout(element, fn.shapes[element.name], [node.index for node in sums], extents)
+    parts, read = [], element
+    if any(low or high for low, high in padding):
+        pad = _padded_copy(element.name, shape, padding, used, known)
+        parts.append((pad, None))
+        shape = tuple(pad.shapes[pad.name])
+        read = Element(pad.name, tuple(index + low for index, (low, _) in zip(element.indices, padding)))
+    others = {n for e in elements if e is not element for index in e.indices for n in index.names}
+    layout = _gather_layout(read, shape, fn.indices, others, [node.index for node in sums], names)
     if math.prod(extents[n] for n in layout) * GATHER_SHARE > typical_terms(fn):
         return None
     name = fresh_name(f"{fn.name}_g", used)
-    shapes = {**fn.shapes, name: tuple(extents[n] for n in layout)}
-    reading = Element(name, tuple(Affine.index(n) for n in layout))
-    return Function(name, layout, element, shapes), Function(fn.name, fn.indices, replace(fn.body, element, reading),
-                                                            shapes)
+    gather, layout = _known(Function(name, layout, read, {read.name: shape, name: tuple(extents[n] for n in layout)}),
+                            known)
+    parts.append((gather, None))
+    reading = Element(gather.name, tuple(Affine.index(n) for n in layout))
+    rewritten = body
+    for node in reversed(sums):  # the gate, if any, is the padded copy's now
+        rewritten = node.renewed(body=rewritten)
+    shapes = {**fn.shapes, gather.name: gather.shapes[gather.name]}
+    return parts, Function(fn.name, fn.indices, replace(rewritten, element, reading), shapes)
 
 
-def _gather_layout(element: Element, shape: tuple, summed: list[str], extents: dict) -> tuple[str, ...]:
-    """The gather's indices: the summed ones and the output's in two groups, as BLAS reads them; each group in
-    the order of the strides they step ``element``'s tensor by, largest first, and last the group ending in the
-    longer index (the kernel's lanes). A convolution's forward gather and its filter gradient's are then the
-    same tensor, ``[c; p; q; n; i; j]``."""
-    strides = dict.fromkeys((name for index in element.indices for name in index.names), 0)
+def _padding(element: Element, shape: tuple, condition: tuple, extents: dict) -> list[tuple[int, int]] | None:
+    """Per dimension of ``element``'s tensor, the zeros below and above it that its reads reach over the box of
+    ``extents``, where ``condition`` is exactly the gate keeping them inside (atoms ``index >= 0`` and
+    ``size - 1 - index >= 0``); None where a read leaves the tensor ungated or the condition is anything else."""
+    box = {name: (0, extents[name] - 1) for index in element.indices for name in index.names}
+    sides = {}  # an atom's affine -> (dimension, whether it keeps the read at or above 0)
+    for d, (index, size) in enumerate(zip(element.indices, shape)):
+        sides[index] = (d, True)
+        sides[Affine.constant_value(size - 1) - index] = (d, False)
+    if any(not atom.inequality or atom.modulus or atom.affine not in sides for atom in condition):
+        return None
+    guarded = {sides[atom.affine] for atom in condition}
+    padding = []
+    for d, (index, size) in enumerate(zip(element.indices, shape)):
+        low, high = index.interval(box)
+        below, above = max(0, -math.floor(low)), max(0, math.ceil(high) - (size - 1))
+        if below and (d, True) not in guarded or above and (d, False) not in guarded:
+            return None
+        padding.append((below, above))
+    return padding
+
+
+def _padded_copy(tensor: str, shape: tuple, padding: list, used: set[str], known: dict) -> Function:
+    """``tensor`` with ``padding`` zeros below and above each dimension: a gate made data, which a gather then
+    reads without one (one made before, in ``known``, is read again)."""
+    name = fresh_name(f"{tensor}_pad", used)
+    indices = tuple(fresh_name(f"{name}_{d}", used) for d in range(len(shape)))
+    inner = [Affine.index(i) - low for i, (low, _) in zip(indices, padding)]
+    atoms = []
+    for index, (low, high), size in zip(inner, padding, shape):
+        atoms += [Atom(index, inequality=True)] if low else []
+        atoms += [Atom(Affine.constant_value(size - 1) - index, inequality=True)] if high else []
+    body = If(tuple(atoms), Element(tensor, tuple(inner)), Number(0))
+    padded = tuple(size + low + high for size, (low, high) in zip(shape, padding))
+    return _known(Function(name, indices, body, {tensor: tuple(shape), name: padded}), known)[0]
+
+
+def _known(part: Function, known: dict) -> tuple[Function, tuple[str, ...]]:
+    """``part``, or an equal part ``known`` holds (the same body and extents up to the names and order of its
+    indices), with ``part``'s index names in the order of the one returned; ``known`` learns a new one."""
+    for found in known.values():
+        renaming = _renaming(found, part)
+        if renaming is not None:
+            return found, tuple(renaming[name] for name in found.indices)
+    known[part_key(part, None)] = part
+    return part, part.indices
+
+
+def _renaming(found: Function, part: Function) -> dict[str, str] | None:
+    """The index names of ``found`` -> those of ``part`` that make their bodies equal, each pair of the same
+    extent; None where there is none. A search over the names of equal extent (a few at most)."""
+    if len(found.indices) != len(part.indices) or {e.name for e in postorder(found.body) if isinstance(
+            e, Element)} != {e.name for e in postorder(part.body) if isinstance(e, Element)}:
+        return None
+    extent = dict(zip(found.indices, found.shapes[found.name]))
+    candidates = dict(zip(part.indices, part.shapes[part.name]))
+    target = part_key(part, None)[0]
+    positions = {name: k for k, name in enumerate(part.indices)}
+
+    def search(mapping: dict) -> dict | None:
+        if len(mapping) == len(found.indices):
+            renamed = substitute(found.body, {n: Affine.index(f"\0{positions[m]}") for n, m in mapping.items()})
+            return dict(mapping) if renamed == target else None
+        name = found.indices[len(mapping)]
+        for candidate in part.indices:
+            if candidate not in mapping.values() and candidates[candidate] == extent[name]:
+                result = search({**mapping, name: candidate})
+                if result:
+                    return result
+        return None
+
+    return search({})
+
+
+def _gather_layout(read: Element, shape: tuple, output: tuple, others: set, summed: list[str],
+                   names: set) -> tuple[str, ...]:
+    """The gather's indices: the output's, in order, with the summed ones where the other factors' free indices are
+    (``[n; c; p; q; i; j]`` for ``w[f; c; p; q]`` and ``y[n; f; i; j]``), so that one batched product reads both
+    operands as they lie; the summed ones in the order of the strides they step ``read``'s tensor (of ``shape``)
+    by, largest first. The summed ones first where the other factors' indices are not together in the output."""
+    strides = dict.fromkeys(names, 0)
     step = 1
-    for index, size in reversed(list(zip(element.indices, shape))):
+    for index, size in reversed(list(zip(read.indices, shape))):
         for name, coefficient in index.terms:
             strides[name] += abs(coefficient) * step
         step *= size
-    groups = [sorted((n for n in strides if (n in summed) == inside), key=lambda n: -strides[n])
-              for inside in (True, False)]
-    groups.sort(key=lambda group: extents[group[-1]] if group else 0)
-    return tuple(groups[0] + groups[1])
+    inner = sorted((n for n in names if n in summed), key=lambda n: -strides[n])
+    outer = [n for n in output if n in names]
+    theirs = [k for k, n in enumerate(output) if n in others and n not in names]
+    if theirs and theirs == list(range(theirs[0], theirs[-1] + 1)):
+        before = [n for n in output[:theirs[0]] if n in names]
+        return tuple(before + inner + [n for n in outer if n not in before])
+    return tuple(inner + outer)
 
 
 def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function] | None:
@@ -331,21 +470,23 @@ def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function]
     if not inside or len(inside) == len(sums):
         return None
     contracted = {node.index for node in inside}
-    layout, extents, fresh, reads = [], {}, {}, {}
+    extents, fresh, reads, orders = {}, {}, {}, []  # orders: per element its indices, "" for a contracted one
     for element in elements:
-        indices = []
+        indices, order = [], []
         for index, size in zip(element.indices, fn.shapes[element.name]):
             if _plain(index) in contracted:
                 indices.append(index)
+                order.append("")
                 continue
             name = _plain(index) or fresh.get(index) or fresh.setdefault(index, fresh_name(f"{fn.name}_v", used))
             if extents.setdefault(name, size) != size:
                 return None
-            if name not in layout:
-                layout.append(name)
-                reads[name] = index
+            reads.setdefault(name, index)
             indices.append(Affine.index(name))
+            order.append(name)
         body = replace(body, element, Element(element.name, tuple(indices)))
+        orders.append(order)
+    layout = _inner_layout(orders, reads, fn.indices[-1] if fn.indices else None)
     name = fresh_name(f"{fn.name}_p", used)
     shapes = {**fn.shapes, name: tuple(extents[n] for n in layout)}
     for node in reversed(inside):
@@ -353,7 +494,25 @@ def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function]
     part = Function(name, tuple(layout), body, shapes)
     if contraction_of(part) is None or typical_terms(part) > INNER_SHARE * typical_terms(fn):
         return None
-    kept = Element(name, tuple(reads[n] for n in layout))
+    kept = Element(name, tuple(reads[n] for n in layout))  # the sums left read it where they read the factors
     for node in reversed([node for node in sums if node.index not in contracted]):
         kept = node.renewed(body=kept)
     return part, Function(fn.name, fn.indices, kept, shapes)
+
+
+def _inner_layout(orders: list[list[str]], reads: dict, lane: str | None) -> tuple[str, ...]:
+    """The indices of :func:`inner_contraction`'s tensor: one factor's free indices, and the other's in their place
+    where the first holds the contracted ones together (a convolution's ``[n; c; p; q; i; j]`` from ``dy[n; f; i;
+    j]`` and ``w[f; c; p; q]``, a batched product), or after them; the first of these whose last index moves with
+    the kernel's lanes (the last output index), so that the kernel reads it contiguously."""
+    candidates = []
+    for first, second in ((0, 1), (1, 0))[:len(orders)]:
+        free = [[n for n in order if n] for order in orders]
+        one, other = orders[first], free[second] if len(orders) > 1 else []
+        candidates.append(free[first] + [n for n in other if n not in free[first]])
+        holes = [k for k, n in enumerate(one) if not n]
+        if holes and holes == list(range(holes[0], holes[-1] + 1)):  # contracted together: the other goes there
+            candidates.append(one[:holes[0]] + [n for n in other if n not in one] + one[holes[-1] + 1:])
+    layouts = [tuple(dict.fromkeys(c)) for c in candidates]
+    moving = [layout for layout in layouts if layout and lane in reads[layout[-1]].names]
+    return (moving or layouts)[0]

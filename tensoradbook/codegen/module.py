@@ -309,7 +309,7 @@ def plan_module(fns, target: Target) -> Plan:
     if not target.blas:
         return Plan({}, {}, {})
     used = set().union(*(all_names(fn) for fn in fns))
-    whole, parts, kernels = {}, {}, {}
+    whole, parts, kernels, known = {}, {}, {}, {}
     for fn in fns:
         if typical_terms(fn) < BLAS_WORK:
             continue
@@ -317,10 +317,9 @@ def plan_module(fns, target: Target) -> Plan:
         if found:
             whole[fn.name] = found
             continue
-        gathered = gathered_contraction(fn, used)
+        gathered = gathered_contraction(fn, used, known)
         if gathered:
-            gather, contraction = gathered
-            parts[fn.name], whole[fn.name] = [(gather, None)], contraction_of(contraction)
+            parts[fn.name], whole[fn.name] = gathered[0], contraction_of(gathered[1])
             continue
         split, rewritten = split_contractions(fn, used, BLAS_WORK)
         if not split:
@@ -353,9 +352,9 @@ def _element_kernels(fns: dict[str, Function], plan: Plan) -> dict[str, Function
     """Kernel name -> the function its kernel computes: each gather split off a definition, then the definition
     itself unless BLAS computes it whole."""
     kernels = {}
-    for name, fn in fns.items():
+    for name, fn in fns.items():  # a gather the backward pass reads again has its kernel once, the forward's
         kernels.update({f"{py_name(part.name)}_kernel": part for part, found in plan.parts.get(fn.name, ())
-                        if not found and part.name not in plan.reused})
+                        if not found and plan.reused.get(part.name, part.name) == part.name})
         if fn.name not in plan.whole:
             kernels[name] = plan.kernels.get(fn.name, fn)
     return kernels
@@ -380,19 +379,20 @@ def _blas(out: str, contraction: Contraction, buffer: str | None = None) -> str:
     return f"{out} = {code}  # a plain contraction: BLAS"
 
 
-def _compute(target: Target, fn: Function, plan: Plan) -> list[str]:
+def _compute(target: Target, fn: Function, plan: Plan, backward: bool = False) -> list[str]:
     """``fn``'s output allocated, and its kernel launched to fill it; a contraction is one BLAS call, and the
-    tensors split off ``fn`` (contractions, gathers) come first."""
+    tensors split off ``fn`` (contractions, gathers) come first; in the ``backward`` pass, those the forward pass
+    keeps are read from it (computed where the caller brought the forward values)."""
     lines = []
     for part, found in plan.parts.get(fn.name, ()):  # never returned: scratch arrays where the target keeps them
         out = py_name(part.name)
-        kept = py_name(plan.reused[part.name]) if part.name in plan.reused else None
+        kept = py_name(plan.reused[part.name]) if backward and part.name in plan.reused else None
         if found is not None:
             line = _blas(out, found, target.scratch(out))  # kept by the forward pass, unless the caller brought
             lines.append(line.replace(" = ", f" = {kept} if {kept} is not None else ", 1) if kept else line)
         elif kept:  # the forward pass's gather, the same tensor: computed by its kernel where not given
-            lines += [f"if {kept} is None:", *("    " + line for line in _launch(target, kept, part, part, True)),
-                      f"{out} = {kept}"]
+            lines += [f"if {kept} is None:", *("    " + line for line in _launch(target, kept, part, part, True))]
+            lines += [f"{out} = {kept}"] if out != kept else []
         else:
             lines += _launch(target, out, part, part, scratch=True)
     if fn.name in plan.whole:
@@ -450,7 +450,7 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     lines = _header([*first.values(), *gather.values()], kind)
     plan = plan_module([*first.values(), *gather.values()], kind).with_reuse(definitions_of(sweep.subject))
     lines += list(kind.scratch_setup) if plan.parts else []
-    lines += _kernels(first, kind, plan) + _kernels(gather if not kind.scatter else {}, kind, plan)
+    lines += _kernels({**first, **(gather if not kind.scatter else {})}, kind, plan)
     for step, _, kernel in sweep.steps if kind.scatter else ():
         lines += scatter_kernel(step, kind, kernel) + ["", ""]
     subject, adjoint = sweep.subject, py_name(sweep.adjoint)
@@ -486,13 +486,13 @@ def _backward_statements(sweep: Sweep, kind: Target, plan: Plan) -> list[str]:
         body.append(kind.allocate(py_name(g.name), g.shapes[g.name], zero=True))
     for step, adjoint, kernel in sweep.steps:
         if adjoint is not None and not kind.scatter:
-            body += _compute(kind, adjoint, plan)
+            body += _compute(kind, adjoint, plan, backward=True)
         for g in step.intermediates.values():  # output-shaped adjoints, computed once (Gradients.simplified)
-            body += _compute(kind, g, plan)
+            body += _compute(kind, g, plan, backward=True)
         if kind.scatter:
             args = [py_name(a) for a in scatter_reads(step)] + [py_name(sweep.into[name]) for name in step.functions]
             fn = step.function
             body.append(kind.call(kernel, ", ".join(args), size_of(fn.shapes[fn.name])))
     for g in sweep.outputs.values() if not kind.scatter else ():
-        body += _compute(kind, g, plan)
+        body += _compute(kind, g, plan, backward=True)
     return body or ["pass"]
