@@ -255,6 +255,9 @@ def test_a_padded_convolution_gathers_from_a_padded_copy(every_rewrite):
     ("f[i; j] = sum{k}_0^4 (a[i; k + 1] * b[k; j])", {"f": (3, 4), "a": (3, 6), "b": (5, 4)}),   # an offset
     ("f[i] = sum{k}_0^2 (sum{c}_0^1 (w[c; k] * x[c; 2 * i + k] * 2))", {"f": (3,), "w": (2, 3), "x": (2, 7)}),
     ("f[i; j] = sum{k}_0^2 (x[i + k; j] * w[k])", {"f": (4, 3), "x": (6, 3), "w": (3,)}),
+    # a padded convolution plus a bias: the sum split off, its factor gathered from a padded copy
+    ("f[i; c] = log (1 + exp (sum{k}_0^2 (if {i + k - 1 >= 0 and 4 - i - k >= 0} then (w[c; k] * x[i + k - 1]) "
+     "else (0)) + b[c]))", {"f": (4, 2), "w": (2, 3), "x": (4,), "b": (2,)}),
 ])
 def test_gathers_give_the_reference_values(every_rewrite, text, shapes):
     fn = parse(text, shapes)

@@ -253,11 +253,12 @@ def contraction_of(fn: Function) -> Contraction | None:
     return Contraction(f"{','.join(terms)}->{output}", tuple(e.name for e in elements), scale, sizes)
 
 
-def split_contractions(fn: Function, used: set[str], minimum: int) -> tuple[list[Part], Function]:
-    """The outermost sums of ``fn``'s body that are plain contractions of at least ``minimum`` element-terms,
-    each a :class:`Function` of its own over the output indices it keeps (named fresh in ``used``), and ``fn``
-    reading those tensors in their place. ``fn`` itself, and no parts, where there is none or where the
-    whole body is the contraction (:func:`contraction_of` covers that)."""
+def split_contractions(fn: Function, used: set[str], minimum: int, known: dict) -> tuple[list[Part], Function]:
+    """The outermost sums of ``fn``'s body that are contractions of at least ``minimum`` element-terms, plain or
+    once a factor is gathered (:func:`gathered_contraction`, with ``known``: a convolution plus a bias), each a
+    :class:`Function` of its own over the output indices it keeps (named fresh in ``used``), after the gathers it
+    reads, and ``fn`` reading those tensors in their place. ``fn`` itself, and no parts, where there is none or
+    where the whole body is the contraction (:func:`contraction_of` covers that)."""
     if isinstance(fn.body, Sum):
         return [], fn
     outermost = [node for node in postorder(fn.body, below=lambda node: not isinstance(node, Sum))
@@ -270,11 +271,16 @@ def split_contractions(fn: Function, used: set[str], minimum: int) -> tuple[list
             continue
         name = fresh_name(f"{fn.name}_c", used)
         part = Function(name, kept, node, {**fn.shapes, name: tuple(extents[i] for i in kept)})
-        found = contraction_of(part)
+        found, gathers = contraction_of(part), []
+        if found is None and typical_terms(part) >= minimum:
+            gathered = gathered_contraction(part, used, known)
+            if gathered:
+                gathers, part = gathered
+                found = contraction_of(part)
         if found is None or typical_terms(part) < minimum:
             used.discard(name)
             continue
-        parts.append((part, found))
+        parts += [*gathers, (part, found)]
         shapes[name] = part.shapes[name]
         body = replace(body, node, Element(name, tuple(Affine.index(i) for i in kept)))
     if not parts:

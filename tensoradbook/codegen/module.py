@@ -321,7 +321,7 @@ def plan_module(fns, target: Target) -> Plan:
         if gathered:
             parts[fn.name], whole[fn.name] = gathered[0], contraction_of(gathered[1])
             continue
-        split, rewritten = split_contractions(fn, used, BLAS_WORK)
+        split, rewritten = split_contractions(fn, used, BLAS_WORK, known)
         if not split:
             box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
             inner = inner_contraction(replace(fn, body=decided_on(fn.body, box)), used)
