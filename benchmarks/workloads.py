@@ -42,14 +42,20 @@ Before timing, every implementation's output and gradients are checked against o
 rtol 1e-9, atol 1e-12 times the largest magnitude) and, at the SMALL size, ours against the slow reference
 evaluator (``subject.evaluate``, ``gradients.evaluate``); any mismatch aborts the run.
 
-Times are medians of three to seven calls (``time.perf_counter``; fewer than seven once a series has taken
-two seconds) after a warm-up call that compiles (numba's kernels load from the disk cache after the first
-run). Then every series is timed again, three calls each, with every CPU busy in another CPU-bound process
+Times are medians of three to 21 calls (``time.perf_counter``; fewer than 21 once a series has taken two
+seconds: seven gave medians that moved by half between runs) after a warm-up call that compiles (numba's kernels
+load from the disk cache after the first run). Then every series is timed again, :data:`BUSY_REPEATS` calls
+each, with every CPU busy in another CPU-bound process
 (one spinning process per CPU, :func:`benchmarks.demo_kernels.busy_cpus`, as on a shared server), and the
 busy median over the quiet one is printed. Other processes on the machine inflate the times: the load
 average before and after is printed and recorded. A parallel kernel (ours, OpenBLAS's, PyTorch's) whose
 threads another process has descheduled waits for them, up to a scheduler tick (4 ms here) per kernel, so on
 a shared machine the medians on N > 1 threads carry such waits; ``--threads 1`` shows the work alone.
+
+The peers are imported first, so glibc has raised its thresholds for returning freed memory to the system while
+loading them, and the arrays a call allocates and frees are reused by the next: in a process without PyTorch
+each fresh array of megabytes costs a page fault per page (the strided convolution's gradients took 2.7 ms there
+against 1.7 ms here).
 
 Peak extra memory of one forward-plus-gradients call: the resident high-water mark above the resident size
 before the call (:func:`benchmarks.gradients.peak_memory`; it includes the outputs and every temporary,
@@ -94,7 +100,7 @@ from benchmarks.gradients import (  # noqa: E402
     wall_times,
 )
 
-REPEATS = 7        # calls per quiet median, fewer (never under three) once a series has taken two seconds
+REPEATS = 21       # calls per quiet median, fewer (never under three) once a series has taken two seconds
 BUSY_REPEATS = 11  # calls per median with every CPU busy: a descheduled thread costs a call tens of ms
 RTOL = 1e-9
 ATOL_SCALE = 1e-12  # atol = ATOL_SCALE * the largest magnitude of the value checked
