@@ -265,6 +265,16 @@ def test_gathers_give_the_reference_values(every_rewrite, text, shapes):
     assert_kernels_equal_the_reference(fn, 1)
 
 
+def test_a_sum_inside_fourier_motzkin_bounds_becomes_a_contraction_of_its_own(every_rewrite):
+    """The sum over k commutes out of the bounds of u: a contraction of three factors over the indices the kernel
+    reads it at (``a - u`` a fresh one), which the kernel then sums over u."""
+    fn = parse("f[i; j; a] = sum{u}_(max [0; a - 2])^(min [3; a]) (sum{k}_0^4 (x[i; k; u] * w[k; a - u] * s[k; j]))",
+               {"f": (2, 3, 6), "x": (2, 5, 4), "w": (5, 3), "s": (5, 3)})
+    source = fn.compile("numba").source
+    assert "f_p = np.ascontiguousarray(np.einsum(" in source and "def f_kernel(f_p, _out)" in source
+    assert_kernels_equal_the_reference(fn, 6)
+
+
 @pytest.mark.parametrize("text, shapes", [
     # a gate that is not the reads' range: a padded copy would not say it
     ("f[i] = sum{k}_0^2 (if {i - k >= 0} then (w[k] * x[i + k]) else (0))", {"f": (4,), "w": (3,), "x": (6,)}),

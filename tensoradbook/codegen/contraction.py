@@ -519,6 +519,7 @@ def _inner_layout(orders: list[list[str]], reads: dict, lane: str | None) -> tup
         holes = [k for k, n in enumerate(one) if not n]
         if holes and holes == list(range(holes[0], holes[-1] + 1)):  # contracted together: the other goes there
             candidates.append(one[:holes[0]] + [n for n in other if n not in one] + one[holes[-1] + 1:])
-    layouts = [tuple(dict.fromkeys(c)) for c in candidates]
+    every = [n for order in orders for n in order if n]  # a third factor's free indices come last
+    layouts = [tuple(dict.fromkeys(c + every)) for c in candidates]
     moving = [layout for layout in layouts if layout and lane in reads[layout[-1]].names]
     return (moving or layouts)[0]
