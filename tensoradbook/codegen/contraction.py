@@ -53,11 +53,11 @@ class Contraction:
 
     def code(self, operands: list[str], buffer: str | None = None) -> str:
         """numpy code of the contraction over the operands' texts, C-contiguous. Two operands with no index in
-        common but summed ones are one matrix product (BLAS): each operand viewed as a matrix where its summed
-        indices lie together, first or last, in the same order in both (a view transposed, never copied), else
-        through ``np.tensordot``; written straight into a row-major result where the free indices are the
-        output's in order (``a[i; k] * b[j; k]`` -> ``[i; j]``, or swapped), else copied into the output's order
-        once (a convolution's ``[f; n; i; j]`` into ``[n; f; i; j]``). ``einsum`` may give a transposed view
+        common but summed ones are one matrix product (BLAS), or a batched one (:func:`_batched`): each operand
+        viewed as a matrix where its summed indices lie together, first or last, in the same order in both (a view
+        transposed, never copied), else copied with them so (the smaller operand, where one must be); written
+        straight into a row-major result where the free indices are the output's in order (``a[i; k] * b[j; k]``
+        -> ``[i; j]``, or swapped), else copied into the output's order once. ``einsum`` may give a transposed view
         that then costs a copy as long as the product, and takes several times as long to plan a product of
         many indices. Anything else is ``np.einsum``. ``buffer``, code with a ``{shape}`` to fill in, gives the
         array a product is written into where it lands in the output's order (a scratch array)."""

@@ -299,7 +299,7 @@ def _runs_parallel(fn: Function, target: Target) -> bool:
 
 
 def plan_module(fns, target: Target) -> Plan:
-    """BLAS (``np.tensordot``) for the plain contractions of at least :data:`BLAS_WORK` element-terms
+    """BLAS (matrix products) for the plain contractions of at least :data:`BLAS_WORK` element-terms
     (:mod:`.contraction`): whole definitions, whole definitions once a factor read at affine indices is gathered
     (a strided convolution), contractions split off a body (a dense layer's) or summed inside it (a strided
     convolution's gradient), where they are the larger part of the module's work; then every kernel runs

@@ -31,7 +31,7 @@ THREADS_PER_BLOCK = 128
 #: a busy one, where each waits for a thread the scheduler has put aside; below this much work (about 0.1 ms on
 #: one core) the serial loop is done first. The loop and its arithmetic are the same either way: so are the bits.
 PARALLEL_WORK = 1 << 16
-#: Element-terms from which a plain contraction goes to BLAS (``np.tensordot``, :mod:`.contraction`): below, numpy's
+#: Element-terms from which a plain contraction goes to BLAS (a matrix product, :mod:`.contraction`): below, numpy's
 #: call overhead (tens of microseconds) costs more than the kernel's loop.
 BLAS_WORK = 1 << 16
 
