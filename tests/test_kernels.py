@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
@@ -564,3 +564,74 @@ def test_every_cuda_kernel_compiles_to_ptx(tmp_path):
     result = ptx_probe(PTX_PROBE, json.dumps(corpus), timeout=900)
     assert set(result["compiled"]) == {text for text, _ in corpus}
     assert all(n >= 4 for n in result["compiled"].values())
+
+
+# --- element-wise bodies with exp, log, tanh, ...: numpy's vector math over views ------------------------------
+
+BROADCAST_FUNCTIONS = sorted(codegen.KERNEL_TARGETS["numba"].numpy_faster)
+
+
+@st.composite
+def broadcast_bodies(draw):
+    """An element-wise body over f[i; j; l] with reads at plain indices in order (x[i; j; l], y[j], z[i; l], a
+    scalar s[]), each through a function numpy evaluates faster than Numba (or sqrt, abs), joined by operators.
+    The reads lie in [0.5, 1.5] and every function sees half of one, in [0.25, 0.75]: inside every domain and
+    away from every zero, so a last bit's difference between numpy's functions and the kernels' stays one."""
+    reads = st.sampled_from(["x[i; j; l]", "y[j]", "z[i; l]", "s[]", "y[l]"])
+    functions = st.sampled_from(BROADCAST_FUNCTIONS + ["sqrt", "abs"])
+    terms = draw(st.lists(st.tuples(functions, reads), min_size=1, max_size=4))
+    terms[0] = (draw(st.sampled_from(BROADCAST_FUNCTIONS)), terms[0][1])
+    body = " ".join(f"{draw(st.sampled_from(['+', '-', '*', '/'])) + ' ' if k else ''}{name} (0.5 * {read})"
+                    for k, (name, read) in enumerate(terms))
+    return f"f[i; j; l] = {body} + x[i; j; l]"
+
+
+BROADCAST_SHAPES = {"f": (3, 4, 4), "x": (3, 4, 4), "y": (4,), "z": (3, 4), "s": ()}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(broadcast_bodies(), st.integers(0, 2**32 - 1))
+@example("f[i; j; l] = log (x[i; j; l] - y[j]) + exp (z[i; l] * s[]) / tanh (y[l])", 0)  # nan where x < y
+def test_element_wise_bodies_with_vector_math_run_as_numpy_over_views(monkeypatch, text, seed):
+    """The numba target runs such a body as numpy over broadcast views (no Numba kernel), with the reference
+    evaluator's values, nan and inf where it has them; the gradients' element-wise kernels too."""
+    monkeypatch.setattr(codegen.module, "VECTOR_WORK", 0)
+    fn = tab.parse(text, BROADCAST_SHAPES)
+    compiled = fn.compile("numba")
+    assert "numpy's vector math" in compiled.source and "f_kernel" not in compiled.module.KERNEL_ARRAYS
+    rng = np.random.default_rng(seed)
+    args = {name: rng.uniform(0.5, 1.5, BROADCAST_SHAPES[name]) for name in fn.arguments}
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(compiled(args), fn.evaluate(args), rtol=1e-12, atol=1e-12, equal_nan=True)
+    grads = tab.derive(fn)
+    df = rng.standard_normal(BROADCAST_SHAPES["f"])
+    with np.errstate(all="ignore"):
+        ours, expected = grads.compile("numba")(args, df), grads.evaluate(args, df)
+        for name in expected:
+            np.testing.assert_allclose(ours[name], expected[name], rtol=1e-11, atol=1e-11, equal_nan=True,
+                                       err_msg=name)
+
+
+@pytest.mark.parametrize("text, shapes", [
+    ("f[i; j] = exp (x[j; i])", {"f": (3, 4), "x": (4, 3)}),                          # a transposed read
+    ("f[i; j] = exp (x[i; j + 1])", {"f": (3, 4), "x": (3, 5)}),                      # an offset
+    ("f[i; j] = exp (x[i; 0])", {"f": (3, 4), "x": (3, 4)}),                          # a constant index
+    ("f[i; j] = exp (x[i; j]) + sum{k}_0^2 (x[i; k])", {"f": (3, 4), "x": (3, 4)}),   # a sum
+    ("f[i; j] = if {x[i; j] > 0} then (exp (x[i; j])) else (0)", {"f": (3, 4), "x": (3, 4)}),  # a select
+    ("f[i; j] = sqrt (x[i; j]) * x[i; j]", {"f": (3, 4), "x": (3, 4)}),               # vector math in Numba
+])
+def test_other_bodies_stay_numba_kernels(monkeypatch, text, shapes):
+    monkeypatch.setattr(codegen.module, "VECTOR_WORK", 0)
+    fn = tab.parse(text, shapes)
+    compiled = fn.compile("numba")
+    assert "numpy's vector math" not in compiled.source and "f_kernel" in compiled.module.KERNEL_ARRAYS
+    args = random_arguments(fn, np.random.default_rng(5))
+    np.testing.assert_allclose(compiled(args), fn.evaluate(args), rtol=1e-12, atol=1e-12)
+
+
+def test_small_bodies_stay_numba_kernels():
+    """Below VECTOR_WORK elements numpy's calls cost more than a kernel's loop."""
+    fn = tab.parse("f[i; j] = exp (x[i; j])", {"f": (3, 4), "x": (3, 4)})
+    assert "numpy's vector math" not in fn.compile("numba").source
+    big = tab.parse("f[i; j] = exp (x[i; j])", {"f": (128, 128), "x": (128, 128)})
+    assert "numpy's vector math" in big.compile("numba").source

@@ -174,7 +174,7 @@ GATHER_SHARE = 4
 INNER_SHARE = 2
 
 
-def _plain(index) -> str | None:
+def plain_index(index) -> str | None:
     """The index name of an affine that is one index alone (``k``, not ``k + 1``, ``2 * k`` or ``k / 2``)."""
     if index.constant == 0 and index.denominator == 1 and len(index.terms) == 1 and index.terms[0][1] == 1:
         return index.terms[0][0]
@@ -216,7 +216,7 @@ def _full_extent(node: Sum) -> int | None:
 
 def _reads_plainly(element: Element, shapes: dict, extents: dict) -> bool:
     """Whether every index of ``element`` is one index alone ranging over its whole dimension."""
-    names = [_plain(index) for index in element.indices]
+    names = [plain_index(index) for index in element.indices]
     return all(name is not None and extents.get(name) == size for name, size in zip(names, shapes[element.name]))
 
 
@@ -242,7 +242,7 @@ def contraction_of(fn: Function) -> Contraction | None:
     letters, read = {}, set()
     terms = []
     for element in elements:
-        names = [_plain(index) for index in element.indices]
+        names = [plain_index(index) for index in element.indices]
         read.update(names)
         terms.append("".join(letters.setdefault(name, LETTERS[len(letters) % len(LETTERS)]) for name in names))
     if len(letters) > len(LETTERS) or not set(fn.indices) <= read or not {s.index for s in sums} <= read:
@@ -470,7 +470,7 @@ def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function]
     for element in elements:
         for index, size in zip(element.indices, fn.shapes[element.name]):
             for name in index.names:
-                plain_reads.setdefault(name, set()).add(size if _plain(index) == name else None)
+                plain_reads.setdefault(name, set()).add(size if plain_index(index) == name else None)
     inside = [node for node in sums if node.index not in in_bounds and _full_extent(node) is not None
               and plain_reads.get(node.index) == {_full_extent(node)}]
     if not inside or len(inside) == len(sums):
@@ -480,11 +480,11 @@ def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function]
     for element in elements:
         indices, order = [], []
         for index, size in zip(element.indices, fn.shapes[element.name]):
-            if _plain(index) in contracted:
+            if plain_index(index) in contracted:
                 indices.append(index)
                 order.append("")
                 continue
-            name = _plain(index) or fresh.get(index) or fresh.setdefault(index, fresh_name(f"{fn.name}_v", used))
+            name = plain_index(index) or fresh.get(index) or fresh.setdefault(index, fresh_name(f"{fn.name}_v", used))
             if extents.setdefault(name, size) != size:
                 return None
             reads.setdefault(name, index)

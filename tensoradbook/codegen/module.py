@@ -26,17 +26,17 @@ from dataclasses import dataclass, field, replace
 from ..ad.derive import Gradients
 from ..ad.program import ProgramGradients
 from ..lang.evaluate import typical_terms
-from ..lang.expr import Element, Expr, If, Sum, memory_step, postorder
+from ..lang.expr import Binary, Element, Expr, If, Select, Sum, Unary, memory_step, postorder
 from ..lang.function import Function
 from ..lang.names import all_names, apart
 from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import decided_on, gates_as_bounds, hoist_invariants
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
-                          split_contractions)
-from .printer import Lanes, py_name
-from .targets import (BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, Target, size_of, storage_shape,
-                      target_named)
+                          plain_index, split_contractions)
+from .printer import BroadcastPrinter, Lanes, py_name
+from .targets import (BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, VECTOR_WORK, Target, size_of,
+                      storage_shape, target_named)
 
 LANE_BLOCK = 64  # lanes per block of a row, where rows are too few to share among threads (see _blocks)
 MIN_ROWS = 16
@@ -98,6 +98,39 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
         writer.line(f"_out[{where}] = {value}")
     writer.lines[top:top] = ["    " * 2 + d for d in writer.declarations]
     return lines + writer.lines
+
+
+def broadcast_kernel(fn: Function, target: Target, name: str) -> list[str] | None:
+    """``name(args..., _out)`` as numpy over views of the arguments (:class:`~.printer.BroadcastPrinter`), or None
+    where ``fn`` does not qualify: an element-wise body (no sum, condition or select) of at least
+    :data:`~.targets.VECTOR_WORK` elements with a function numpy evaluates faster than the target's kernels
+    (``target.numpy_faster``: softplus's ``exp`` and ``log``, softmax's ``exp``), every read at plain indices in
+    the output's order over whole dimensions, or a scalar. numpy's functions are its own, not the kernels', and
+    give the same bits on every run, as the reference evaluator's do."""
+    fn = apart(fn)
+    shape = tuple(fn.shapes[fn.name])
+    nodes = list(postorder(fn.body))
+    if not target.numpy_faster or not shape or size_of(shape) < VECTOR_WORK or any(
+            isinstance(node, (Sum, If, Select)) for node in nodes):
+        return None
+    if not any(isinstance(node, (Unary, Binary)) and node.op in target.numpy_faster for node in nodes):
+        return None
+    extents = dict(zip(fn.indices, shape))
+    for node in (node for node in nodes if isinstance(node, Element) and fn.shapes[node.name]):
+        names = [plain_index(index) for index in node.indices]
+        if any(n not in extents for n in names):
+            return None
+        positions = [fn.indices.index(n) for n in names]
+        if positions != sorted(set(positions)) or any(extents[n] != size for n, size in zip(
+                names, fn.shapes[node.name])):
+            return None
+    writer = BroadcastPrinter(fn.shapes, all_names(fn), depth=2, output=fn.indices)
+    writer.share(fn.body)
+    writer.line(f"_out[...] = {writer.value(fn.body)}")
+    params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
+    return [f"def {name}({params}):  # numpy's vector math (see broadcast_kernel)",
+            "    with np.errstate(all=\"ignore\"):  # inf and nan as the kernels give them, without warnings",
+            *writer.lines]
 
 
 def kernel_body(fn: Function) -> Expr:
@@ -344,7 +377,7 @@ def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
     kernels of the gathers split off them."""
     lines = []
     for name, fn in _element_kernels(fns, plan).items():
-        lines += element_kernel(fn, target, name, serial=plan.serial) + ["", ""]
+        lines += (broadcast_kernel(fn, target, name) or element_kernel(fn, target, name, serial=plan.serial)) + ["", ""]
     return lines
 
 
@@ -368,10 +401,11 @@ def _arrays_table(kernels: dict[str, list[tuple]]) -> list[str]:
     return [f"KERNEL_ARRAYS = {rows!r}", ""]
 
 
-def _kernel_shapes(fns: dict[str, Function], plan: Plan) -> dict[str, list[tuple]]:
-    """The shapes of each element kernel's parameters (its arguments, then ``_out``)."""
+def _kernel_shapes(fns: dict[str, Function], plan: Plan, target: Target) -> dict[str, list[tuple]]:
+    """The shapes of each compiled element kernel's parameters (its arguments, then ``_out``); numpy's broadcast
+    kernels compile nothing."""
     return {name: [kernel.shapes[a] for a in kernel.arguments] + [kernel.shapes[kernel.name]]
-            for name, kernel in _element_kernels(fns, plan).items()}
+            for name, kernel in _element_kernels(fns, plan).items() if not broadcast_kernel(kernel, target, name)}
 
 
 def _blas(out: str, contraction: Contraction, buffer: str | None = None) -> str:
@@ -435,7 +469,7 @@ def function_source(fn: Function | Program, target: str = "numba") -> str:
     lines += _kernels(kernels, kind, plan)
     lines += _forward_entry(fn, kind, plan)
     if kind.precompiled:
-        lines += _arrays_table(_kernel_shapes(kernels, plan))
+        lines += _arrays_table(_kernel_shapes(kernels, plan, kind))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -471,7 +505,7 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     outputs = {name: py_name(g.name) for name, g in sweep.outputs.items()}
     lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
     if kind.precompiled:
-        shapes = _kernel_shapes({**first, **(gather if not kind.scatter else {})}, plan)
+        shapes = _kernel_shapes({**first, **(gather if not kind.scatter else {})}, plan, kind)
         for step, _, kernel in sweep.steps if kind.scatter else ():
             shapes[kernel] = [*scatter_reads(step).values(), *(g.shapes[g.name] for g in step.functions.values())]
         lines += ["", ""] + _arrays_table(shapes)

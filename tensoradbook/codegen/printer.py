@@ -511,6 +511,23 @@ class VectorPrinter(KernelPrinter):
         return self.choose(condition, self.value(then), self.value(otherwise))
 
 
+class BroadcastPrinter(VectorPrinter):
+    """numpy over views: an element-wise body whose every read is at plain indices in the output's order (``s[i;
+    j] - m[i]``) reads each tensor as a view broadcast against the output (``s[:, :] - m[:, None]``), with no grid
+    and no copy; :func:`tensoradbook.codegen.module.broadcast_kernel` says which bodies qualify. ``output`` is the
+    output's indices."""
+
+    def __init__(self, shapes: dict, names: set[str], depth: int, output: tuple[str, ...]):
+        super().__init__(shapes, names, depth)
+        self.output = [py_name(index) for index in output]
+
+    def element(self, name: str, indices) -> str:
+        if not indices:
+            return f"{py_name(name)}[0]"  # the Numba modules keep a scalar as one element
+        first = self.output.index(indices[0])
+        return f"{py_name(name)}[{', '.join(':' if i in indices else 'None' for i in self.output[first:])}]"
+
+
 def _identity_text(value: float, infinity: str) -> str:
     """A reduction's value over an empty range as code: ``0.0``, or ``infinity`` with its sign."""
     if abs(value) != float("inf"):
