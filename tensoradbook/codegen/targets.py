@@ -7,7 +7,8 @@ the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which tar
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
 * ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
   (``parallel=True``) where a kernel's work pays for waking them (:data:`PARALLEL_WORK`), else a serial loop;
-  a definition that is a plain contraction is a BLAS call instead (:mod:`.contraction`). Kernels are
+  a definition that is a plain contraction is a BLAS call instead (:mod:`.contraction`), and an element-wise body
+  with a function of :attr:`NumbaTarget.numpy_faster` numpy over views (:func:`.module.broadcast_kernel`). Kernels are
   compiled with ``fastmath={"reassoc"}`` alone: LLVM may then add a sum's terms in several running totals
   at once (SIMD) rather than one after the other. The order is fixed when the kernel compiles, so the same
   inputs give the same bits on every run; no other fast-math flag is set, so infinities and NaNs propagate
