@@ -48,8 +48,8 @@ class Contraction:
 
     subscripts: str
     operands: tuple[str, ...]
-    scale: float | int = 1
-    sizes: tuple[int, ...] = ()
+    scale: float | int
+    sizes: tuple[int, ...]
 
     def code(self, operands: list[str], buffer: str | None = None) -> str:
         """numpy code of the contraction over the operands' texts, C-contiguous. Two operands with no index in
@@ -76,8 +76,6 @@ class Contraction:
         if set(free[0]) & set(free[1]) or len(free[0]) + len(free[1]) != len(output):
             return None  # a batch index, or an index summed within one operand: not one product
         size = dict(zip(LETTERS, self.sizes))
-        if not size:
-            return None
         batched = _batched(terms, output, operands, size, summed, buffer)
         if batched:
             return batched
@@ -214,7 +212,7 @@ def _full_extent(node: Sum) -> int | None:
     return int(high.offset) + 1
 
 
-def _reads_plainly(element: Element, shapes: dict, extents: dict) -> bool:
+def reads_plainly(element: Element, shapes: dict, extents: dict) -> bool:
     """Whether every index of ``element`` is one index alone ranging over its whole dimension."""
     names = [plain_index(index) for index in element.indices]
     return all(name is not None and extents.get(name) == size for name, size in zip(names, shapes[element.name]))
@@ -237,7 +235,7 @@ def contraction_of(fn: Function) -> Contraction | None:
     elements = [f for f in factors if isinstance(f, Element)]
     if not elements or any(not fn.shapes[e.name] for e in elements):
         return None
-    if not all(_reads_plainly(e, fn.shapes, extents) for e in elements):
+    if not all(reads_plainly(e, fn.shapes, extents) for e in elements):
         return None  # an offset, a stride, a sum over part of a dimension, an index past the output's extent
     letters, read = {}, set()
     terms = []
@@ -253,7 +251,7 @@ def contraction_of(fn: Function) -> Contraction | None:
     return Contraction(f"{','.join(terms)}->{output}", tuple(e.name for e in elements), scale, sizes)
 
 
-def split_contractions(fn: Function, used: set[str], minimum: int, known: dict) -> tuple[list[Part], Function]:
+def split_contractions(fn: Function, used: set[str], minimum: int, known: list) -> tuple[list[Part], Function]:
     """The outermost sums of ``fn``'s body that are contractions of at least ``minimum`` element-terms, plain or
     once a factor is gathered (:func:`gathered_contraction`, with ``known``: a convolution plus a bias), each a
     :class:`Function` of its own over the output indices it keeps (named fresh in ``used``), after the gathers it
@@ -297,7 +295,7 @@ def part_key(part: Function, found: Contraction | None) -> object:
     return substitute(part.body, positions), tuple(part.shapes[part.name])
 
 
-def gathered_contraction(fn: Function, used: set[str], known: dict) -> tuple[list[Part], Function] | None:
+def gathered_contraction(fn: Function, used: set[str], known: list) -> tuple[list[Part], Function] | None:
     """``fn`` as a gather and a plain contraction of it, where one factor of a contraction is read at affine
     indices of the sums' and the output's indices (``x[n; c; 2 * i + p; 2 * j + q]``, a strided convolution):
     that factor becomes a tensor of those indices (``y_g[n; c; p; q; i; j]``, "im2col"), which an element-wise
@@ -305,7 +303,7 @@ def gathered_contraction(fn: Function, used: set[str], known: dict) -> tuple[lis
     tensor (a padded convolution's ``if {i + p - 2 >= 0 and ...}``) becomes a copy of that tensor padded with
     zeros, which the gather reads. The gather's indices are the output's with the summed ones in place of the
     other factors' (a batched product, :func:`_batched`); a gather of the same tensor at the same places made
-    before, which ``known`` holds (part key -> Function) and learns, is read again, in its own order: a
+    before, which ``known`` holds and learns, is read again, in its own order: a
     convolution's filter gradient reads the forward pass's. Returns ``(parts, fn reading them)``, the parts the
     padded copy (if any) and the gather, or None where the body is of another form, where a read leaves its
     tensor where no gate guards it, or where the gather is more than 1 / :data:`GATHER_SHARE` of the
@@ -323,12 +321,14 @@ def gathered_contraction(fn: Function, used: set[str], known: dict) -> tuple[lis
     if not sums or factors is None or not fn.shapes[fn.name]:
         return None
     elements = [f for f in factors if isinstance(f, Element)]
-    gathered = [e for e in elements if not _reads_plainly(e, fn.shapes, extents)]
+    gathered = [e for e in elements if not reads_plainly(e, fn.shapes, extents)]
     if len(gathered) != 1 or len(elements) < 2:
         return None
     element = gathered[0]
     names = {name for index in element.indices for name in index.names}
     if not names <= extents.keys() or not all(index.is_integral for index in element.indices):
+        return None
+    if math.prod(extents[n] for n in names) * GATHER_SHARE > typical_terms(fn):
         return None
     shape = tuple(fn.shapes[element.name])
     padding = _padding(element, shape, condition, extents)
@@ -342,8 +342,6 @@ def gathered_contraction(fn: Function, used: set[str], known: dict) -> tuple[lis
         read = Element(pad.name, tuple(index + low for index, (low, _) in zip(element.indices, padding)))
     others = {n for e in elements if e is not element for index in e.indices for n in index.names}
     layout = _gather_layout(read, shape, fn.indices, others, [node.index for node in sums], names)
-    if math.prod(extents[n] for n in layout) * GATHER_SHARE > typical_terms(fn):
-        return None
     name = fresh_name(f"{fn.name}_g", used)
     gather, layout = _known(Function(name, layout, read, {read.name: shape, name: tuple(extents[n] for n in layout)}),
                             known)
@@ -378,7 +376,7 @@ def _padding(element: Element, shape: tuple, condition: tuple, extents: dict) ->
     return padding
 
 
-def _padded_copy(tensor: str, shape: tuple, padding: list, used: set[str], known: dict) -> Function:
+def _padded_copy(tensor: str, shape: tuple, padding: list, used: set[str], known: list) -> Function:
     """``tensor`` with ``padding`` zeros below and above each dimension: a gate made data, which a gather then
     reads without one (one made before, in ``known``, is read again)."""
     name = fresh_name(f"{tensor}_pad", used)
@@ -393,14 +391,14 @@ def _padded_copy(tensor: str, shape: tuple, padding: list, used: set[str], known
     return _known(Function(name, indices, body, {tensor: tuple(shape), name: padded}), known)[0]
 
 
-def _known(part: Function, known: dict) -> tuple[Function, tuple[str, ...]]:
+def _known(part: Function, known: list) -> tuple[Function, tuple[str, ...]]:
     """``part``, or an equal part ``known`` holds (the same body and extents up to the names and order of its
     indices), with ``part``'s index names in the order of the one returned; ``known`` learns a new one."""
-    for found in known.values():
+    for found in known:
         renaming = _renaming(found, part)
         if renaming is not None:
             return found, tuple(renaming[name] for name in found.indices)
-    known[part_key(part, None)] = part
+    known.append(part)
     return part, part.indices
 
 
@@ -423,7 +421,7 @@ def _renaming(found: Function, part: Function) -> dict[str, str] | None:
         for candidate in part.indices:
             if candidate not in mapping.values() and candidates[candidate] == extent[name]:
                 result = search({**mapping, name: candidate})
-                if result:
+                if result is not None:
                     return result
         return None
 
@@ -512,8 +510,8 @@ def _inner_layout(orders: list[list[str]], reads: dict, lane: str | None) -> tup
     j]`` and ``w[f; c; p; q]``, a batched product), or after them; the first of these whose last index moves with
     the kernel's lanes (the last output index), so that the kernel reads it contiguously."""
     candidates = []
+    free = [[n for n in order if n] for order in orders]
     for first, second in ((0, 1), (1, 0))[:len(orders)]:
-        free = [[n for n in order if n] for order in orders]
         one, other = orders[first], free[second] if len(orders) > 1 else []
         candidates.append(free[first] + [n for n in other if n not in free[first]])
         holes = [k for k, n in enumerate(one) if not n]

@@ -33,7 +33,7 @@ from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
 from ..lang.simplify import decided_on, gates_as_bounds, hoist_invariants
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
-                          plain_index, split_contractions)
+                          plain_index, reads_plainly, split_contractions)
 from .printer import BroadcastPrinter, Lanes, py_name
 from .targets import (BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, VECTOR_WORK, Target, size_of,
                       storage_shape, target_named)
@@ -100,35 +100,38 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
     return lines + writer.lines
 
 
-def broadcast_kernel(fn: Function, target: Target, name: str) -> list[str] | None:
-    """``name(args..., _out)`` as numpy over views of the arguments (:class:`~.printer.BroadcastPrinter`), or None
-    where ``fn`` does not qualify: an element-wise body (no sum, condition or select) of at least
-    :data:`~.targets.VECTOR_WORK` elements with a function numpy evaluates faster than the target's kernels
-    (``target.numpy_faster``: softplus's ``exp`` and ``log``, softmax's ``exp``), every read at plain indices in
-    the output's order over whole dimensions, or a scalar. numpy's functions are its own, not the kernels', and
-    give the same bits on every run, as the reference evaluator's do."""
-    fn = apart(fn)
+def broadcasts(fn: Function, target: Target) -> bool:
+    """Whether ``fn`` runs as numpy over views of its arguments (:func:`broadcast_kernel`): an element-wise body
+    (no sum, condition or select) of at least :data:`~.targets.VECTOR_WORK` elements with a function numpy
+    evaluates faster than the target's kernels (``target.numpy_faster``: softplus's ``exp`` and ``log``, softmax's
+    ``exp``), every read at plain indices in the output's order over whole dimensions, or a scalar."""
     shape = tuple(fn.shapes[fn.name])
     nodes = list(postorder(fn.body))
     if not target.numpy_faster or not shape or size_of(shape) < VECTOR_WORK or any(
             isinstance(node, (Sum, If, Select)) for node in nodes):
-        return None
+        return False
     if not any(isinstance(node, (Unary, Binary)) and node.op in target.numpy_faster for node in nodes):
-        return None
+        return False
     extents = dict(zip(fn.indices, shape))
     for node in (node for node in nodes if isinstance(node, Element) and fn.shapes[node.name]):
-        names = [plain_index(index) for index in node.indices]
-        if any(n not in extents for n in names):
-            return None
-        positions = [fn.indices.index(n) for n in names]
-        if positions != sorted(set(positions)) or any(extents[n] != size for n, size in zip(
-                names, fn.shapes[node.name])):
-            return None
+        if not reads_plainly(node, fn.shapes, extents):
+            return False
+        positions = [fn.indices.index(plain_index(index)) for index in node.indices]
+        if positions != sorted(set(positions)):
+            return False
+    return True
+
+
+def broadcast_kernel(fn: Function, name: str) -> list[str]:
+    """``name(args..., _out)`` as numpy over views of the arguments (:class:`~.printer.BroadcastPrinter`), for a
+    function that :func:`broadcasts`. numpy's functions are its own, not the kernels', and give the same bits on
+    every run, as the reference evaluator's do."""
+    fn = apart(fn)
     writer = BroadcastPrinter(fn.shapes, all_names(fn), depth=2, output=fn.indices)
     writer.share(fn.body)
     writer.line(f"_out[...] = {writer.value(fn.body)}")
     params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
-    return [f"def {name}({params}):  # numpy's vector math (see broadcast_kernel)",
+    return [f"def {name}({params}):  # numpy's vector math (see broadcasts)",
             "    with np.errstate(all=\"ignore\"):  # inf and nan as the kernels give them, without warnings",
             *writer.lines]
 
@@ -342,7 +345,7 @@ def plan_module(fns, target: Target) -> Plan:
     if not target.blas:
         return Plan({}, {}, {})
     used = set().union(*(all_names(fn) for fn in fns))
-    whole, parts, kernels, known = {}, {}, {}, {}
+    whole, parts, kernels, known = {}, {}, {}, []
     for fn in fns:
         if typical_terms(fn) < BLAS_WORK:
             continue
@@ -377,7 +380,8 @@ def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
     kernels of the gathers split off them."""
     lines = []
     for name, fn in _element_kernels(fns, plan).items():
-        lines += (broadcast_kernel(fn, target, name) or element_kernel(fn, target, name, serial=plan.serial)) + ["", ""]
+        kernel = broadcast_kernel(fn, name) if broadcasts(fn, target) else element_kernel(fn, target, name, plan.serial)
+        lines += kernel + ["", ""]
     return lines
 
 
@@ -405,7 +409,7 @@ def _kernel_shapes(fns: dict[str, Function], plan: Plan, target: Target) -> dict
     """The shapes of each compiled element kernel's parameters (its arguments, then ``_out``); numpy's broadcast
     kernels compile nothing."""
     return {name: [kernel.shapes[a] for a in kernel.arguments] + [kernel.shapes[kernel.name]]
-            for name, kernel in _element_kernels(fns, plan).items() if not broadcast_kernel(kernel, target, name)}
+            for name, kernel in _element_kernels(fns, plan).items() if not broadcasts(kernel, target)}
 
 
 def _blas(out: str, contraction: Contraction, buffer: str | None = None) -> str:

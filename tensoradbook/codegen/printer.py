@@ -514,7 +514,7 @@ class VectorPrinter(KernelPrinter):
 class BroadcastPrinter(VectorPrinter):
     """numpy over views: an element-wise body whose every read is at plain indices in the output's order (``s[i;
     j] - m[i]``) reads each tensor as a view broadcast against the output (``s[:, :] - m[:, None]``), with no grid
-    and no copy; :func:`tensoradbook.codegen.module.broadcast_kernel` says which bodies qualify. ``output`` is the
+    and no copy; :func:`tensoradbook.codegen.module.broadcasts` says which bodies qualify. ``output`` is the
     output's indices."""
 
     def __init__(self, shapes: dict, names: set[str], depth: int, output: tuple[str, ...]):

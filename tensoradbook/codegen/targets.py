@@ -33,7 +33,7 @@ THREADS_PER_BLOCK = 128
 #: one core) the serial loop is done first. The loop and its arithmetic are the same either way: so are the bits.
 PARALLEL_WORK = 1 << 16
 #: Output elements from which an element-wise body with a function of ``numpy_faster`` runs as numpy over views
-#: (:func:`tensoradbook.codegen.module.broadcast_kernel`): below, numpy's calls (microseconds each) cost more.
+#: (:func:`tensoradbook.codegen.module.broadcasts`): below, numpy's calls (microseconds each) cost more.
 VECTOR_WORK = 1 << 14
 #: Element-terms from which a plain contraction goes to BLAS (a matrix product, :mod:`.contraction`): below, numpy's
 #: call overhead (tens of microseconds) costs more than the kernel's loop.
@@ -62,7 +62,7 @@ class Target:
     precompiled = False   # kernels typed and compiled when the module loads (codegen.compile.precompile)
     blas = False          # plain contractions as BLAS calls rather than kernels (codegen.contraction)
     imports: tuple[str, ...] = ()
-    numpy_faster: frozenset = frozenset()  # functions numpy evaluates faster than the kernels (see broadcast_kernel)
+    numpy_faster: frozenset = frozenset()  # functions numpy evaluates faster than the kernels (see module.broadcasts)
     scratch_setup: tuple[str, ...] = ()  # the module's scratch arrays, where it keeps any (see scratch)
     kernel_decorator: tuple[str, ...] = ()
 
