@@ -25,7 +25,7 @@ def parse(text, shapes):
 def blas_for_all(monkeypatch):
     """Every plain contraction to BLAS, however small (the tests' tensors are tiny); the same for every
     example hypothesis draws."""
-    monkeypatch.setattr(codegen.module, "BLAS_WORK", 0)
+    monkeypatch.setattr(codegen.thresholds.BLAS_WORK, "value", 0)
 
 
 @pytest.mark.parametrize("text, shapes, subscripts, scale", [
@@ -162,7 +162,7 @@ def test_contractions_inside_a_definition_are_split_off(blas_for_all):
     compiled = grads.compile("numba")
     # the backward pass reads the forward's x w^T again: kept from the forward pass, or computed anew where
     # the caller brings the forward values
-    assert "dy_k_c = y_c if y_c is not None else np.matmul(x.reshape(" in compiled.source
+    assert "if y_c is not None:\n        dy_k_c = y_c\n    else:\n        dy_k_c = np.matmul(x.reshape(" in compiled.source
     expected = grads.evaluate(args, df)
     for ours in (compiled(args, df), compiled(args, df, compiled.values(args))):
         for name in expected:
@@ -207,8 +207,8 @@ STRIDED = ("y[n; f; i; j] = sum{c}_0^1 (sum{p}_0^2 (sum{q}_0^2 (w[f; c; p; q] * 
 @pytest.fixture
 def every_rewrite(blas_for_all, monkeypatch):
     """Every gather and every inner contraction made, however little they save on the tests' tiny tensors."""
-    monkeypatch.setattr(codegen.contraction, "GATHER_SHARE", 0)
-    monkeypatch.setattr(codegen.contraction, "INNER_SHARE", 10**9)
+    monkeypatch.setattr(codegen.thresholds.GATHER_SHARE, "value", 0)
+    monkeypatch.setattr(codegen.thresholds.INNER_SHARE, "value", 10**9)
 
 
 def assert_kernels_equal_the_reference(fn, seed):

@@ -234,7 +234,7 @@ def test_generated_code_stays_flat_for_long_chains(vector):
     writer.share(chain)
     result = writer.value(chain)
     source = "\n".join(writer.lines + [f"_result = {result}"])
-    assert max(map(printer._nesting, source.splitlines())) <= printer._MAX_NESTING + 5
+    assert max(map(printer._nesting, source.splitlines())) <= codegen.thresholds.MAX_NESTING.value + 5
     namespace = {"math": math, "np": np, "x": np.array(0.5) if vector else np.array([0.5])}
     exec(compile(source, "<generated>", "exec"), namespace)
     expected = 0.5
@@ -330,7 +330,7 @@ def test_kernels_run_in_parallel_only_where_the_work_pays(monkeypatch):
     args = random_arguments(big.function, np.random.default_rng(3))
     df = np.random.default_rng(4).standard_normal((64, 64))
     parallel = big.compile("numba")(args, df)
-    monkeypatch.setattr(codegen.module, "PARALLEL_WORK", math.inf)
+    monkeypatch.setattr(codegen.thresholds.PARALLEL_WORK, "value", math.inf)
     serial = big.compile("numba")
     assert "parallel=True" not in serial.source
     for name, value in serial(args, df).items():
@@ -348,7 +348,7 @@ def test_a_single_row_runs_in_parallel_blocks_of_lanes(monkeypatch):
     args = random_arguments(fn, np.random.default_rng(5))
     blocked = fn.compile("numba")(args)
     np.testing.assert_allclose(blocked, fn.evaluate(args), rtol=RTOL, atol=ATOL)
-    monkeypatch.setattr(codegen.module, "PARALLEL_WORK", math.inf)
+    monkeypatch.setattr(codegen.thresholds.PARALLEL_WORK, "value", math.inf)
     serial = fn.compile("numba")
     assert "prange" not in serial.source and "for j in range(300):" in serial.source
     assert np.array_equal(serial(args), blocked)
@@ -595,7 +595,7 @@ BROADCAST_SHAPES = {"f": (3, 4, 4), "x": (3, 4, 4), "y": (4,), "z": (3, 4), "s":
 def test_element_wise_bodies_with_vector_math_run_as_numpy_over_views(monkeypatch, text, seed):
     """The numba target runs such a body as numpy over broadcast views (no Numba kernel), with the reference
     evaluator's values, nan and inf where it has them; the gradients' element-wise kernels too."""
-    monkeypatch.setattr(codegen.module, "VECTOR_WORK", 0)
+    monkeypatch.setattr(codegen.thresholds.VECTOR_WORK, "value", 0)
     fn = tab.parse(text, BROADCAST_SHAPES)
     compiled = fn.compile("numba")
     assert "numpy's vector math" in compiled.source and "f_kernel" not in compiled.module.KERNEL_ARRAYS
@@ -621,7 +621,7 @@ def test_element_wise_bodies_with_vector_math_run_as_numpy_over_views(monkeypatc
     ("f[i; j] = sqrt (x[i; j]) * x[i; j]", {"f": (3, 4), "x": (3, 4)}),               # vector math in Numba
 ])
 def test_other_bodies_stay_numba_kernels(monkeypatch, text, shapes):
-    monkeypatch.setattr(codegen.module, "VECTOR_WORK", 0)
+    monkeypatch.setattr(codegen.thresholds.VECTOR_WORK, "value", 0)
     fn = tab.parse(text, shapes)
     compiled = fn.compile("numba")
     assert "numpy's vector math" not in compiled.source and "f_kernel" in compiled.module.KERNEL_ARRAYS

@@ -30,12 +30,14 @@ import math
 import os
 import string
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ..lang.evaluate import typical_terms
 from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Sum, free_indices, postorder, replace,
                          substitute)
 from ..lang.function import Function
 from ..lang.names import fresh_name
+from .thresholds import GATHER_SHARE, INNER_SHARE, Threshold
 
 #: einsum's subscript letters
 LETTERS = string.ascii_letters
@@ -164,12 +166,6 @@ def _matrix(text: str, term: str, order: str, size: dict, summed_last: bool) -> 
 #: by (None for a gather, which a kernel of its own writes)
 Part = tuple[Function, Contraction | None]
 
-#: A gathered operand (:func:`gathered_contraction`) is made where its elements are at most this share of the
-#: contraction's terms, each of them then multiplied by at least this many others (a convolution's filters).
-GATHER_SHARE = 4
-#: A contraction over fresh indices (:func:`inner_contraction`) is split off where its terms are at most this many
-#: times the kernel's: BLAS runs several times as many terms a second as a loop does.
-INNER_SHARE = 2
 
 
 def plain_index(index) -> str | None:
@@ -251,12 +247,13 @@ def contraction_of(fn: Function) -> Contraction | None:
     return Contraction(f"{','.join(terms)}->{output}", tuple(e.name for e in elements), scale, sizes)
 
 
-def split_contractions(fn: Function, used: set[str], minimum: int, known: list) -> tuple[list[Part], Function]:
-    """The outermost sums of ``fn``'s body that are contractions of at least ``minimum`` element-terms, plain or
-    once a factor is gathered (:func:`gathered_contraction`, with ``known``: a convolution plus a bias), each a
-    :class:`Function` of its own over the output indices it keeps (named fresh in ``used``), after the gathers it
-    reads, and ``fn`` reading those tensors in their place. ``fn`` itself, and no parts, where there is none or
-    where the whole body is the contraction (:func:`contraction_of` covers that)."""
+def split_contractions(fn: Function, used: set[str], minimum: Threshold, known: list,
+                       padded: dict) -> tuple[list[Part], Function]:
+    """The outermost sums of ``fn``'s body that are contractions reaching the threshold ``minimum`` of element-terms,
+    plain or once a factor is gathered (:func:`gathered_contraction`, with ``known`` and ``padded``: a convolution
+    plus a bias), each a :class:`Function` of its own over the output indices it keeps (named fresh in ``used``),
+    after the gathers it reads, and ``fn`` reading those tensors in their place. ``fn`` itself, and no parts, where
+    there is none or where the whole body is the contraction (:func:`contraction_of` covers that)."""
     if isinstance(fn.body, Sum):
         return [], fn
     outermost = [node for node in postorder(fn.body, below=lambda node: not isinstance(node, Sum))
@@ -270,13 +267,14 @@ def split_contractions(fn: Function, used: set[str], minimum: int, known: list) 
         name = fresh_name(f"{fn.name}_c", used)
         part = Function(name, kept, node, {**fn.shapes, name: tuple(extents[i] for i in kept)})
         found, gathers = contraction_of(part), []
-        if found is None and typical_terms(part) >= minimum:
-            gathered = gathered_contraction(part, used, known)
+        if found is None and minimum.reached(typical_terms(part)):
+            gathered = gathered_contraction(part, used, known, padded)
             if gathered:
                 gathers, part = gathered
                 found = contraction_of(part)
-        if found is None or typical_terms(part) < minimum:
+        if found is None or not minimum.reached(typical_terms(part)):
             used.discard(name)
+            padded.pop(name, None)  # the name may be given again, to another part
             continue
         parts += [*gathers, (part, found)]
         shapes[name] = part.shapes[name]
@@ -295,18 +293,21 @@ def part_key(part: Function, found: Contraction | None) -> object:
     return substitute(part.body, positions), tuple(part.shapes[part.name])
 
 
-def gathered_contraction(fn: Function, used: set[str], known: list) -> tuple[list[Part], Function] | None:
+def gathered_contraction(fn: Function, used: set[str], known: list,
+                         padded: dict) -> tuple[list[Part], Function] | None:
     """``fn`` as a gather and a plain contraction of it, where one factor of a contraction is read at affine
     indices of the sums' and the output's indices (``x[n; c; 2 * i + p; 2 * j + q]``, a strided convolution):
     that factor becomes a tensor of those indices (``y_g[n; c; p; q; i; j]``, "im2col"), which an element-wise
     kernel writes, and ``fn`` a contraction of plain reads (BLAS). A gate that keeps the reads inside the factor's
     tensor (a padded convolution's ``if {i + p - 2 >= 0 and ...}``) becomes a copy of that tensor padded with
-    zeros, which the gather reads. The gather's indices are the output's with the summed ones in place of the
+    zeros, which the gather reads; ``padded`` learns ``fn``'s name -> (``fn``, the other factors' tensors): the
+    product's terms outside the gate are those zeros times the other factors, 0 unless a factor is inf or NaN,
+    where the gated sum skips them. The gather's indices are the output's with the summed ones in place of the
     other factors' (a batched product, :func:`_batched`); a gather of the same tensor at the same places made
     before, which ``known`` holds and learns, is read again, in its own order: a
     convolution's filter gradient reads the forward pass's. Returns ``(parts, fn reading them)``, the parts the
     padded copy (if any) and the gather, or None where the body is of another form, where a read leaves its
-    tensor where no gate guards it, or where the gather is more than 1 / :data:`GATHER_SHARE` of the
+    tensor where no gate guards it, or where the gather is more than 1 / :data:`.thresholds.GATHER_SHARE` of the
     contraction's terms."""
     sums, body = _chain(fn.body)
     extents = dict(zip(fn.indices, fn.shapes[fn.name]))
@@ -328,7 +329,7 @@ def gathered_contraction(fn: Function, used: set[str], known: list) -> tuple[lis
     names = {name for index in element.indices for name in index.names}
     if not names <= extents.keys() or not all(index.is_integral for index in element.indices):
         return None
-    if math.prod(extents[n] for n in names) * GATHER_SHARE > typical_terms(fn):
+    if not GATHER_SHARE.reached(Fraction(typical_terms(fn), math.prod(extents[n] for n in names))):
         return None
     shape = tuple(fn.shapes[element.name])
     padding = _padding(element, shape, condition, extents)
@@ -338,6 +339,7 @@ def gathered_contraction(fn: Function, used: set[str], known: list) -> tuple[lis
     if any(low or high for low, high in padding):
         pad = _padded_copy(element.name, shape, padding, used, known)
         parts.append((pad, None))
+        padded[fn.name] = fn, sorted({e.name for e in elements if e is not element})
         shape = tuple(pad.shapes[pad.name])
         read = Element(pad.name, tuple(index + low for index, (low, _) in zip(element.indices, padding)))
     others = {n for e in elements if e is not element for index in e.indices for n in index.names}
@@ -457,7 +459,8 @@ def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function]
     v])`` (BLAS) and ``dx[n; c; a; b] = sum{u} (sum{v} (dx_p[c; a - 2 * u; b - 2 * v; n; u; v]))``: the sums
     commute, as their bounds do not depend on each other, and every read stays where it was. Returns
     ``(contraction, fn reading it)``, or None where there is no such sum, where an index summed inside is part of
-    an affine read, or where the contraction would run more than :data:`INNER_SHARE` times the kernel's terms."""
+    an affine read, or where the contraction would run more than :data:`.thresholds.INNER_SHARE` times the
+    kernel's terms."""
     sums, body = _chain(fn.body)
     factors = _factors(body)
     if len(sums) < 2 or factors is None:
@@ -496,7 +499,7 @@ def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function]
     for node in reversed(inside):
         body = node.renewed(body=body)
     part = Function(name, tuple(layout), body, shapes)
-    if contraction_of(part) is None or typical_terms(part) > INNER_SHARE * typical_terms(fn):
+    if contraction_of(part) is None or INNER_SHARE.exceeded(Fraction(typical_terms(part), typical_terms(fn))):
         return None
     kept = Element(name, tuple(reads[n] for n in layout))  # the sums left read it where they read the factors
     for node in reversed([node for node in sums if node.index not in contracted]):

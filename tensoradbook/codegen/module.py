@@ -35,12 +35,8 @@ from ..lang.simplify import decided_on, gates_as_bounds, hoist_invariants
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
                           plain_index, reads_plainly, split_contractions)
 from .printer import BroadcastPrinter, Lanes, py_name
-from .targets import (BLAS_WORK, GATHER_TARGETS, PARALLEL_WORK, TARGETS, VECTOR_WORK, Target, size_of,
-                      storage_shape, target_named)
-
-LANE_BLOCK = 64  # lanes per block of a row, where rows are too few to share among threads (see _blocks)
-MIN_ROWS = 16
-MIN_LANES = 8  # a shorter last dimension leaves too little to vectorise: its elements run one by one
+from .targets import GATHER_TARGETS, TARGETS, Target, size_of, storage_shape, target_named
+from .thresholds import BLAS_WORK, LANE_BLOCK, MIN_LANES, MIN_ROWS, PARALLEL_WORK, VECTOR_WORK
 
 FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 
@@ -78,15 +74,15 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
         writer.line(f"_out[...] = {writer.value(body)}")
         return lines + [f"    _GRID = {shape!r}"] + writer.lines
     if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
-        row = Lanes(row.name, LANE_BLOCK, "_first", "_stop", row.extent, base="_first")
+        row = Lanes(row.name, LANE_BLOCK.value, "_first", "_stop", row.extent, base="_first")
     writer = target.printer(fn.shapes, all_names(fn), depth=2, lane=row)
     writer.active |= set(fn.indices)
     lines += target.element_loop(count, parallel)
     _unflatten(writer, fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape,
                f"(_flat // {blocks})" if blocks > 1 else "_flat")
     if blocks > 1:
-        writer.line(f"_first = _flat % {blocks} * {LANE_BLOCK}")
-        writer.line(f"_stop = min(_first + {LANE_BLOCK}, {shape[-1]})")
+        writer.line(f"_first = _flat % {blocks} * {LANE_BLOCK.value}")
+        writer.line(f"_stop = min(_first + {LANE_BLOCK.value}, {shape[-1]})")
     top = len(writer.lines)
     writer.share(body)
     value = writer.value(body)
@@ -102,15 +98,16 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
 
 def broadcasts(fn: Function, target: Target) -> bool:
     """Whether ``fn`` runs as numpy over views of its arguments (:func:`broadcast_kernel`): an element-wise body
-    (no sum, condition or select) of at least :data:`~.targets.VECTOR_WORK` elements with a function numpy
+    (no sum, condition or select) of at least :data:`~.thresholds.VECTOR_WORK` elements with a function numpy
     evaluates faster than the target's kernels (``target.numpy_faster``: softplus's ``exp`` and ``log``, softmax's
     ``exp``), every read at plain indices in the output's order over whole dimensions, or a scalar."""
     shape = tuple(fn.shapes[fn.name])
     nodes = list(postorder(fn.body))
-    if not target.numpy_faster or not shape or size_of(shape) < VECTOR_WORK or any(
-            isinstance(node, (Sum, If, Select)) for node in nodes):
+    if not target.numpy_faster or not shape or any(isinstance(node, (Sum, If, Select)) for node in nodes):
         return False
     if not any(isinstance(node, (Unary, Binary)) and node.op in target.numpy_faster for node in nodes):
+        return False
+    if not VECTOR_WORK.reached(size_of(shape)):
         return False
     extents = dict(zip(fn.indices, shape))
     for node in (node for node in nodes if isinstance(node, Element) and fn.shapes[node.name]):
@@ -149,9 +146,11 @@ def _blocks(fn: Function, row: Lanes | None) -> int:
     """Into how many blocks of :data:`LANE_BLOCK` lanes a kernel cuts each row: one, unless it has fewer rows
     than :data:`MIN_ROWS` and work that pays for threads (a bias's gradient, ``db[j] = sum{i} (dy[i; j])``, is
     a single row: its blocks run in parallel, each reading contiguous pieces of the rows of ``dy``)."""
-    if row is None or size_of(fn.shapes[fn.name]) // row.width >= MIN_ROWS or typical_terms(fn) < PARALLEL_WORK:
+    if row is None or MIN_ROWS.reached(size_of(fn.shapes[fn.name]) // row.width):
         return 1
-    return -(-row.width // LANE_BLOCK)
+    if not PARALLEL_WORK.reached(typical_terms(fn)):
+        return 1
+    return -(-row.width // LANE_BLOCK.value) if LANE_BLOCK.exceeded(row.width) else 1
 
 
 def _iterations(fn: Function, row: Lanes | None) -> int:
@@ -162,7 +161,7 @@ def _iterations(fn: Function, row: Lanes | None) -> int:
 
 def _parallel(fn: Function, row: Lanes | None) -> bool:
     """Whether ``fn``'s kernel runs on several threads: more than one iteration, and work that pays for them."""
-    return _iterations(fn, row) > 1 and typical_terms(fn) >= PARALLEL_WORK
+    return _iterations(fn, row) > 1 and PARALLEL_WORK.reached(typical_terms(fn))
 
 
 def lane(fn: Function, body: Expr) -> Lanes | None:
@@ -185,7 +184,7 @@ def lane(fn: Function, body: Expr) -> Lanes | None:
     is shorter than :data:`MIN_LANES`, nor where a condition depends on the
     last index (a branch per lane would not vectorise).
     """
-    if not fn.indices or fn.shapes[fn.name][-1] < MIN_LANES:
+    if not fn.indices or not MIN_LANES.reached(fn.shapes[fn.name][-1]):
         return None
     last = fn.indices[-1]
     nodes = list(postorder(body))
@@ -306,13 +305,16 @@ class Plan:
     ``parts`` a function to the contractions split off its body (computed first, by BLAS) and ``kernels`` to the
     function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads;
     ``reused``: a part of the backward pass -> the forward part computing the same contraction, which the
-    forward pass keeps (a dense layer's ``dy_k`` reads ``x w^T`` again)."""
+    forward pass keeps (a dense layer's ``dy_k`` reads ``x w^T`` again); ``padded``: a product over a zero-padded
+    copy (:func:`~.contraction.gathered_contraction`) -> (the function it computes, with its gate, and the other
+    factors' tensors), which its own kernel computes where one of those holds an inf or a NaN."""
 
     whole: dict
     parts: dict
     kernels: dict
     serial: bool = False
     reused: dict = field(default_factory=dict)
+    padded: dict = field(default_factory=dict)
 
     def with_reuse(self, forward: list[Function]) -> Plan:
         """This plan with the backward functions' parts that the ``forward`` definitions' parts compute too: the
@@ -345,23 +347,23 @@ def plan_module(fns, target: Target) -> Plan:
     if not target.blas:
         return Plan({}, {}, {})
     used = set().union(*(all_names(fn) for fn in fns))
-    whole, parts, kernels, known = {}, {}, {}, []
+    whole, parts, kernels, known, padded = {}, {}, {}, [], {}
     for fn in fns:
-        if typical_terms(fn) < BLAS_WORK:
+        if not BLAS_WORK.reached(typical_terms(fn)):
             continue
         found = contraction_of(fn)
         if found:
             whole[fn.name] = found
             continue
-        gathered = gathered_contraction(fn, used, known)
+        gathered = gathered_contraction(fn, used, known, padded)
         if gathered:
             parts[fn.name], whole[fn.name] = gathered[0], contraction_of(gathered[1])
             continue
-        split, rewritten = split_contractions(fn, used, BLAS_WORK, known)
+        split, rewritten = split_contractions(fn, used, BLAS_WORK, known, padded)
         if not split:
             box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
             inner = inner_contraction(replace(fn, body=decided_on(fn.body, box)), used)
-            if inner and typical_terms(inner[0]) >= BLAS_WORK:
+            if inner and BLAS_WORK.reached(typical_terms(inner[0])):
                 split, rewritten = [(inner[0], contraction_of(inner[0]))], inner[1]
         if split:
             parts[fn.name], kernels[fn.name] = split, rewritten
@@ -372,14 +374,16 @@ def plan_module(fns, target: Target) -> Plan:
     loop_work = sum(typical_terms(fn) for fn in rest if _runs_parallel(fn, target))
     if not blas_work or loop_work > blas_work:
         return Plan({}, {}, {})
-    return Plan(whole, parts, kernels, serial=True)
+    return Plan(whole, parts, kernels, serial=True, padded=padded)
 
 
 def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
     """The element-wise kernels of ``{kernel name: function}``, but for the contractions BLAS computes, and the
-    kernels of the gathers split off them."""
+    kernels of the gathers split off them; for each product over a padded copy, the kernel of its gated sum (not
+    in ``KERNEL_ARRAYS``: compiled at its first call, where an inf or NaN meets the padding)."""
     lines = []
-    for name, fn in _element_kernels(fns, plan).items():
+    exact = {f"{py_name(name)}_kernel": fn for name, (fn, _) in plan.padded.items()}
+    for name, fn in {**_element_kernels(fns, plan), **exact}.items():
         kernel = broadcast_kernel(fn, name) if broadcasts(fn, target) else element_kernel(fn, target, name, plan.serial)
         lines += kernel + ["", ""]
     return lines
@@ -417,6 +421,20 @@ def _blas(out: str, contraction: Contraction, buffer: str | None = None) -> str:
     return f"{out} = {code}  # a plain contraction: BLAS"
 
 
+def _product(target: Target, out: str, name: str, contraction: Contraction, plan: Plan,
+             buffer: str | None = None) -> list[str]:
+    """``out`` (the tensor ``name``) as its BLAS product; for a product over a padded copy, only where the other
+    factors are finite, else by the kernel of its gated sum (:attr:`Plan.padded`): the padding's zeros times an
+    inf would add NaNs where the gates skip those terms."""
+    line = _blas(out, contraction, buffer)
+    if name not in plan.padded:
+        return [line]
+    exact, others = plan.padded[name]
+    finite = " and ".join(f"np.isfinite({py_name(other)}).all()" for other in others)
+    return [f"if {finite}:", "    " + line, "else:  # an inf or NaN meeting the padding: the gated sum",
+            *("    " + line for line in _launch(target, out, exact, exact))]
+
+
 def _compute(target: Target, fn: Function, plan: Plan, backward: bool = False) -> list[str]:
     """``fn``'s output allocated, and its kernel launched to fill it; a contraction is one BLAS call, and the
     tensors split off ``fn`` (contractions, gathers) come first; in the ``backward`` pass, those the forward pass
@@ -425,16 +443,17 @@ def _compute(target: Target, fn: Function, plan: Plan, backward: bool = False) -
     for part, found in plan.parts.get(fn.name, ()):  # never returned: scratch arrays where the target keeps them
         out = py_name(part.name)
         kept = py_name(plan.reused[part.name]) if backward and part.name in plan.reused else None
-        if found is not None:
-            line = _blas(out, found, target.scratch(out))  # kept by the forward pass, unless the caller brought
-            lines.append(line.replace(" = ", f" = {kept} if {kept} is not None else ", 1) if kept else line)
+        if found is not None:  # kept by the forward pass, unless the caller brought the forward values
+            product = _product(target, out, part.name, found, plan, target.scratch(out))
+            lines += [f"if {kept} is not None:", f"    {out} = {kept}", "else:", *("    " + line for line in product)
+                      ] if kept else product
         elif kept:  # the forward pass's gather, the same tensor: computed by its kernel where not given
             lines += [f"if {kept} is None:", *("    " + line for line in _launch(target, kept, part, part, True))]
             lines += [f"{out} = {kept}"] if out != kept else []
         else:
             lines += _launch(target, out, part, part, scratch=True)
     if fn.name in plan.whole:
-        return lines + [_blas(py_name(fn.name), plan.whole[fn.name])]
+        return lines + _product(target, py_name(fn.name), fn.name, plan.whole[fn.name], plan)
     return lines + _launch(target, py_name(fn.name), fn, plan.kernels.get(fn.name, fn))
 
 

@@ -26,10 +26,10 @@ from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select
 from ..lang.names import fresh_name
 from ..lang.ops import OPERATIONS, REDUCTIONS
 from ..lang.simplify import atom_as_bound
+from .thresholds import MAX_NESTING
 
 # Names the generated code uses itself; user names that clash get a suffix.
 _RESERVED = {"math", "np", "numba", "cuda", "range", "max", "min", "forward", "gradients", "scatter", "THREADS"}
-_MAX_NESTING = 50  # brackets in one generated expression, well below Python's limit of 200
 
 
 def py_name(name: str) -> str:
@@ -326,9 +326,8 @@ class KernelPrinter:
         if method is None or isinstance(node, (Number, Element)):
             raise TypeError(f"not an expression node: {node!r}")
         text = method(node)
-        # A temporary for what is used twice, and where brackets nest deeply: Python's parser stops at
-        # 200 levels (a chain of 200 additions is one expression).
-        if (self.key(node) in self.repeated or _nesting(text) > _MAX_NESTING) and not text.startswith("_"):
+        # a temporary for what is used twice, and where brackets nest deeply (see MAX_NESTING)
+        if (self.key(node) in self.repeated or MAX_NESTING.exceeded(_nesting(text))) and not text.startswith("_"):
             text = self.store(self.temp("t"), text, self.varies(node))
         self.known[-1][self.key(node)] = text
 
@@ -361,7 +360,10 @@ class KernelPrinter:
         if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call (also for 2.0 and 3.0)
             left = self.named(left, node.left)
             return "(" + " * ".join([left] * int(exponent)) + ")"
-        return self.template(node.op).format(left, self.value(node.right))
+        template, right = self.template(node.op), self.value(node.right)
+        if template.count("{0}") > 1:  # max and min read their operands several times
+            left, right = self.named(left, node.left), self.named(right, node.right)
+        return template.format(left, right)
 
     def _print_Sum(self, node: Sum, into: str | None = None, lanes: bool | None = None) -> str:
         """A reduction's loop into a new total, or, for a sum directly inside a sum, ``into`` the outer one's
@@ -371,6 +373,8 @@ class KernelPrinter:
             fresh = fresh_name(node.index, self.names)
             node = node.renewed(index=fresh, body=substitute(node.body, {node.index: Affine.index(fresh)}))
         outer, gates = self.lanes, []
+        if lanes is None:  # before the bounds lose the lane index: a body the same on every lane still sums per lane
+            lanes = self.varies(node)
         if self.lanes is not None:
             node, gates = lane_gated(node, self.lane, self.lanes.extent)
         low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
@@ -380,13 +384,11 @@ class KernelPrinter:
             finally:
                 self.lanes = outer
 
-    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=None, fresh=True) -> str:
-        """The reduction as a loop accumulating into ``total`` (per lane where the body varies across lanes, or
-        as ``lanes`` says), which starts at the identity if ``fresh``; each term only on the lanes that meet
-        ``gates`` (see :func:`lane_gated`). A sum per lane whose body is a
-        sum adds the inner terms straight into its total: no inner total, no pass adding it up per lane (one
-        element's nested sums keep their totals: LLVM vectorises the innermost as a reduction of its own)."""
-        lanes = self.varies(node) if lanes is None else lanes
+    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=False, fresh=True) -> str:
+        """The reduction as a loop accumulating into ``total`` (per lane if ``lanes``), which starts at the identity
+        if ``fresh``; each term only on the lanes that meet ``gates`` (see :func:`lane_gated`). A sum per lane whose
+        body is a sum adds the inner terms straight into its total: no inner total, no pass adding it up per lane
+        (one element's nested sums keep their totals: LLVM vectorises the innermost as a reduction of its own)."""
         reduction = REDUCTIONS[node.op]
         start = _identity_text(reduction.identity, "math.inf")
         if fresh and lanes:
@@ -405,7 +407,7 @@ class KernelPrinter:
             if node.op == "sum":
                 return self.store(total, term, lanes, op="+=")
             running = f"{total}[{self.lanes.slot()}]" if lanes else total
-            return self.store(total, reduction.combine.format(running, term), lanes)
+            return self.store(total, reduction.combine.format(running, self.named(term, node.body)), lanes)
 
     def _print_Select(self, node: Select) -> str:
         """Both branches, then the one the comparison picks: no branch in the code, so rows of lanes stay
@@ -486,7 +488,7 @@ class VectorPrinter(KernelPrinter):
         # numpy scalars: 1e308 ** 7.25 is inf and 1.0 / 0 is inf, as in the reference
         return f"np.float64({float(node.value)!r})"
 
-    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=None, fresh=True) -> str:
+    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=False, fresh=True) -> str:
         index = py_name(node.index)  # no lanes here: no gates, and every sum its own total
         reduction = REDUCTIONS[node.op]
         identity = _identity_text(reduction.identity, "np.inf")

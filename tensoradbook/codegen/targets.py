@@ -6,7 +6,8 @@ the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which tar
 
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
 * ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
-  (``parallel=True``) where a kernel's work pays for waking them (:data:`PARALLEL_WORK`), else a serial loop;
+  (``parallel=True``) where a kernel's work pays for waking them (:data:`.thresholds.PARALLEL_WORK`), else a serial
+  loop;
   a definition that is a plain contraction is a BLAS call instead (:mod:`.contraction`), and an element-wise body
   with a function of :attr:`NumbaTarget.numpy_faster` numpy over views (:func:`.module.broadcast_kernel`). Kernels are
   compiled with ``fastmath={"reassoc"}`` alone: LLVM may then add a sum's terms in several running totals
@@ -27,17 +28,6 @@ import numpy as np
 from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
 
 THREADS_PER_BLOCK = 128
-#: Element-terms (:func:`tensoradbook.lang.evaluate.typical_terms`) from which a Numba CPU kernel runs in parallel. A
-#: parallel launch wakes every thread of Numba's pool, tens of microseconds on a quiet machine and far more on
-#: a busy one, where each waits for a thread the scheduler has put aside; below this much work (about 0.1 ms on
-#: one core) the serial loop is done first. The loop and its arithmetic are the same either way: so are the bits.
-PARALLEL_WORK = 1 << 16
-#: Output elements from which an element-wise body with a function of ``numpy_faster`` runs as numpy over views
-#: (:func:`tensoradbook.codegen.module.broadcasts`): below, numpy's calls (microseconds each) cost more.
-VECTOR_WORK = 1 << 14
-#: Element-terms from which a plain contraction goes to BLAS (a matrix product, :mod:`.contraction`): below, numpy's
-#: call overhead (tens of microseconds) costs more than the kernel's loop.
-BLAS_WORK = 1 << 16
 
 
 def storage_shape(shape: tuple, vector: bool) -> tuple:
@@ -100,6 +90,12 @@ class Target:
         return array
 
 
+def _quiet(statements: list[str]) -> list[str]:
+    """Statements under ``np.errstate``: numpy's arithmetic (a whole grid, a BLAS product) meets inf and NaN as the
+    reference evaluator does, without warnings (masked-out lanes of the numpy kernels may divide by zero)."""
+    return ["    with np.errstate(all=\"ignore\"):", *("        " + line for line in statements)]
+
+
 class NumpyTarget(Target):
     name = "numpy"
     printer = VectorPrinter
@@ -107,8 +103,7 @@ class NumpyTarget(Target):
     imports = ("import numpy as np", "", "from tensoradbook.lang.ops import numpy_function")
 
     def guarded(self, statements: list[str]) -> list[str]:
-        return ["    with np.errstate(all=\"ignore\"):  # masked-out lanes may divide by zero harmlessly",
-                *("        " + line for line in statements)]
+        return _quiet(statements)
 
 
 class NumbaTarget(Target):
@@ -132,6 +127,9 @@ class NumbaTarget(Target):
 
     def decorator(self, parallel: bool) -> tuple[str, ...]:
         return self.kernel_decorator if parallel else self.serial_decorator
+
+    def guarded(self, statements: list[str]) -> list[str]:
+        return _quiet(statements)
 
     def scratch(self, name: str) -> str | None:
         return f"_scratch.array({name!r}, {{shape!r}})"

@@ -66,11 +66,19 @@ def _power_partials(node, b):
     return by_base, b.mul(node, b.unary("log", u))
 
 
+def _taken(strict: str) -> str:
+    """The kernels' ``max`` (``strict`` ``">"``) or ``min`` (``"<"``) of ``{0}`` and ``{1}``, as numpy's ``maximum``
+    and ``minimum`` compute them: a NaN operand gives NaN, and of two equal operands the second is taken
+    (``maximum(-0.0, 0.0)`` is ``0.0``). Python's and Numba's ``max`` return their first operand when the second is
+    NaN, and the first of equal ones."""
+    return f"({{0}} if {{0}} {strict} {{1}} or {{0}} != {{0}} else {{1}})"
+
+
 def _extremum(name: str, relation: str) -> Operation:
     """``max (a, b)`` or ``min (a, b)``: the whole adjoint goes to the operand that is taken, and a tie goes
     to the first operand (``relation`` holds), as for the first maximal element of a reduction."""
-    return Operation(name, 2, rf"\{name}\left({{0}}, {{1}}\right)", name + "imum", f"{name}({{0}}, {{1}})",
-                     f"{name}({{0}}, {{1}})",
+    taken = _taken(relation[0])
+    return Operation(name, 2, rf"\{name}\left({{0}}, {{1}}\right)", name + "imum", taken, taken,
                      lambda node, b: (b.select(relation, node.left, node.right, b.ONE, b.ZERO),
                                       b.select(relation, node.left, node.right, b.ZERO, b.ONE)),
                      ATOM, is_function=True)
@@ -157,8 +165,8 @@ class Reduction:
 
 REDUCTIONS: MappingProxyType[str, Reduction] = MappingProxyType({row.name: row for row in (
     Reduction("sum", 0.0, "add", "{0} + {1}", r"\sum", lambda node, b: b.ONE),
-    Reduction("max", -math.inf, "maximum", "max({0}, {1})", r"\max", lambda node, b: b.first_extremum(node, ">=")),
-    Reduction("min", math.inf, "minimum", "min({0}, {1})", r"\min", lambda node, b: b.first_extremum(node, "<=")),
+    Reduction("max", -math.inf, "maximum", _taken(">"), r"\max", lambda node, b: b.first_extremum(node, ">=")),
+    Reduction("min", math.inf, "minimum", _taken("<"), r"\min", lambda node, b: b.first_extremum(node, "<=")),
 )})
 
 

@@ -77,6 +77,18 @@ def _gate(e: Expr) -> If | None:
     return e if isinstance(e, If) and e.otherwise == ZERO else None
 
 
+def _indicator(e: Expr) -> bool:
+    """Whether ``e`` is a constant or a select whose every branch is one, as deep as it goes."""
+    pending = [e]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Select):
+            pending += [node.then, node.otherwise]
+        elif not isinstance(node, Number):
+            return False
+    return True
+
+
 def mul(a: Expr, b: Expr) -> Expr:
     x, y = value_of(a), value_of(b)
     if x is not None and y is not None:
@@ -94,9 +106,10 @@ def mul(a: Expr, b: Expr) -> Expr:
         return if_(a.condition, ZERO, mul(a.otherwise, b))
     if isinstance(b, If) and b.then == ZERO:
         return if_(b.condition, ZERO, mul(a, b.otherwise))
-    # a select with a zero branch (ReLU's derivative) takes the other factor into its branches
+    # a select with a zero branch (ReLU's derivative), or one choosing among constants (a max reduction's), takes
+    # the other factor into its branches: an adjoint of inf then gives 0 where the select gives 0, not inf * 0
     for select_, other, first in ((a, b, True), (b, a, False)):
-        if isinstance(select_, Select) and ZERO in (select_.then, select_.otherwise):
+        if isinstance(select_, Select) and (ZERO in (select_.then, select_.otherwise) or _indicator(select_)):
             branches = [mul(t, other) if first else mul(other, t) for t in (select_.then, select_.otherwise)]
             return select(select_.op, select_.left, select_.right, *branches)
     if x == 1:
@@ -180,21 +193,31 @@ assert set(_COMPARE) == set(COMPARISONS)
 
 def first_extremum(node: Sum, relation: str) -> Expr:
     """``d node / d body`` of a max (``relation`` ``">="``) or min (``"<="``) reduction at its liberated
-    index ``k``: 1 where the body at ``k`` is the extremum and no earlier index ``k' < k`` reaches it (the
-    first extremal element takes the whole adjoint, as PyTorch's max pooling does), else 0::
+    index ``k``: 1 where the body at ``k`` *reaches* the extremum ``M`` (the reduction itself) and no earlier
+    index ``k' < k`` does (the first extremal element takes the whole adjoint, as PyTorch's max pooling and
+    ``max(dim)`` do), else 0::
 
-        if {body(k) >= M} then (if {max{k_before}_lower^(k - 1) (body(k_before)) < M} then (1) else (0)) else (0)
+        if {body(k) >= M} then (first) else (if {body(k) >= body(k)} then (0) else (first))
+        first = if {sum{k_before}_lower^(min [k - 1; upper]) (reaches(body(k_before))) <= 0} then (1) else (0)
 
-    ``M`` is the reduction itself; over an empty range of earlier indices the max is ``-inf``.
+    A term reaches ``M`` where it compares ``>=`` to it, or where it is NaN (a NaN term makes the reduction NaN,
+    as numpy's ``maximum`` does, and the first NaN takes the adjoint, as in PyTorch); only NaN fails
+    ``v >= v``. The earlier terms are *counted*, not compared by their own max: over an empty range that max
+    would be ``-inf``, which a reduction of ``-inf`` terms (a fully masked pooling window) does not exceed.
     """
     used = {name for part in postorder(node) for name in _names(part)}
     earlier, n = f"{node.index}_before", 1
     while earlier in used:
         earlier, n = f"{node.index}_before_{n}", n + 1
-    before = Sum(earlier, node.lower, (Affine.index(node.index) - 1,),
-                 substitute(node.body, {node.index: Affine.index(earlier)}), op=node.op)
-    unreached = "<" if relation == ">=" else ">"  # no earlier term equals M (none can exceed it)
-    return select(relation, node.body, node, select(unreached, before, node, ONE, ZERO), ZERO)
+
+    def reaches(value: Expr, then: Expr) -> Expr:
+        return select(relation, value, node, then, select(relation, value, value, ZERO, then))
+
+    # the reduction's own upper bound too: redundant, but it stays constant where k becomes an output's affine
+    # (a pooling window's gradient), and keeps a loop over a whole grid (numpy's kernels) to the window
+    before = Sum(earlier, node.lower, (Affine.index(node.index) - 1, *node.upper),
+                 reaches(substitute(node.body, {node.index: Affine.index(earlier)}), ONE))
+    return reaches(node.body, select("<=", before, ZERO, ONE, ZERO))
 
 
 def _names(node: Expr) -> set[str]:
