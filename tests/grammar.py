@@ -12,8 +12,9 @@ Three kinds of :class:`Case`, each a text with its shapes:
   parser must accept it. Half of them are *positive*: every ``log``, ``sqrt``, division and
   non-integer power sees a positive value, so the values are finite for inputs in [0.5, 1.5].
 * :meth:`Grammar.mutated`: a valid text with characters or tokens deleted, inserted or swapped,
-  numbers made extreme (10**40, 1e400, 5000 digits, int64's edges) or written in non-ASCII
-  digits, or the shapes broken; the parser may accept it or refuse it.
+  operators and functions exchanged, numbers made extreme (10**40, 1e400, 5000 digits, int64's and
+  MAX_INTEGER's edges) or written in non-ASCII digits, or the shapes broken; the parser may accept it
+  or refuse it.
 * :func:`extreme_cases`: fixed texts at and beyond the parser's limits: deep nesting of every
   construct, long chains, huge numbers and shapes, non-ASCII digits.
 
@@ -72,8 +73,7 @@ FLOAT_EXPONENTS = ["2.0", "3.0", "0.5", "1.5", "2.5e-1"]
 class Case:
     """One text to parse. ``valid``: the parser must accept it. ``caret``: a refusal must show a caret
     line (not so where the shapes, not the text, are broken). ``derivable``: derive must not refuse it
-    (it may refuse a division in an argument's index, "derive the function before that step", and an
-    argument named like the adjoint, df of f: issue 10 lets it refuse that clash at once)."""
+    (it may refuse an argument named like the adjoint, df of f: issue 10 lets it refuse that clash at once)."""
 
     kind: str
     text: str
@@ -167,7 +167,6 @@ class Grammar:
         """An index text and the largest value it takes (the smallest is 0 or more)."""
         if scope.divisions and self.rng.random() < 0.5:
             q, m = self.rng.choice(scope.divisions)
-            self.divided = True
             text = self.affine_text(q)
             if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", text):
                 text = f"({text})"
@@ -331,7 +330,6 @@ class Grammar:
         rng = self.rng
         self.output = rng.choice(OUTPUTS)
         self.sizes: dict[str, list[int]] = {}
-        self.divided = False
         rank = rng.choice([0, 1, 1, 2, 2, 3])
         indices = []
         while len(indices) < rank:
@@ -349,7 +347,7 @@ class Grammar:
                 at = rng.choice(spaces)
                 text = text[:at] + rng.choice(["\n", "\t", "  "]) + text[at + 1:]
         shapes = {self.output: tuple(sizes), **{n: tuple(s) for n, s in self.sizes.items()}}
-        derivable = not self.divided and "d" + self.output not in shapes
+        derivable = "d" + self.output not in shapes
         return Case("grammar", text, shapes, valid=True, positive=positive, derivable=derivable)
 
     def mutated(self) -> Case:
@@ -429,6 +427,31 @@ def _extreme_number(rng, text):
     return text[:token.start()] + rng.choice(EXTREME_NUMBERS) + text[token.end():]
 
 
+# the parser's integer limit (MAX_INTEGER = 2**53) and float64's edges, where a text may still be valid
+EDGE_NUMBERS = ["0", "1", "0.0", "1e308", "1e-308", "5e-324", "9007199254740991", "9007199254740992",
+                "4503599627370496", "123456789", "1e-5"]
+_SWAPS = [["+", "-", "*", "/", "**"], [">=", "<=", "="], ["exp", "log", "sin", "cos", "sinh", "cosh", "tanh", "sqrt"],
+          ["max", "min"], ["ceil", "floor"], [";", ","]]
+
+
+def _swap_operator(rng, text):
+    """An operator, relation or function for another of its kind: the text often stays well formed."""
+    tokens = [t for t in _tokens(text) if any(t.group() in kind for kind in _SWAPS)]
+    if not tokens:
+        return text
+    token = rng.choice(tokens)
+    kind = next(kind for kind in _SWAPS if token.group() in kind)
+    return text[:token.start()] + rng.choice(kind) + text[token.end():]
+
+
+def _edge_number(rng, text):
+    numbers = [t for t in _tokens(text) if t.group()[:1].isdigit()]
+    if not numbers:
+        return text
+    token = rng.choice(numbers)
+    return text[:token.start()] + rng.choice(EDGE_NUMBERS) + text[token.end():]
+
+
 def _non_ascii_digit(rng, text):
     digits = [k for k, ch in enumerate(text) if ch in "0123456789"]
     if not digits:
@@ -442,7 +465,8 @@ def _truncate(rng, text):
 
 
 _MUTATIONS = [_delete_char, _delete_char, _insert_char, _insert_char, _swap_chars, _delete_token, _duplicate_token,
-              _replace_token, _replace_token, _swap_tokens, _extreme_number, _non_ascii_digit, _truncate]
+              _replace_token, _replace_token, _swap_tokens, _extreme_number, _non_ascii_digit, _truncate,
+              _swap_operator, _swap_operator, _swap_operator, _edge_number, _edge_number]
 
 
 # --- extreme cases ------------------------------------------------------------------------------------------

@@ -25,9 +25,7 @@ import math
 import os
 import random
 import re
-import signal
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +38,7 @@ from tensoradbook.ad.gradcheck import directional_derivatives, random_arguments
 from tensoradbook.codegen import GATHER_TARGETS
 from conftest import IN_CI
 from grammar import Case, Grammar, extreme_cases
+from alarm import time_limit
 
 CI_SEED = 20240610
 SEED = int(os.environ.get("FUZZ_SEED") or (CI_SEED if IN_CI else random.SystemRandom().randrange(10 ** 9)))
@@ -60,25 +59,6 @@ FD_LARGEST = 1e6            # values beyond this make finite differences meaning
 ENUMERATED_WORK = 10 ** 5   # functions this small have every index they read enumerated
 CARET = re.compile(r"^\s*\^+\s*$", re.MULTILINE)
 LIBRARY = os.path.dirname(tab.__file__) + os.sep
-
-
-class CaseTimeout(BaseException):
-    """Raised by the alarm; a BaseException, so that no ``except Exception`` in the library turns it into
-    an ExpressionError."""
-
-
-@contextmanager
-def time_limit(seconds: float):
-    def expire(signum, frame):
-        raise CaseTimeout(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture(scope="module", autouse=True)

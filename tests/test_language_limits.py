@@ -19,6 +19,7 @@ from tensoradbook.lang.function import Function
 from tensoradbook.lang.limits import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
 from tensoradbook.lang.printer import to_latex
 from test_printer import functions
+from alarm import time_limit
 
 SCALARS = {"f": (), "x": (), "y": ()}
 
@@ -127,6 +128,18 @@ def test_nested_sums_at_the_limit_derive_in_seconds():
     assert time.perf_counter() - start < 20
 
 
+def test_second_derivatives_of_nested_sums_derive_or_are_refused_with_the_limit():
+    """Found by the robustness sweep: the second derivative at MAX_NESTED_SUMS ran for minutes (its
+    Fourier-Motzkin rows grow doubly exponentially with the sums' max/min bounds); now refused at once."""
+    second = tab.derive(tab.derive(tab.parse(*nested_sums(4)))["x"])
+    for g in second.values():
+        assert tab.parse(str(g), g.shapes) == g
+    for n in (5, MAX_NESTED_SUMS):
+        gradient = tab.derive(tab.parse(*nested_sums(n)))["x"]
+        with time_limit(), pytest.raises(ExpressionError, match=r"more than 20000 \(MAX_GENERATED_BOUNDS\)"):
+            tab.derive(gradient)
+
+
 def test_more_nested_sums_are_refused_with_a_caret():
     text, shapes = nested_sums(MAX_NESTED_SUMS + 1)
     assert refused(text, shapes, f"more than {MAX_NESTED_SUMS} nested sums (MAX_NESTED_SUMS)") == "sum"
@@ -209,21 +222,47 @@ def test_work_at_the_limit_takes_seconds():
     assert time.perf_counter() - start < 20
 
 
-@given(functions())
-def test_work_bounds_the_evaluators_passes(fn):
+def evaluator_runs(fn, args) -> int:
     """Oracle: the sum bodies the evaluator actually runs over the grid, counted as it runs them."""
     runs = []
     evaluate = reference._evaluate
 
-    def counted(node, env, args, grid_shape):
-        runs.append(node)
-        return evaluate(node, env, args, grid_shape)
+    def counted(*call):
+        runs.append(call[0])
+        return evaluate(*call)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reference, "_evaluate", counted)
-        fn.evaluate({name: np.ones(fn.shapes[name]) for name in fn.arguments})
+        fn.evaluate(args)
+    return len(runs)
+
+
+@given(functions())
+def test_work_bounds_the_evaluators_passes(fn):
+    runs = evaluator_runs(fn, {name: np.ones(fn.shapes[name]) for name in fn.arguments})
     size = math.prod(fn.shapes["f"])
-    assert size + max(size, 256) * (len(runs) - 1) <= fn.work
+    assert size + max(size, 256) * (runs - 1) <= fn.work
+
+
+POOLING = "f[i; j] = max{p}_0^1 (max{q}_0^1 (x[2 * i + p; 2 * j + q]))", {"f": (32, 32), "x": (64, 64)}
+
+
+def test_the_gradient_of_a_max_pooling_is_evaluated_and_checked():
+    """Found by the robustness sweep: the gradient's sums range over one window per element,
+    ``ceil((dx_1 - 1) / 2) .. floor(dx_1 / 2)``, yet the evaluator looped over all 32 windows and its
+    estimate said 1.5e10 element-terms, refusing it; now both take each element's own range."""
+    fn = tab.parse(*POOLING)
+    grad = tab.derive(fn)["x"]
+    rng = np.random.default_rng(0)
+    x, df = rng.normal(size=(64, 64)), rng.normal(size=(32, 32))
+    windows = x.reshape(32, 2, 32, 2).transpose(0, 2, 1, 3).reshape(32, 32, 4)
+    expected = np.zeros((32, 2, 32, 2))
+    p, q = np.divmod(windows.argmax(axis=2), 2)
+    expected[np.arange(32)[:, None], p, np.arange(32)[None, :], q] = df
+    np.testing.assert_array_equal(grad.evaluate({"x": x, "df": df}), expected.reshape(64, 64))
+    runs = evaluator_runs(grad, {"x": x, "df": df})
+    assert 64 * 64 * runs <= grad.work <= MAX_WORK // 100
+    assert tab.check_gradients(fn)["x"] < 1e-6
 
 
 # --- index arithmetic in 64 bits -----------------------------------------------------------------------

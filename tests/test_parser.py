@@ -18,6 +18,8 @@ from tensoradbook.ad.derive import derive
 from tensoradbook.lang.parser import parse
 import contextlib
 
+from alarm import time_limit
+
 SEC6 = "f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))"
 SEC6_SHAPES = {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)}
 
@@ -483,3 +485,27 @@ def test_a_guard_that_differs_by_multiples_shows_a_division_whole_at_once():
     # sufficient, not exact: only a guard whose modulus is a multiple of the denominator counts
     guarded = "f[i] = if {(i - 2) % 4 = 0} then (x[(i + 2) / 2]) else (0)"
     assert str(parse(guarded, {"f": (8,), "x": (5,)})) == guarded
+
+
+@pytest.mark.parametrize("text, shapes, whole", [
+    # the sweep's reproducers: the exact check tried every remainder 1..m-1, 19 s at m = 10**6 + 1, and near
+    # 2**53 never answered
+    ("f[i] = x[i / 1000001]", {"f": (1000002,), "x": (2,)}, False),
+    ("f[i] = x[i / 9007199254740991]", {"f": (4096,), "x": (1,)}, False),
+    ("f[i] = x[(i + 4096) / 9007199254740991]", {"f": (4096,), "x": (1,)}, False),
+    ("f[i] = x[i / 9007199254740991]", {"f": (1,), "x": (1,)}, True),  # i = 0 only
+    ("f[i] = if {i % 1000001 = 0} then (x[2 * i / 1000001]) else (0)", {"f": (1000002,), "x": (3,)}, True),
+    # an else of a large modulus: the range check searches the ways it fails
+    ("f[i] = if {i % 1000001 = 0} then (0) else (x[i - 1])", {"f": (1000002,), "x": (1000002,)}, True),
+    ("f[i] = if {i % 9007199254740991 = 0} then (0) else (x[i - 1])", {"f": (4,), "x": (3,)}, True),
+    ("f[i] = if {i % 1000001 = 0} then (0) else (x[i - 1])", {"f": (1000003,), "x": (1000000,)}, False),
+])
+def test_a_division_is_checked_whole_in_time_independent_of_the_divisor(text, shapes, whole):
+    with time_limit():
+        try:
+            parse(text, shapes)
+            accepted = True
+        except ExpressionError as error:
+            assert "is not an integer" in str(error) or "leaves x's shape" in str(error), str(error)
+            accepted = False
+    assert accepted == whole, text

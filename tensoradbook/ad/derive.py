@@ -30,11 +30,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..lang.expr import (Affine, Atom, Element, ExpressionError, Expr, If, Number, Sum, memory_step,
-                         postorder, rebuild, replace, substitute)
+                         postorder, rebuild, replace, substitute, with_children)
+from ..lang.evaluate import sum_range
 from ..lang.function import Function
 from ..lang.names import all_names, apart, fresh_name
 from ..lang.parser import parse
-from ..integer.fourier_motzkin import fourier_motzkin
+from ..integer.fourier_motzkin import TooManyInequalities, fourier_motzkin
+from ..lang.limits import MAX_GENERATED_BOUNDS
 from ..integer.smith import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
 from ..lang.simplify import ZERO, add, atom_truth, hoist_invariants, if_
@@ -73,7 +75,8 @@ def _affine(coefficients, names, constant=0) -> Affine:
 
 @dataclass(frozen=True)
 class Contribution:
-    """What one occurrence ``x[A alpha + a]`` adds to ``dx[beta]``, with the matrices behind it (Alg. 4)."""
+    """What one occurrence ``x[A alpha + a]`` adds to ``dx[beta]``, with the matrices behind it (Alg. 4). For
+    ``x[(A alpha + a) / d]``, ``A`` and ``a`` are the numerator's: it reads ``beta`` where ``A alpha + a = d beta``."""
 
     element: Element
     index_matrix: np.ndarray
@@ -108,14 +111,14 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
                   fast_loop_order: bool) -> Contribution:
     element = occurrence.element
     alpha, R, r = extended_domain(fn, occurrence.scope)
-    for k, index in enumerate(element.indices):
-        if not index.is_integral:
-            raise ExpressionError(f"{fn.name}: cannot derive through {element.name}[...] whose index {k} "
-                                  f"divides by {index.denominator}; derive the function before that step")
-    A = [[int(index.coefficient(name)) for name in alpha] for index in element.indices]
+    # An index (A alpha + a) / d with a division (a gradient's df[b / 2], derived again) reads beta where
+    # A alpha + a = d beta: integer equations that hold only where the division is exact, so A and a are
+    # its numerator's and the target is d beta - a (d = 1 without a division).
+    A = [[int(index.numerator.coefficient(name)) for name in alpha] for index in element.indices]
     offset = [index.constant for index in element.indices]
     inverse = integer_inverse(np.array(A, dtype=object).reshape(len(A), len(alpha)))
-    target = [Affine.index(b) - a for b, a in zip(beta, offset)]   # beta - a
+    target = [Affine.index(b).scale(index.denominator) - index.constant
+              for b, index in zip(beta, element.indices)]   # d beta - a
 
     def combine(row):  # row . (beta - a) as an affine in beta
         out = Affine.constant_value(0)
@@ -142,7 +145,15 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
         for j in range(len(alpha)):
             value = value - particular[j].scale(R[i][j])
         rhs.append(value)
-    system = fourier_motzkin(np.array(RK, dtype=object).reshape(len(R), n_z), names=z_names)
+    try:
+        system = fourier_motzkin(np.array(RK, dtype=object).reshape(len(R), n_z), names=z_names,
+                                 max_generated=MAX_GENERATED_BOUNDS)
+    except TooManyInequalities as error:
+        raise ExpressionError(
+            f"{fn.name}: the loop bounds of the gradient's sums over {element.name}[...] ({n_z} nested sums whose "
+            f"bounds depend on each other) need too many inequalities: {error} (MAX_GENERATED_BOUNDS), which "
+            "would take minutes. A derivative's sums have max/min bounds, so second derivatives reach this first "
+            "(4 nested sums derive twice, 5 may not); split the function into smaller ones") from None
 
     def bound(M, Mhat, k):
         terms = []
@@ -153,7 +164,7 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
             terms.append(value + _affine(hat, z_names[k + 1:]))
         return terms
 
-    body = substitute(occurrence.adjoint, mapping)
+    body = _small_residues(substitute(occurrence.adjoint, mapping))
     for k in range(n_z):  # z_0 innermost (eqs. 22-26, 45)
         lower = _tidy(bound(system.L[k], system.Lhat[k], k), lower=True)
         upper = _tidy(bound(system.H[k], system.Hhat[k], k), lower=False)
@@ -170,11 +181,35 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
         for c, b in zip(row, rhs):
             value = value - b.scale(c)
         atoms.append(Atom(value.numerator, 0, inequality=True))
-    expression = _box_decide(if_(tuple(atoms), body, ZERO), beta, fn.shapes[element.name])
+    expression = _box_decide(if_(tuple(map(_small_residue, atoms)), body, ZERO), beta, fn.shapes[element.name])
     return Contribution(element, np.array(A, dtype=object).reshape(len(A), len(alpha)), tuple(offset),
                         tuple(alpha), inverse.pinv, np.array(kernel, dtype=object).reshape(len(alpha), n_z),
                         inverse.cokernel, system, expression,
                         occurrence.scope, occurrence.adjoint)
+
+
+def _small_residue(atom: Atom) -> Atom:
+    """``atom`` with a modulus ``m`` and its coefficients and constant taken modulo ``m`` where one is ``m`` or
+    more in size: the same condition. Substituting ``alpha = I beta + K z`` multiplies an index's
+    coefficients (``(2**52 * p + j) % 4`` becomes ``(2**52 * b - (2**52 + 2) * z + ...) % 4``) past what
+    index arithmetic may reach, MAX_INTEGER, while the residues stay below ``m``."""
+    m, affine = atom.modulus, atom.affine
+    if not m or all(abs(c) < m for c in (affine.constant, *(c for _, c in affine.terms))):
+        return atom
+    return Atom(Affine.of({name: c % m for name, c in affine.terms}, affine.constant % m), m)
+
+
+def _small_residues(expression: Expr) -> Expr:
+    """:func:`_small_residue` on the atoms of every ``if`` in ``expression``."""
+    def step(node, children):
+        node = with_children(node, children)
+        if isinstance(node, If):
+            condition = tuple(map(_small_residue, node.condition))
+            if condition != node.condition:
+                return If(condition, node.then, node.otherwise, node.span)
+        return node
+
+    return rebuild(expression, step)
 
 
 def _tidy(terms: list[Affine], lower: bool) -> tuple[Affine, ...]:
@@ -328,7 +363,7 @@ def _derive(fn: Function, reads_forward: bool) -> Gradients:
         beta = [fresh_name(f"{gradient}_{k}", names) for k in range(len(fn.shapes[name]))]
         z_names = [fresh_name(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + _depth(fn.body))]
         parts = [_contribution(fn, occ, beta, z_names, shapes, fast_loop_order=reads_forward)
-                 for occ in occurrences if occ.element.name == name]
+                 for occ in occurrences if occ.element.name == name and not _never_reached(fn, occ.scope)]
         total = ZERO
         for part in parts:
             total = add(total, part.expression)
@@ -369,6 +404,19 @@ def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set
             for occ in kept + occurrences], intermediates
 
 
+def _never_reached(fn: Function, scope: tuple[Sum, ...]) -> bool:
+    """Whether a sum of ``scope`` is empty at every element of the output's box, so an occurrence inside it
+    adds nothing. Its Fourier-Motzkin bounds would add the sum's lower and upper bounds, which the parser
+    bounds by MAX_INTEGER each, not their sum (``max [9007199254740991 + p; 1]`` to ``3`` gave 2**54)."""
+    intervals = {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])}
+    for s in scope:
+        low, high = sum_range(s.lower, s.upper, intervals)
+        if low > high:
+            return True
+        intervals[s.index] = (low, high)
+    return False
+
+
 def _depth(node: Expr) -> int:
     """How many sums there are: an upper bound on the kernel dimension beyond the output's."""
     return sum(isinstance(n, Sum) for n in postorder(node))
@@ -395,8 +443,13 @@ def _decided(node: Expr, branches: list[Expr], box: dict) -> Expr:
         return node
     then, otherwise = branches
     ranges, narrowing = dict(box), set()
+    # true for every integer (2 * b % 2 = 0, a guard substituted; 0 % 4 = 0): it guards no division
+    identities = {atom for atom in node.condition if atom.modulus and atom.affine.denominator == 1 and
+                  all(c % atom.modulus == 0 for c in (atom.affine.constant, *(c for _, c in atom.affine.terms)))}
     for atom in node.condition:  # a divisibility atom on one index narrows that index's range
         affine = atom.affine
+        if atom in identities:
+            continue
         if atom.modulus and affine.denominator == 1 and len(affine.terms) == 1 and affine.names[0] in box:
             narrowing.add(atom)
             ((name, c),) = affine.terms
@@ -413,6 +466,8 @@ def _decided(node: Expr, branches: list[Expr], box: dict) -> Expr:
             ranges[name] = (first, last)
     kept = []
     for atom in node.condition:  # the narrowing atoms on the whole box: they hold on their ranges
+        if atom in identities:
+            continue
         truth = atom_truth(atom, box if atom in narrowing else ranges)
         if truth is False:
             return otherwise

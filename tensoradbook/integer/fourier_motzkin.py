@@ -210,11 +210,18 @@ class FourierMotzkin:
         return tuple(normalize(v) for v in later)
 
 
-def fourier_motzkin(A, names=None, prune: bool = True) -> FourierMotzkin:
+class TooManyInequalities(ValueError):
+    """An elimination step would generate more rows than the caller's ``max_generated``."""
+
+
+def fourier_motzkin(A, names=None, prune: bool = True, max_generated: int | None = None) -> FourierMotzkin:
     """Algorithm 3 on ``A x >= b`` (``A`` integer or rational, N x M), ``b`` symbolic.
 
     ``names`` label the variables in messages (default ``x_0, x_1, ...``);
-    ``prune=False`` keeps every generated row, as the report does.
+    ``prune=False`` keeps every generated row, as the report does. With
+    ``max_generated``, a step that would generate more rows raises
+    :class:`TooManyInequalities` before it does: the rows can grow doubly
+    exponentially with the variables.
     """
     A = as_rational_matrix(A, "fourier_motzkin: A")
     n_rows, n_vars = A.shape
@@ -243,6 +250,9 @@ def fourier_motzkin(A, names=None, prune: bool = True) -> FourierMotzkin:
         H.append(_array([[-v for v in combos[i]] for i in minus], n_rows))
         Lhat.append(_array([[-v for v in rows[i][k + 1:]] for i in plus], n_vars - k - 1))
         Hhat.append(_array([rows[i][k + 1:] for i in minus], n_vars - k - 1))
+        if max_generated is not None and len(zero) + len(plus) * len(minus) > max_generated:
+            raise TooManyInequalities(f"eliminating {names[k]} would generate {len(zero) + len(plus) * len(minus)} "
+                                      f"inequalities, more than {max_generated}")
         new_rows = [rows[i] for i in zero]  # lines 11-22
         new_combos = [combos[i] for i in zero]
         if plus and minus:

@@ -10,6 +10,7 @@ table (:data:`tensoradbook.lang.ops.OPERATIONS`), and estimates its work before 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -30,6 +31,49 @@ def sum_range(lower: tuple[Affine, ...], upper: tuple[Affine, ...], intervals: d
     in them range over ``intervals``; empty (least > greatest) if the sum is empty everywhere."""
     return (max(math.ceil(a.interval(intervals)[0]) for a in lower),
             min(math.floor(a.interval(intervals)[1]) for a in upper))
+
+
+# upper_bound substitutes every combination of bounds; nested sums with several bounds each (derivatives'
+# max/min lists) multiply them, so past this many candidates a candidate keeps its sum index.
+ABOVE_CANDIDATES = 64
+
+
+def upper_bound(affine: Affine, sums: tuple, intervals: dict) -> Fraction:
+    """An upper bound of ``affine`` where each of ``sums`` (outermost first; anything with ``index``,
+    ``lower`` and ``upper``, as :class:`~tensoradbook.lang.expr.Sum`) has its index in its range, often its
+    maximum.
+
+    From the innermost sum out, each sum index is replaced by its upper bound
+    (its lower bound where its coefficient is negative); with several bounds,
+    each gives an upper bound and the least is kept. What is left, sum indices
+    kept past :data:`ABOVE_CANDIDATES` included, ranges over the box.
+    """
+    candidates = [affine]
+    for frame in reversed(sums):
+        widened = []
+        for candidate in candidates:
+            c = candidate.coefficient(frame.index)
+            bounds = frame.upper if c > 0 else frame.lower
+            if c and len(candidates) * len(bounds) <= ABOVE_CANDIDATES:
+                widened += [candidate.substitute({frame.index: bound}) for bound in bounds]
+            else:
+                widened.append(candidate)
+        candidates = widened
+    return min(candidate.interval(intervals)[1] for candidate in candidates)
+
+
+def range_length(node: Sum, sums: tuple, intervals: dict) -> int:
+    """An upper bound on the values ``node``'s index takes at one element, where the enclosing ``sums`` have
+    their indices in range: the box's interval (:func:`sum_range`) or, for some pair of a lower bound ``l``
+    and an upper bound ``u``, ``floor(u - l) + 1`` (``floor(u) - ceil(l) <= floor(u - l)``), with the
+    enclosing indices substituted by their bounds (:func:`upper_bound`). A max pooling's gradient reads
+    one window per element, ``ceil((b - 1) / 2) .. floor(b / 2)``, where the box says 32."""
+    low, high = sum_range(node.lower, node.upper, intervals)
+    length = high - low + 1
+    pairs = [(lower, upper) for lower in node.lower for upper in node.upper][:ABOVE_CANDIDATES]
+    for lower, upper in pairs:
+        length = min(length, math.floor(upper_bound(upper - lower, sums, intervals)) + 1)
+    return max(length, 0)
 
 
 def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
@@ -57,9 +101,10 @@ def _clipped(index, size: int):
     return np.minimum(np.maximum(index, 0), size - 1)  # np.clip costs several times more on small arrays
 
 
-def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
+def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple, active=True) -> np.ndarray:
     """The value of ``root`` over the grid, with a stack of operands instead of recursion (only a sum's
-    body is a call of its own, so the recursion is as deep as the sums are nested)."""
+    body is a call of its own, so the recursion is as deep as the sums are nested). ``active`` marks the
+    elements where every enclosing sum's index is in its range; elsewhere the value is masked out."""
     operands: list = []
     pending: list = [root]
     while pending:
@@ -85,7 +130,7 @@ def _evaluate(root: Expr, env: dict, args: dict, grid_shape: tuple) -> np.ndarra
             index = tuple(_clipped(a.evaluate(env), n) for a, n in zip(node.indices, array.shape))
             operands.append(array[index] if index else array[()])
         elif kind is Sum:
-            operands.append(_sum_value(node, env, args, grid_shape))
+            operands.append(_sum_value(node, env, args, grid_shape, active))
         elif kind in (Unary, Binary, If, Select):
             pending.append((node,))
             pending.extend(reversed(node.children()))
@@ -101,45 +146,55 @@ def _holds(condition: tuple[Atom, ...], env: dict, grid_shape: tuple) -> np.ndar
     return mask
 
 
-def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple) -> np.ndarray:
-    low = np.broadcast_to(bound_value(node.lower, env, lower=True), grid_shape)
-    high = np.broadcast_to(bound_value(node.upper, env, lower=False), grid_shape)
+def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple, active) -> np.ndarray:
+    """The reduction over each element's own range: the t-th pass gives the index ``low + t`` per element, so
+    a sum runs as many passes as its longest range at an active element (one window of a pooling's gradient,
+    2 values), not as many as its index takes over the whole grid (32)."""
+    low = bound_value(node.lower, env, lower=True)
+    lengths = np.where(active, bound_value(node.upper, env, lower=False) - low + 1, 0)
     reduction = REDUCTIONS[node.op]
     combine = numpy_function(reduction.numpy)
     total = np.full(grid_shape, reduction.identity)
-    if low.size == 0 or high.size == 0:
+    if total.size == 0:
         return total
-    for k in range(int(low.min()), int(high.max()) + 1):
+    for t in range(int(np.max(lengths))):
         inner = dict(env)
-        inner[node.index] = k
-        value = _evaluate(node.body, inner, args, grid_shape)
-        total = combine(total, np.where((low <= k) & (k <= high), value, reduction.identity))
+        inner[node.index] = low + t
+        inside = t < lengths
+        value = _evaluate(node.body, inner, args, grid_shape, inside)
+        total = combine(total, np.where(inside, value, reduction.identity))
     return total
 
 
-def _terms_per_element(fn, branch_taken: bool = False, at_center: bool = False) -> int:
+def _terms_per_element(fn, branch_taken: bool = False, at_center: bool = False, own_ranges: bool = False) -> int:
     """Per element of ``fn``'s output, an upper bound on the sums' iterations: each sum's range over the output
     box times one plus the iterations of the sums in its body (nested sums multiply). With ``branch_taken``,
     a comparison's select counts its cheaper branch alone, as a kernel runs only the branch taken where a
     branch loops (the loop of a max's gradient runs at the extremal element alone): an estimate, not a bound.
     With ``at_center``, each range is taken at the center of the box and of the enclosing sums' ranges rather
     than over all of them: a typical element's count, where bounds vary with the element (the Fourier-Motzkin
-    bounds of a strided convolution's gradient, 2 or 3 of 30 values, not 30)."""
+    bounds of a strided convolution's gradient, 2 or 3 of 30 values, not 30). With ``own_ranges``, each sum
+    counts the longest range it has at one element (:func:`range_length`), as the reference evaluator runs it."""
 
     def centered(low, high):
         middle = (low + high) // 2
         return (middle, middle) if at_center else (low, high)
 
-    def enter(node, intervals):
+    def enter(node, context):
         if not node.children():
             return 0, None
         if isinstance(node, Sum):
+            intervals, sums = context
             low, high = sum_range(node.lower, node.upper, intervals)
-            return (0, None) if low > high else (None, {**intervals, node.index: centered(low, high)})
-        return None, intervals
+            return (0, None) if low > high else (None, ({**intervals, node.index: centered(low, high)},
+                                                        sums + (node,)))
+        return None, context
 
-    def leave(node, intervals, children):  # how many times the evaluator runs sums' bodies
+    def leave(node, context, children):  # how many times the evaluator runs sums' bodies
         if isinstance(node, Sum):
+            intervals, sums = context
+            if own_ranges:
+                return range_length(node, sums, intervals) * (1 + children[0])
             low, high = sum_range(node.lower, node.upper, intervals)
             return (high - low + 1) * (1 + children[0])
         if branch_taken and isinstance(node, Select):
@@ -148,16 +203,16 @@ def _terms_per_element(fn, branch_taken: bool = False, at_center: bool = False) 
         return sum(children)
 
     box = {name: centered(0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])}
-    return _fold(fn.body, box, enter, leave)
+    return _fold(fn.body, (box, ()), enter, leave)
 
 
 def work(fn) -> int:
     """An upper bound on the element-terms :func:`evaluate` visits for ``fn``: the output's elements, plus,
-    per sum, the lengths of its range and of the enclosing sums' ranges over the output box times the
-    output's elements (at least 256: the overhead of a call). The evaluator runs a sum's body over
-    the whole output grid for every value its index takes anywhere."""
+    per sum, the passes it runs (its longest range at one element, :func:`range_length`, times the passes of
+    the enclosing sums) times the output's elements (at least 256: the overhead of a call). The evaluator
+    runs a sum's body over the whole output grid once per pass, both branches of every if and select."""
     size = math.prod(fn.shapes[fn.name])
-    return size + max(size, _CALL_ELEMENTS) * _terms_per_element(fn)
+    return size + max(size, _CALL_ELEMENTS) * _terms_per_element(fn, own_ranges=True)
 
 
 def element_terms(fn) -> int:

@@ -49,7 +49,8 @@ from .function import Function
 from .program import HEAD, Program, definition_lines
 from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS
 from .ops import COMPARISONS, FUNCTIONS, OPERATIONS, REDUCTIONS
-from .scope import Polytope, Scope, SumFrame, failures, implies_divisible, index_box, upper_bound
+from .evaluate import upper_bound
+from .scope import Polytope, Scope, SumFrame, failures, implies_divisible, index_box
 from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block
 from .printer import affine_text, atom_text
 

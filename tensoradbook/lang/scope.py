@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 
 from ..integer.fourier_motzkin import fourier_motzkin
@@ -64,43 +63,19 @@ MAX_PIECES = 64
 
 def failures(atom: Atom, fresh: str) -> list[tuple[Atom, ...]]:
     """The ways ``atom`` fails, each a conjunction of atoms: ``a >= 0`` as ``a <= -1``; ``a = 0`` as
-    ``a >= 1`` or ``a <= -1``; ``a % m = 0`` as ``a = m q + r`` with a fresh integer ``r`` in 1..m-1."""
+    ``a >= 1`` or ``a <= -1``; ``a % m = 0`` as ``m q + 1 <= a <= m q + m - 1`` with a fresh integer
+    ``q`` (then ``floor(a / m)``). Not as ``a = m q + r`` with ``r`` in 1..m-1: a search would try each
+    remainder, so its time would grow with ``m`` (hours near MAX_INTEGER), while ``q`` has one or no
+    integer value per point of the other indices."""
     a = atom.affine
     if atom.inequality:
         return [(Atom(-a - 1, inequality=True),)]
     if not atom.modulus:
         return [(Atom(a - 1, inequality=True),), (Atom(-a - 1, inequality=True),)]
-    r = Affine.index(fresh)
-    return [(Atom(a - r, atom.modulus), Atom(r - 1, inequality=True),
-             Atom(Affine.constant_value(atom.modulus - 1) - r, inequality=True))]
+    multiple = Affine.index(fresh).scale(atom.modulus)
+    return [(Atom(a - multiple - 1, inequality=True),
+             Atom(multiple + (atom.modulus - 1) - a, inequality=True))]
 
-
-
-# upper_bound substitutes every combination of bounds; nested sums with several bounds each (derivatives'
-# max/min lists) multiply them, so past this many candidates a candidate keeps its sum index.
-ABOVE_CANDIDATES = 64
-
-
-def upper_bound(affine: Affine, sums: tuple[SumFrame, ...], intervals: dict) -> Fraction:
-    """An upper bound of ``affine`` over the polytope, often its maximum.
-
-    From the innermost sum out, each sum index is replaced by its upper bound
-    (its lower bound where its coefficient is negative); with several bounds,
-    each gives an upper bound and the least is kept. What is left, sum indices
-    kept past :data:`ABOVE_CANDIDATES` included, ranges over the box.
-    """
-    candidates = [affine]
-    for frame in reversed(sums):
-        widened = []
-        for candidate in candidates:
-            c = candidate.coefficient(frame.index)
-            bounds = frame.upper if c > 0 else frame.lower
-            if c and len(candidates) * len(bounds) <= ABOVE_CANDIDATES:
-                widened += [candidate.substitute({frame.index: bound}) for bound in bounds]
-            else:
-                widened.append(candidate)
-        candidates = widened
-    return min(candidate.interval(intervals)[1] for candidate in candidates)
 
 
 def index_box(scope: Scope, out_shape: tuple) -> dict | None:
