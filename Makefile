@@ -31,12 +31,13 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install lab test lint notebooks assignments grade demo slides site clean
+.PHONY: help install lab test lint fuzz notebooks assignments grade demo slides site clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE) (IP=$(IP) PORT=$(PORT))"
 	@echo "make test       install, then lint (ruff), run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
 	@echo "make lint       install, then ruff check (rules in pyproject.toml) over the code, tests and notebooks"
+	@echo "make fuzz       install, then the differential tests of the kernels on new random cases for FUZZ_SECONDS (3600)"
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
 	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
 	@echo "make grade      nbgrader: autograde course/submitted/, feedback HTML and course/grades.csv"
@@ -85,6 +86,12 @@ test: lint
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Nightly-sized: random functions on both sides of every planning threshold, every target against the reference, for
+# as long as FUZZ_SECONDS; prints each failure with its text and shapes (add it to FOUND in the test).
+FUZZ_SECONDS ?= 3600
+fuzz: install
+	DIFFERENTIAL_SECONDS=$(FUZZ_SECONDS) $(VPY) -m pytest $(PYTEST_OPTS) -s tests/test_differential.py $(ARGS)
 
 notebooks: install
 	@test -n "$(NOTEBOOKS)" || { echo "no notebooks/*.ipynb to execute"; exit 0; }

@@ -184,7 +184,7 @@ def test_simplified_gradients_equal_the_reports(fn):
 @example(tab.parse("f[i] = sum{k}_0^4 (if {i + k - 2 >= 0 and 3 - i - k >= 0 and i >= 1 and i <= 3} then "
                    "(x[i + k - 2]) else (0))", {"f": (4,), "x": (4,)}))
 def test_kernel_bodies_equal_the_functions_on_their_box(fn):
-    """What a kernel computes (codegen.module.kernel_body: invariants hoisted, conditions decided on the
+    """What a kernel computes (codegen.module.kernel_body: conditions decided on the
     output's box gone, sums' gates as their bounds) has the function's values and its gradients'."""
     grads = tab.derive(fn)
     args, df = moderate_arguments(fn), np.random.default_rng(1).standard_normal(fn.shapes["f"])
@@ -635,3 +635,20 @@ def test_small_bodies_stay_numba_kernels():
     assert "numpy's vector math" not in fn.compile("numba").source
     big = tab.parse("f[i; j] = exp (x[i; j])", {"f": (128, 128), "x": (128, 128)})
     assert "numpy's vector math" in big.compile("numba").source
+
+
+@pytest.mark.parametrize("target", ["numpy", "numba", "numba-scatter"])
+def test_kernels_past_the_work_limit_are_refused_when_they_compile(target):
+    """A sum of 10**15 terms parses (its bound is below MAX_INTEGER) but would run for days: compiling it, or its
+    gradients, is refused with MAX_KERNEL_WORK, before any code is written."""
+    from tensoradbook.lang.limits import MAX_KERNEL_WORK
+
+    fn = tab.parse("f[i] = sum{k}_0^1000000000000000 (x[0] * 2)", {"f": (4,), "x": (1,)})
+    with pytest.raises(ExpressionError, match="MAX_KERNEL_WORK") as refused:
+        if target in codegen.GATHER_TARGETS:
+            fn.compile(target)
+        else:
+            tab.derive(fn).compile(target)
+    assert f"{MAX_KERNEL_WORK:.0e}" in str(refused.value)
+    small = tab.parse("f[i] = sum{k}_0^999 (x[0] * 2)", {"f": (4,), "x": (1,)})
+    np.testing.assert_allclose(small.compile("numpy")({"x": np.array([0.5])}), np.full(4, 1000.0))

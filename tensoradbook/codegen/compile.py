@@ -20,8 +20,10 @@ import numpy as np
 
 from ..ad.derive import Gradients
 from ..ad.program import ProgramGradients
+from ..lang.evaluate import element_terms
 from ..lang.expr import ExpressionError
 from ..lang.function import Function
+from ..lang.limits import MAX_KERNEL_WORK
 from ..lang.program import Program
 from .cache import load_module
 from ..lang.program import definitions_of
@@ -102,6 +104,18 @@ def _arrays(fn: Function | Program, args, vector: bool, adjoint: tuple[str, obje
     return [np.ascontiguousarray(a).reshape(storage_shape(a.shape, vector)) for a in arrays.values()]
 
 
+def check_work(functions) -> None:
+    """Refuse kernels past :data:`~tensoradbook.lang.limits.MAX_KERNEL_WORK` element-terms, which would run for
+    hours: an :class:`ExpressionError` naming the function, its work and the limit."""
+    for fn in functions:
+        terms = element_terms(fn)
+        if terms > MAX_KERNEL_WORK:
+            raise ExpressionError(
+                f"{fn.name}: its kernel would compute about {terms:.3g} element-terms (the output's elements times "
+                f"its sums' ranges), more than MAX_KERNEL_WORK = {MAX_KERNEL_WORK:.0e}, days of work; use smaller "
+                "shapes or sum bounds")
+
+
 class CompiledFunction:
     """``fwd(args) -> f`` for one target (for a program, the last definition's value); ``.source`` and
     ``.path`` show the generated module."""
@@ -110,6 +124,7 @@ class CompiledFunction:
         self.kind = target_named(target, GATHER_TARGETS)
         self.kind.check_available()
         self.function, self.target = fn, target
+        check_work(definitions_of(fn))
         self.source = function_source(fn, target)
         self.module = load_module(self.source)
         self.path = self.module.__file__
@@ -133,6 +148,8 @@ class CompiledGradients:
         self.kind = target_named(target, TARGETS)
         self.kind.check_available()
         self.gradients, self.target = grads, target
+        first, gather = module_functions(grads)
+        check_work([*first.values(), *gather.values()])
         self.source = gradients_source(grads, target)
         self.module = load_module(self.source)
         self.path = self.module.__file__

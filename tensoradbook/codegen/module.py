@@ -31,7 +31,7 @@ from ..lang.function import Function
 from ..lang.names import all_names, apart
 from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
-from ..lang.simplify import decided_on, gates_as_bounds, hoist_invariants
+from ..lang.simplify import decided_on, gates_as_bounds
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
                           plain_index, reads_plainly, split_contractions)
 from .printer import BroadcastPrinter, Lanes, py_name
@@ -134,12 +134,14 @@ def broadcast_kernel(fn: Function, name: str) -> list[str]:
 
 
 def kernel_body(fn: Function) -> Expr:
-    """What a kernel computes for ``fn``: its body with invariants out of the loops
-    (:func:`~tensoradbook.lang.simplify.hoist_invariants`), the conditions decided on the output's box gone
-    (a gradient's ``if {dx_3 >= 0 and 63 - dx_3 >= 0} ...``) and the gates of sums as their bounds
-    (:func:`~tensoradbook.lang.simplify.gates_as_bounds`)."""
+    """What a kernel computes for ``fn``: its body with the conditions decided on the output's box gone (a
+    gradient's ``if {dx_3 >= 0 and 63 - dx_3 >= 0} ...``) and the gates of sums as their bounds
+    (:func:`~tensoradbook.lang.simplify.gates_as_bounds`): the same terms, so the same values, infinities and NaNs.
+    No factor moves out of a sum here: ``c * sum_k x[k]`` is not ``sum_k c * x[k]`` where ``c`` is inf and an
+    ``x[k]`` is 0; the simplified gradients (:attr:`~tensoradbook.ad.derive.Gradients.simplified`) are hoisted as
+    functions of their own, which their reference evaluates as they are."""
     box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
-    return gates_as_bounds(decided_on(hoist_invariants(fn.body), box))
+    return gates_as_bounds(decided_on(fn.body, box))
 
 
 def _blocks(fn: Function, row: Lanes | None) -> int:

@@ -14,4 +14,14 @@ MAX_BOUNDS = 64  # in one max [..] or min [..]: derivation takes 0.2 s at 64 and
 # an index expression can reach on its box (each partial sum of its terms), are below this in magnitude:
 # exact in float64 and 2**10 below int64's range, which the kernels and the derivatives' bounds compute in.
 MAX_INTEGER = 2**53
+# Inequalities one Fourier-Motzkin step of a derivation may generate. A derivative's sums carry max/min bound
+# lists, so deriving it again eliminates many rows: of 5 nested sums whose bounds depend on each other the
+# second derivative generates 143,547 at its last step (25 s in all), of 4 at most 4,029 (0.4 s); the first
+# derivative of MAX_NESTED_SUMS such sums, 519. Refused at once instead (tests/test_language_limits.py).
+MAX_GENERATED_BOUNDS = 20_000
 MAX_ELEMENTS = 2**32  # elements of one tensor (32 GiB of float64), so also its largest size
+# Element-terms (tensoradbook.lang.evaluate.element_terms) of one compiled kernel: days on one core at 10**9 a
+# second. A function past it (sum{k}_0^(10**15) (x[k]) parses) is refused when it compiles, not run. The count is an
+# upper bound (a gradient gated to a diagonal counts its sums at every element): the report's example at 2048 x 2048
+# over 128 counts 1.1e12 for dc and runs in 0.1 s on a GPU, so the limit stays far above what kernels really run.
+MAX_KERNEL_WORK = 10**15

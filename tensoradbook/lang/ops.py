@@ -95,6 +95,12 @@ def _flat(name: str, numpy: str, cuda: str, latex: str) -> Operation:
 _RINT_CUDA = ("(math.copysign((math.fabs({0}) + 4503599627370496.0) - 4503599627370496.0, {0}) "
               "if math.fabs({0}) < 4503599627370496.0 else {0})")
 
+# CUDA's math.floor and math.ceil return an integer: undefined for inf and nan, and without the sign of -0.0 (numpy's
+# floor(-0.0) and ceil(-0.5) are -0.0). Below 2 ** 52 the integer is exact and takes the argument's sign; from there
+# on every float64 is an integer, and inf and nan stay as they are.
+_STEP_CUDA = ("(math.copysign(float(math.{0}({{0}})), {{0}}) if math.fabs({{0}}) < 4503599627370496.0 "
+              "else {{0}})")
+
 _ROWS = (
     Operation("neg", 1, "-{0}", "negative", "(-{0})", "(-{0})", lambda node, b: (b.number(-1),)),
     _function("exp", lambda y, u, b: y),                                         # exp' = exp
@@ -126,9 +132,11 @@ _ROWS = (
     # |u|' = sign(u): 0 at the kink u = 0, as PyTorch's abs
     Operation("abs", 1, r"\left|{0}\right|", "abs", "math.fabs({0})", "math.fabs({0})",
               lambda node, b: (b.unary("sign", node.arg),), is_function=True),
-    _flat("sign", "sign", "(1.0 if {0} > 0 else (-1.0 if {0} < 0 else 0.0))", r"\operatorname{{sign}}\left({0}\right)"),
-    _flat("floor", "floor", "math.floor({0})", r"\left\lfloor {0} \right\rfloor"),
-    _flat("ceil", "ceil", "math.ceil({0})", r"\left\lceil {0} \right\rceil"),
+    # as numpy's: sign(nan) is nan and sign(-0.0) is 0.0
+    _flat("sign", "sign", "(1.0 if {0} > 0 else (-1.0 if {0} < 0 else math.fabs({0})))",
+          r"\operatorname{{sign}}\left({0}\right)"),
+    _flat("floor", "floor", _STEP_CUDA.format("floor"), r"\left\lfloor {0} \right\rfloor"),
+    _flat("ceil", "ceil", _STEP_CUDA.format("ceil"), r"\left\lceil {0} \right\rceil"),
     _flat("round", "rint", _RINT_CUDA, r"\operatorname{{round}}\left({0}\right)"),
     Operation("+", 2, "{0} + {1}", "add", "({0} + {1})", "({0} + {1})",
               lambda node, b: (b.ONE, b.ONE), ADD),

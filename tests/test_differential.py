@@ -1,0 +1,345 @@
+"""Differential tests of the generated kernels across every planning threshold (issue 22).
+
+Functions and programs from tests/differential.py, with shapes on both sides of each threshold of
+:mod:`tensoradbook.codegen.thresholds`, are compiled for every CPU target (``numpy``, ``numba``, and the
+scatter baseline ``numba-scatter`` for the gradients; ``DIFFERENTIAL_CUDA=1`` adds ``cuda`` and ``cuda-scatter`` on a
+GPU). Every compiled forward and gradient must equal the reference
+evaluator's on inputs holding NaN, +-inf, -0.0 and ties: the same NaNs, the same infinities, finite values to
+rounding (sums may add in another order), and, where the function has no reduction to reorder, the same signs of
+zeros. The gradients' reference is the evaluator over the form the kernels compute (``grads.simplified``: a factor
+that does not depend on a sum's index multiplies the whole sum, as reverse accumulation multiplies an accumulated
+adjoint by a local derivative); the report's form (``grads.evaluate``) multiplies inside the sum, which differs
+where an inf meets a 0 (inf * 0 is NaN): it is the scatter kernels' reference, which add each occurrence's
+contribution, and is compared with the gather kernels at finite inputs. The numba modules are called twice, so
+the second call runs on the scratch arrays the first left. Each
+smooth function's compiled gradients agree with finite differences of the reference at ordinary inputs.
+
+Which side of every threshold each planned function fell on is recorded (:func:`~tensoradbook.codegen.thresholds.
+traced`); :func:`test_every_threshold_is_crossed` fails while a side of one is never reached, and
+:func:`test_every_planning_branch_is_reached` while a branch of the code generator's planning is not (line and
+branch coverage over ``codegen/``, measured while the cases' modules are written).
+
+Under CI (``CI=true``) the cases come from a fixed seed and :data:`CI_CASES` of them run, and every case a run has
+ever found is in :data:`FOUND`. ``DIFFERENTIAL_SECONDS=3600`` (``make fuzz``) draws new cases from a random seed
+for that long instead and prints every failure with its text and shapes, to be added to :data:`FOUND`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensoradbook as tab
+from tensoradbook import codegen
+from tensoradbook.ad.gradcheck import directional_derivatives
+from tensoradbook.codegen.thresholds import THRESHOLDS, traced
+from tensoradbook.lang.evaluate import MAX_WORK
+from tensoradbook.lang.expr import ExpressionError, Sum, postorder
+from tensoradbook.lang.program import definitions_of
+from conftest import IN_CI
+from differential import FAMILIES, Draw, Generator, ordinary_inputs, special_inputs
+
+CI_SEED = 22
+SECONDS = float(os.environ.get("DIFFERENTIAL_SECONDS") or 0)
+SEED = int(os.environ.get("DIFFERENTIAL_SEED") or (CI_SEED if IN_CI or not SECONDS else
+                                                    random.SystemRandom().randrange(10 ** 9)))
+CI_CASES = 64
+# The targets compared: the CPU's; DIFFERENTIAL_CUDA=1 adds the CUDA targets (on a GPU; the simulator is too slow)
+GATHER_TARGETS = ("numpy", "numba") + (("cuda",) if os.environ.get("DIFFERENTIAL_CUDA") else ())
+SCATTER_TARGETS = ("numba-scatter",) + (("cuda-scatter",) if os.environ.get("DIFFERENTIAL_CUDA") else ())
+RTOL, ATOL = 1e-9, 1e-9
+FD_TOLERANCE = 1e-5
+
+# Every case an earlier run found, fixed since: (family, text, shapes).
+FOUND = [
+    # the lanes' sums whose bounds read the last index and whose body does not (a prefix sum, 8 lanes)
+    Draw("banded", "f[i] = sum{k}_0^i (x[k])", {"f": (8,), "x": (8,)}),
+    Draw("banded", "f[i; j] = sum{k}_0^j (x[i; k] * 2)", {"f": (3, 8), "x": (3, 8)}),
+    Draw("banded", "f[i] = max{k}_0^i (x[k])", {"f": (9,), "x": (9,)}, smooth=False),
+    Draw("banded", "f[i] = sum{k}_(2 * i)^(2 * i + 1) (x[k])", {"f": (8,), "x": (16,)}),
+    Draw("banded", "f[i] = sum{k}_(ceil(i / 2))^(floor((i + 8) / 2)) (x[k])", {"f": (12,), "x": (10,)}),
+    # numba's max and min of two values dropped NaN, and max (-0.0, 0.0) gave -0.0
+    Draw("selects", "f[i] = max (x[i], y[i])", {"f": (2,), "x": (2,), "y": (2,)}, smooth=False),
+    Draw("selects", "f[i] = min (x[i], y[i])", {"f": (9,), "x": (9,), "y": (9,)}, smooth=False),
+    # max and min reductions skipped NaN; a reduction of -inf lost its adjoint
+    Draw("strided", "f[i] = max{k}_0^2 (x[i; k])", {"f": (1,), "x": (1, 3)}, smooth=False),
+    Draw("strided", "f[i] = min{k}_0^2 (x[i; k])", {"f": (9,), "x": (9, 3)}, smooth=False),
+    # a padded convolution on the BLAS path: the padding's zeros times an inf weight
+    Draw("convolution", "y[n; f; i; j] = sum{c}_0^2 (sum{p}_0^4 (sum{q}_0^4 (if {i + p - 2 >= 0 and 13 - i - p >= 0 "
+         "and j + q - 2 >= 0 and 13 - j - q >= 0} then (w[f; c; p; q] * x[n; c; i + p - 2; j + q - 2]) else (0))))",
+         {"y": (2, 8, 12, 12), "w": (8, 3, 5, 5), "x": (2, 3, 12, 12)}),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_cache(tmp_path_factory):
+    """The generated modules go to a temporary directory, not the user's cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TENSORADBOOK_CACHE", str(tmp_path_factory.mktemp("kernels")))
+        yield
+
+
+class Record:
+    """What the run saw: the sides of the thresholds, the families, the cases and the failures."""
+
+    def __init__(self):
+        self.sides: Counter = Counter()
+        self.families: Counter = Counter()
+        self.cases = 0
+        self.failures: list[str] = []
+
+
+RECORD = Record()
+
+
+def _coverage():
+    """Line and branch coverage over codegen/, started and stopped around writing the cases' modules."""
+    import coverage
+
+    return coverage.Coverage(branch=True, include=[os.path.join(os.path.dirname(codegen.__file__), "*.py")],
+                             data_file=None)
+
+
+COVERAGE = _coverage()
+
+
+def assert_same(got, expected, what: str, signed_zeros: bool):
+    """The same NaNs and infinities, finite values to rounding, and (``signed_zeros``) the signs of zeros."""
+    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(got), nan), f"{what}: NaN at {np.argwhere(np.isnan(got) != nan)[:5].tolist()}"
+    infinite = np.isinf(expected)
+    assert np.array_equal(got[infinite], expected[infinite]) and not np.isinf(got[~infinite]).any(), \
+        f"{what}: infinities differ at {np.argwhere(np.isinf(got) != infinite)[:5].tolist()}"
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=RTOL, atol=ATOL, err_msg=what)
+    if signed_zeros:
+        zero = expected == 0
+        assert np.array_equal(np.signbit(got[zero]), np.signbit(expected[zero])), f"{what}: the sign of a zero"
+
+
+def _reduces(subject) -> bool:
+    return any(isinstance(node, Sum) for fn in definitions_of(subject) for node in postorder(fn.body))
+
+
+def write_sources(fn, grads) -> None:
+    """Every target's modules, written under coverage and with the thresholds traced (the compiled callables write
+    them again, from the cache)."""
+    COVERAGE.start()
+    try:
+        with traced() as sides:
+            for target in codegen.GATHER_TARGETS:
+                codegen.function_source(fn, target)
+            for target in codegen.TARGETS:
+                grads.source(target)
+    finally:
+        COVERAGE.stop()
+    RECORD.sides.update(sides)
+
+
+def compare_targets(fn, grads, rng, gather: tuple, scatter: tuple) -> None:
+    """The ``gather`` targets' forward and gradients, and the ``scatter`` targets' gradients, against the reference
+    evaluator on two sets of special inputs (the second with specials in ``df`` too)."""
+    output = fn.shapes[definitions_of(fn)[-1].name]
+    inputs = [special_inputs(fn, rng), special_inputs(fn, rng, share=0.3)]
+    signed = not _reduces(fn)
+    for target in gather:
+        forward, gradients = fn.compile(target), grads.compile(target)
+        for k, args in enumerate(inputs):
+            df = np.round(rng.uniform(-2, 2, size=output) * 4) / 4
+            if k:
+                df.flat[:: 7] = rng.choice([np.inf, -np.inf, np.nan, -0.0], size=df.flat[:: 7].size)
+            assert_same(forward(args), fn.evaluate(args), f"{target} forward, inputs {k}", signed)
+            expected = grads.simplified.evaluate(args, df)
+            for name, value in gradients(args, df).items():
+                assert_same(value, expected[name], f"{target} d{name}, inputs {k}", False)
+    # the scatter kernels add each occurrence's contribution, as the report's form multiplies inside its sums
+    args, df = inputs[0], np.round(rng.uniform(-2, 2, size=output) * 4) / 4
+    expected = grads.evaluate(args, df)
+    for target in scatter:
+        for name, value in grads.compile(target)(args, df).items():
+            assert_same(value, expected[name], f"{target} d{name}", False)
+
+
+def check(draw: Draw, seed: int) -> None:
+    """Every CPU target's forward and gradients against the reference on special inputs (numba twice, the second
+    time on other inputs and the scratch arrays of the first), and against finite differences where smooth."""
+    fn = tab.parse(draw.text, draw.shapes)
+    grads = tab.derive(fn)
+    write_sources(fn, grads)
+    rng = np.random.default_rng(seed)
+    compare_targets(fn, grads, rng, GATHER_TARGETS, SCATTER_TARGETS)
+    output = fn.shapes[definitions_of(fn)[-1].name]
+    ordinary, df = ordinary_inputs(fn, rng), rng.standard_normal(output)
+    report = grads.evaluate(ordinary, df)  # the report's form, not simplified: equal where the values are finite
+    for name, value in grads.compile("numba")(ordinary, df).items():
+        np.testing.assert_allclose(value, report[name], rtol=1e-9, atol=1e-9, err_msg=f"d{name} at finite inputs")
+    if draw.smooth:
+        for name, (numeric, ours) in directional_derivatives(fn, ordinary, grads=grads.compile("numba"),
+                                                             seed=seed).items():
+            assert abs(numeric - ours) <= FD_TOLERANCE * max(1.0, abs(numeric)), \
+                f"d{name}: finite differences {numeric!r}, compiled gradient {ours!r}"
+
+
+def within_reference(draw: Draw) -> bool:
+    """Whether the reference evaluator computes the case's function and gradients (it refuses more than MAX_WORK,
+    saying so: a min reduction's gradient over long windows counts the earlier terms per window, quadratic)."""
+    try:
+        fn = tab.parse(draw.text, draw.shapes)
+        grads = tab.derive(fn)
+    except ExpressionError:
+        return True  # a refusal is a failure of its own, which run() reports
+    tensors = (*definitions_of(fn), *grads.backward, *grads.simplified.backward)
+    return max(tensor.work for tensor in tensors) <= MAX_WORK
+
+
+def run(draw: Draw, seed: int) -> None:
+    RECORD.cases += 1
+    RECORD.families[draw.family] += 1
+    try:
+        check(draw, seed)
+    except Exception as error:  # every failure is reported with its case, after all cases ran
+        RECORD.failures.append(f"{type(error).__name__}: {str(error)[:600]}\n    Draw({draw.family!r}, "
+                               f"{draw.text!r}, {draw.shapes!r}, smooth={draw.smooth})  # seed {seed}")
+
+
+@pytest.mark.parametrize("draw", FOUND, ids=[f"found{k}" for k in range(len(FOUND))])
+def test_found_cases(draw):
+    """Every case a run found: each target equals the reference."""
+    check(draw, seed=0)
+    RECORD.cases += 1
+    RECORD.families[draw.family] += 1
+
+
+@pytest.mark.parametrize("draw", [d for d in FOUND if math.prod(d.shapes[d.text.split("[")[0]]) <= 64],
+                         ids=lambda draw: draw.text[:40])
+def test_found_cases_on_cuda(draw):
+    """The small cases found on the CUDA targets too (the simulator where there is no GPU, tests/conftest.py)."""
+    from tensoradbook.codegen import cuda_problem
+
+    if cuda_problem():
+        pytest.skip(cuda_problem())
+    fn = tab.parse(draw.text, draw.shapes)
+    compare_targets(fn, tab.derive(fn), np.random.default_rng(0), ("cuda",), ("cuda-scatter",))
+
+
+def test_drawn_cases():
+    """:data:`CI_CASES` drawn cases (or ``DIFFERENTIAL_SECONDS`` of them, from a random seed), every failure reported
+    with its case."""
+    rng = random.Random(SEED)
+    generator = Generator(rng)
+    deadline = time.monotonic() + SECONDS
+    count = 0
+    while count < CI_CASES if not SECONDS else time.monotonic() < deadline:
+        draw = generator.draw(FAMILIES[count % len(FAMILIES)])  # every family in turn
+        while not within_reference(draw):
+            draw = generator.draw(draw.family)
+        run(draw, seed=rng.randrange(2 ** 32))
+        count += 1
+    print(f"\ndifferential: seed {SEED}, {RECORD.cases} cases, families {dict(RECORD.families)}")
+    print("threshold sides (below, reached):")
+    for threshold in THRESHOLDS:
+        below, reached = RECORD.sides[threshold.name, False], RECORD.sides[threshold.name, True]
+        print(f"  {threshold.name:14} {below:6} {reached:6}   {threshold.compares}")
+    assert not RECORD.failures, f"{len(RECORD.failures)} of {count} cases failed (seed {SEED}):\n" + \
+        "\n".join(RECORD.failures)
+
+
+def test_every_threshold_is_crossed():
+    """Both sides of every planning threshold were reached by the cases above."""
+    missing = [f"{t.name} {'reached' if side else 'below'}" for t in THRESHOLDS for side in (False, True)
+               if not RECORD.sides[t.name, side]]
+    assert not missing, f"sides of thresholds no case reached: {missing}"
+
+
+# The code generator's planning: the modules that write a generated module's source.
+PLANNING = {"module.py", "contraction.py", "printer.py", "targets.py", "thresholds.py"}
+# Planning code no differential case reaches, each with its reason: (file, function).
+UNREACHED = {
+    ("targets.py", "check_available"): "runs when a module compiles, not while it is written",
+    ("targets.py", "cuda_problem"): "runs when a module compiles, not while it is written",
+    ("targets.py", "to_device"): "runs when a module is called",
+    ("targets.py", "to_host"): "runs when a module is called",
+    ("targets.py", "element_loop"): "the base class's NotImplementedError: every target has its own",
+    ("targets.py", "scratch"): "only the numba target plans BLAS, with scratch arrays: the base's None is a default",
+    ("targets.py", "target_named"): "an unknown target's ValueError (tests/test_kernels.py)",
+    ("thresholds.py", "__init__"): "runs when the module is imported, before coverage starts",
+    ("thresholds.py", "__repr__"): "for people reading a threshold, not for planning",
+    ("printer.py", "write"): "the TypeError for a node that is not an expression: no parsed function has one",
+    ("contraction.py", "inner_contraction"): "two reads of one fresh index at different sizes: the parser's shapes "
+                                             "and the derivation give none",
+    ("contraction.py", "search"): "the renaming search's backtracking: the gathers found again (a filter gradient's) "
+                                  "match on their first candidates",
+    ("contraction.py", "_padding"): "a read leaving its tensor where no gate guards it: the parser refuses it",
+}
+
+
+def _function_bodies(source: str) -> dict[int, str]:
+    """Line -> the innermost function whose body holds it; lines outside every function body (imports, ``def``
+    lines, class attributes) run when the module is imported, before coverage starts, and are left out."""
+    lines = {}
+    for node in ast.walk(ast.parse(source)):  # outer functions come before the functions inside them
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for number in range(node.body[0].lineno, node.end_lineno + 1):
+                lines[number] = node.name
+    return lines
+
+
+def test_every_planning_branch_is_reached(tmp_path):
+    """Line and branch coverage over the code generator's planning (codegen/ but for the compiled callables, the
+    disk cache and the CUDA-only parts), measured while the cases above wrote their modules: every line and
+    branch is reached, or listed in :data:`UNREACHED` with its reason. The uncovered ones are reported."""
+    if not RECORD.cases:
+        pytest.skip("no differential case ran in this process (run the whole module)")
+    report = tmp_path / "coverage.json"
+    COVERAGE.json_report(outfile=str(report))
+    files = json.loads(report.read_text())["files"]
+    uncovered = []
+    for path, data in sorted(files.items()):
+        name = os.path.basename(path)
+        if name not in PLANNING:
+            continue
+        missing = set(data["missing_lines"]) | {arc[0] for arc in data.get("missing_branches", [])}
+        source = Path(path).read_text()
+        functions, lines = _function_bodies(source), source.splitlines()
+        for number in sorted(missing):
+            function = functions.get(number)
+            if function and (name, function) not in UNREACHED:
+                uncovered.append(f"{name}:{number} in {function}: {lines[number - 1].strip()}")
+    assert not uncovered, f"{len(uncovered)} planning lines or branches no differential case reached:\n" + \
+        "\n".join(uncovered)
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_max_and_min_reductions_route_as_pytorch(pooled):
+    """The README's rule for reductions, against PyTorch as the oracle on rows with ties, NaN and all -inf (every
+    target's kernels equal the reference, above): ``torch.max(dim)`` / ``torch.min(dim)`` and ``max_pool2d`` send
+    each adjoint to the first element reaching the extremum, a NaN where there is one."""
+    from test_frameworks import require
+
+    torch = require("torch")
+    rows = np.array([[0.0, 2.0, 2.0, 1.0], [1.0, 1.0, 1.0, 1.0], [-np.inf] * 4, [1.0, np.nan, 3.0, np.nan],
+                     [np.inf, 2.0, np.inf, -np.inf], [-0.0, 0.0, -0.0, 0.0]])
+    df = np.arange(1.0, 7.0)
+    for op in ("max", "min") if not pooled else ("max",):
+        if pooled:  # 2 x 2 windows, stride 2, over rows of 4 read as a 6 x 4 image
+            fn = tab.parse("m[u; v] = max{r}_0^1 (max{s}_0^1 (x[2 * u + r; 2 * v + s]))", {"m": (3, 2), "x": (6, 4)})
+            grid = df.reshape(3, 2)
+        else:
+            fn = tab.parse(f"f[i] = {op}{{k}}_0^3 (x[i; k])", {"f": (6,), "x": (6, 4)})
+            grid = df
+        x = torch.tensor(rows, requires_grad=True)
+        value = torch.nn.functional.max_pool2d(x[None, None], 2)[0, 0] if pooled else getattr(x, op)(dim=1).values
+        (value * torch.tensor(grid)).sum().backward()
+        np.testing.assert_array_equal(fn.evaluate({"x": rows}), value.detach().numpy())
+        np.testing.assert_array_equal(tab.derive(fn).evaluate({"x": rows}, grid)["x"], x.grad.numpy())
