@@ -162,7 +162,7 @@ def test_contractions_inside_a_definition_are_split_off(blas_for_all):
     compiled = grads.compile("numba")
     # the backward pass reads the forward's x w^T again: kept from the forward pass, or computed anew where
     # the caller brings the forward values
-    kept = "if y_c is not None:\n        dy_k_c = y_c\n    else:\n        dy_k_c = np.matmul(x.reshape("
+    kept = "if y_c is not None:\n            dy_k_c = y_c\n        else:\n            dy_k_c = np.matmul(x.reshape("
     assert kept in compiled.source
     expected = grads.evaluate(args, df)
     for ours in (compiled(args, df), compiled(args, df, compiled.values(args))):

@@ -197,8 +197,9 @@ def first_extremum(node: Sum, relation: str) -> Expr:
     index ``k' < k`` does (the first extremal element takes the whole adjoint, as PyTorch's max pooling and
     ``max(dim)`` do), else 0::
 
-        if {body(k) >= M} then (first) else (if {body(k) >= body(k)} then (0) else (first))
-        first = if {sum{k_before}_lower^(min [k - 1; upper]) (reaches(body(k_before))) <= 0} then (1) else (0)
+        if {reaches(body(k)) >= 1} then (if {sum{k_before}_lower^(min [k - 1; upper]) (reaches(body(k_before))) <= 0}
+        then (1) else (0)) else (0)
+        reaches(v) = if {v >= M} then (1) else (if {v >= v} then (0) else (1))
 
     A term reaches ``M`` where it compares ``>=`` to it, or where it is NaN (a NaN term makes the reduction NaN,
     as numpy's ``maximum`` does, and the first NaN takes the adjoint, as in PyTorch); only NaN fails
@@ -210,14 +211,14 @@ def first_extremum(node: Sum, relation: str) -> Expr:
     while earlier in used:
         earlier, n = f"{node.index}_before_{n}", n + 1
 
-    def reaches(value: Expr, then: Expr) -> Expr:
-        return select(relation, value, node, then, select(relation, value, value, ZERO, then))
+    def reaches(value: Expr) -> Expr:  # 1 or 0
+        return select(relation, value, node, ONE, select(relation, value, value, ZERO, ONE))
 
     # the reduction's own upper bound too: redundant, but it stays constant where k becomes an output's affine
     # (a pooling window's gradient), and keeps a loop over a whole grid (numpy's kernels) to the window
     before = Sum(earlier, node.lower, (Affine.index(node.index) - 1, *node.upper),
-                 reaches(substitute(node.body, {node.index: Affine.index(earlier)}), ONE))
-    return reaches(node.body, select("<=", before, ZERO, ONE, ZERO))
+                 reaches(substitute(node.body, {node.index: Affine.index(earlier)})))
+    return select(">=", reaches(node.body), ONE, select("<=", before, ZERO, ONE, ZERO), ZERO)
 
 
 def _names(node: Expr) -> set[str]:
