@@ -106,7 +106,7 @@ def _arrays(fn: Function | Program, args, vector: bool, adjoint: tuple[str, obje
 
 def check_work(functions) -> None:
     """Refuse kernels past :data:`~tensoradbook.lang.limits.MAX_KERNEL_WORK` element-terms, which would run for
-    hours: an :class:`ExpressionError` naming the function, its work and the limit."""
+    days: an :class:`ExpressionError` naming the function, its work and the limit."""
     for fn in functions:
         terms = element_terms(fn)
         if terms > MAX_KERNEL_WORK:

@@ -434,7 +434,7 @@ def _product(target: Target, out: str, name: str, contraction: Contraction, plan
     exact, others = plan.padded[name]
     finite = " and ".join(f"np.isfinite({py_name(other)}).all()" for other in others)
     return [f"if {finite}:", "    " + line, "else:  # an inf or NaN meeting the padding: the gated sum",
-            *("    " + line for line in _launch(target, out, exact, exact))]
+            *("    " + statement for statement in _launch(target, out, exact, exact))]
 
 
 def _compute(target: Target, fn: Function, plan: Plan, backward: bool = False) -> list[str]:

@@ -50,6 +50,7 @@ class Target:
     lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
     on_gpu = False        # runs on an NVIDIA GPU (or Numba's CUDA simulator)
     precompiled = False   # kernels typed and compiled when the module loads (codegen.compile.precompile)
+    quiet = False         # entry points run numpy arithmetic (grids, BLAS) under np.errstate, as the reference
     blas = False          # plain contractions as BLAS calls rather than kernels (codegen.contraction)
     imports: tuple[str, ...] = ()
     numpy_faster: frozenset = frozenset()  # functions numpy evaluates faster than the kernels (see module.broadcasts)
@@ -76,8 +77,12 @@ class Target:
         return None
 
     def guarded(self, statements: list[str]) -> list[str]:
-        """An entry point's statements as its body: indented, and for numpy under ``np.errstate``."""
-        return ["    " + line for line in statements]
+        """An entry point's statements as its body: indented, and where ``quiet`` under ``np.errstate``: numpy's
+        arithmetic (a whole grid, a BLAS product) meets inf and NaN as the reference evaluator does, without
+        warnings (masked-out lanes of the numpy kernels may divide by zero)."""
+        if not self.quiet:
+            return ["    " + line for line in statements]
+        return ["    with np.errstate(all=\"ignore\"):", *("        " + line for line in statements)]
 
     # -- in the compiled callables
     def check_available(self) -> None:
@@ -90,20 +95,12 @@ class Target:
         return array
 
 
-def _quiet(statements: list[str]) -> list[str]:
-    """Statements under ``np.errstate``: numpy's arithmetic (a whole grid, a BLAS product) meets inf and NaN as the
-    reference evaluator does, without warnings (masked-out lanes of the numpy kernels may divide by zero)."""
-    return ["    with np.errstate(all=\"ignore\"):", *("        " + line for line in statements)]
-
-
 class NumpyTarget(Target):
     name = "numpy"
     printer = VectorPrinter
     vector = True
+    quiet = True
     imports = ("import numpy as np", "", "from tensoradbook.lang.ops import numpy_function")
-
-    def guarded(self, statements: list[str]) -> list[str]:
-        return _quiet(statements)
 
 
 class NumbaTarget(Target):
@@ -112,6 +109,7 @@ class NumbaTarget(Target):
     lanes = True
     blas = True
     precompiled = True
+    quiet = True
     imports = ("import math", "", "import numba", "import numpy as np")
     kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy", fastmath={"reassoc"})',)
     serial_decorator = ('@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc"})',)
@@ -127,9 +125,6 @@ class NumbaTarget(Target):
 
     def decorator(self, parallel: bool) -> tuple[str, ...]:
         return self.kernel_decorator if parallel else self.serial_decorator
-
-    def guarded(self, statements: list[str]) -> list[str]:
-        return _quiet(statements)
 
     def scratch(self, name: str) -> str | None:
         return f"_scratch.array({name!r}, {{shape!r}})"

@@ -41,9 +41,6 @@ class Threshold:
             counter[self.name, above] += 1
         return above
 
-    def __repr__(self) -> str:
-        return f"{self.name} = {self.value!r} ({self.compares})"
-
 
 #: Rows of lanes (:func:`~.module.lane`): a shorter last output dimension leaves too little to vectorise, and its
 #: elements run one by one.

@@ -77,18 +77,6 @@ def _gate(e: Expr) -> If | None:
     return e if isinstance(e, If) and e.otherwise == ZERO else None
 
 
-def _indicator(e: Expr) -> bool:
-    """Whether ``e`` is a constant or a select whose every branch is one, as deep as it goes."""
-    pending = [e]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, Select):
-            pending += [node.then, node.otherwise]
-        elif not isinstance(node, Number):
-            return False
-    return True
-
-
 def mul(a: Expr, b: Expr) -> Expr:
     x, y = value_of(a), value_of(b)
     if x is not None and y is not None:
@@ -106,10 +94,10 @@ def mul(a: Expr, b: Expr) -> Expr:
         return if_(a.condition, ZERO, mul(a.otherwise, b))
     if isinstance(b, If) and b.then == ZERO:
         return if_(b.condition, ZERO, mul(a, b.otherwise))
-    # a select with a zero branch (ReLU's derivative), or one choosing among constants (a max reduction's), takes
-    # the other factor into its branches: an adjoint of inf then gives 0 where the select gives 0, not inf * 0
+    # a select with a zero branch (ReLU's and a max reduction's derivatives) takes the other factor into its
+    # branches: an adjoint of inf then gives 0 where the select gives 0, not inf * 0
     for select_, other, first in ((a, b, True), (b, a, False)):
-        if isinstance(select_, Select) and (ZERO in (select_.then, select_.otherwise) or _indicator(select_)):
+        if isinstance(select_, Select) and ZERO in (select_.then, select_.otherwise):
             branches = [mul(t, other) if first else mul(other, t) for t in (select_.then, select_.otherwise)]
             return select(select_.op, select_.left, select_.right, *branches)
     if x == 1:
