@@ -103,7 +103,7 @@ assignments: install
 	$(VPY) -m classroom.course assignments
 
 grade: install
-	$(VPY) -m classroom.course grade
+	$(VPY) -m classroom.course grade $(CHAPTER)
 
 demo: install
 	$(VPY) -m classroom.demo serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))

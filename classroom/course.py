@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from textwrap import dedent
@@ -601,9 +603,11 @@ def build_source(course: Path = COURSE) -> list[Path]:
 # --- nbgrader ---------------------------------------------------------------------------------------------
 
 def nbgrader_env() -> dict:
-    """The environment for nbgrader: this interpreter's bin folder first on PATH (nbgrader runs alembic)."""
+    """The environment for nbgrader: this interpreter's bin folder first on PATH (nbgrader runs alembic), the
+    repository on PYTHONPATH (course/nbgrader_config.py imports classroom.grading)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO), env.get("PYTHONPATH", "")] if p)
     return env
 
 
@@ -631,29 +635,92 @@ def submissions(course: Path = COURSE) -> dict[str, list[str]]:
     return found
 
 
-def grade(course: Path = COURSE) -> int:
-    """Autograde every submission, write the feedback and export the gradebook to ``course/grades.csv``."""
+REPORT_FIELDS = ("assignment", "student", "cell", "kind", "detail")
+
+
+def _graded_since(course: Path, assignment_id: str, student: str, start: float) -> bool:
+    notebooks = list((course / "autograded" / student / assignment_id).glob("*.ipynb"))
+    return bool(notebooks) and all(nb.stat().st_mtime >= start for nb in notebooks)
+
+
+def grade(course: Path = COURSE, only: str | None = None) -> int:
+    """Autograde every submission (of the assignment ``only``, if given), write the feedback, export the
+    gradebook to ``course/grades.csv`` and the grading report to ``course/grading_report.csv``.
+
+    A submission that cannot be graded (nbgrader fails on it) is listed in the report with the reason, and
+    the others are graded, fed back and exported all the same. Returns 1 only when nothing was graded.
+    """
     found = submissions(course)
+    if only is not None:
+        found = {only: found[only]} if only in found else {}
     if not found:
-        print(f"Nothing to grade: no notebooks in {course / 'submitted'}/<student>/<assignment>/.")
+        print(f"Nothing to grade: no notebooks in {course / 'submitted'}/<student>/"
+              f"{only or '<assignment>'}/.")
         return 0
+    rows, graded = [], []
     for assignment_id, students in found.items():
         print(f"{assignment_id}: {len(students)} submission(s) ({', '.join(students)})")
         if assignment_id in BY_STEM and not ((course / "gradebook.db").exists()
                                              and (course / "release" / assignment_id).is_dir()):
             # autograde needs the assignment and its tests in the gradebook: `make assignments` was not run here
-            nbgrader("generate_assignment", assignment_id, "--force", course=course)
-        nbgrader("autograde", assignment_id, "--create", "--force", course=course)
-        nbgrader("generate_feedback", assignment_id, "--force", course=course)
+            nbgrader("generate_assignment", assignment_id, "--force", course=course, check=False)
+        start = time.time() - 1  # file times have a coarse clock on some file systems
+        nbgrader("autograde", assignment_id, "--create", "--force", course=course, check=False)
+        done = [s for s in students if _graded_since(course, assignment_id, s, start)]
+        rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded",
+                  "detail": "nbgrader autograde failed on this submission (its log above says why)"}
+                 for s in students if s not in done]
+        if done:
+            nbgrader("generate_feedback", assignment_id, "--force", course=course, check=False)
+        graded += [(assignment_id, s) for s in done]
     grades = course / "grades.csv"
-    nbgrader("export", f"--to={grades}", course=course)
+    exported = nbgrader("export", f"--to={grades}", course=course, check=False).returncode == 0
+    rows += _sandbox_events(course, graded)
+    report = course / "grading_report.csv"
+    with open(report, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=REPORT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    failed = [r for r in rows if r["kind"] == "not graded"]
+    flagged = sorted({(r["assignment"], r["student"]) for r in rows if r["kind"] != "not graded"})
+    print(f"Graded {len(graded)} submission(s); {len(failed)} could not be graded; {len(flagged)} with events "
+          f"(timeouts, exits, flags) in {report}.")
+    for row in failed:
+        print(f"  not graded: {row['student']} / {row['assignment']}: {row['detail']}")
+    if not graded:
+        print(f"error: no submission could be graded: nbgrader autograde failed on all {len(failed)} of them "
+              f"(see its log above).", file=sys.stderr)
+        return 1
+    if not exported:
+        print(f"error: the grades could not be exported to {grades} (see nbgrader's log above).", file=sys.stderr)
+        return 1
     print(f"Feedback is in {course / 'feedback'}/<student>/<assignment>/ and the grades are in {grades}.")
     return 0
+
+
+def _sandbox_events(course: Path, graded: list[tuple[str, str]]) -> list[dict]:
+    """The report rows of what happened while grading (classroom/grading.py writes one JSON per notebook)."""
+    rows, isolations = [], set()
+    for assignment_id, student in graded:
+        path = course / "grading_reports" / assignment_id / f"{student}.json"
+        if not path.exists():
+            continue
+        report = json.loads(path.read_text())
+        isolations.add(report.get("isolation") or "none")
+        rows += [{"assignment": assignment_id, "student": student, **{k: e.get(k, "") for k in REPORT_FIELDS[2:]}}
+                 for e in report.get("events", [])]
+    for isolation in sorted(isolations):
+        if not isolation.startswith("bubblewrap"):
+            print(f"warning: answers ran with isolation '{isolation}' only (bubblewrap is missing or does not "
+                  "work here): a determined student could read the course folder. apt install bubblewrap.",
+                  file=sys.stderr)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m classroom.course", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["build-source", "assignments", "grade"])
+    parser.add_argument("assignment", nargs="?", help="grade: only this assignment (e.g. 04a_integer_equations)")
     parser.add_argument("--course", type=Path, default=COURSE,
                         help="the course folder with nbgrader_config.py (default: course/ of the repository)")
     args = parser.parse_args(argv)
@@ -665,7 +732,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "assignments":
         generate_assignments(course)
         return 0
-    return grade(course)
+    return grade(course, args.assignment)
 
 
 if __name__ == "__main__":

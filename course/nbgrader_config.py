@@ -26,3 +26,23 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Autograding runs every notebook in the chapters' kernel; some checks enumerate schedules or run sweeps.
 c.ExecutePreprocessor.timeout = 300
+
+# Autograding runs the answers in a sandbox and the tests here (classroom/grading.py): code in an answer cell
+# cannot change a check, read the course folder or stop the grading of others. Each notebook's events (a
+# timeout, an exit, what looks like tampering) go to grading_reports/ and `make grade` gathers them.
+try:
+    from classroom.grading import SandboxedExecute
+except ImportError:  # nbgrader started by hand or by the Formgrader: the repository's classroom/ beside course/
+    import sys
+
+    sys.path.insert(0, os.path.dirname(HERE))
+    from classroom.grading import SandboxedExecute
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,  # noqa: E402
+                                    LimitOutput, SaveAutoGrades)
+
+c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+c.SandboxedExecute.timeout = 120
+c.SandboxedExecute.report_directory = os.path.join(HERE, "grading_reports")
+c.SandboxedExecute.hidden = [os.environ.get("TENSORADBOOK_EXCHANGE") or "/usr/local/share/nbgrader/exchange"]

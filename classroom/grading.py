@@ -1,0 +1,299 @@
+"""Autograding that answer cells cannot fake: the checks run in the grader, the answers in a sandbox.
+
+nbgrader's own autograde runs the whole submission, tests included, in one kernel the student's code
+controls: an answer cell can redefine the checks, patch ``CheckResult.__bool__``, turn every later cell
+into ``pass`` with an input transformer, or read the instructor's source notebook. Here
+(:class:`SandboxedExecute`, which replaces nbgrader's ``Execute`` in ``course/nbgrader_config.py``):
+
+* cells are told apart by the gradebook, not by the submission: a cell is the instructor's (setup, given
+  data, tests) only if the gradebook holds it, locked, with the same text (nbgrader has already written
+  the gradebook's text back over it); every other code cell is the student's;
+* the student's cells run in :class:`classroom.sandbox.AnswerProcess` (bubblewrap: no course folder, no
+  exchange, no network; as ``nobody`` when graded as root), the instructor's setup and data cells there too,
+  so that answers can use them;
+* the test cells run here, in the grader, on the setup and data computed here, with the answers they name
+  fetched from the student's process as data (:mod:`classroom.wire`); a function the student wrote is
+  called there with data and answers with data. Nothing the student's process does reaches the checks;
+* a cell that hangs (``timeout``), exits, crashes or exhausts memory costs what depends on it: its process
+  is replaced by a new one that re-runs the cells before it (not the one that failed), and the report
+  says what happened. Output past :data:`classroom.answer_worker.OUTPUT_LIMIT` characters a cell is cut;
+* what looks like tampering is flagged for the instructor, not punished: redefining a name of the setup
+  (``check_...``), assigning attributes, ``get_ipython``, exits, ``open``, imports of ``ctypes``,
+  ``subprocess`` or ``importlib``, and what the sandbox's audit hook refused (opening a hidden path,
+  starting a process).
+
+Each notebook's events go to ``<report_directory>/<assignment>/<student>.json``;
+``python -m classroom.course grade`` gathers them into ``course/grading_report.csv``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import json
+import os
+import traceback
+from pathlib import Path
+
+from nbformat.v4 import new_output
+from traitlets import Float, Integer, List, Unicode
+
+from .sandbox import AnswerProcess, AnswerProcessDied, AnswerTimeout
+
+#: Names whose use in an answer cell is reported to the instructor (they are rarely part of an answer).
+SUSPICIOUS_NAMES = {
+    "get_ipython": "uses get_ipython()", "exit": "calls exit()", "quit": "calls quit()",
+    "_exit": "calls os._exit()", "__import__": "calls __import__", "exec": "calls exec()",
+    "eval": "calls eval()", "compile": "calls compile()", "globals": "reads globals()",
+    "open": "opens a file", "setattr": "calls setattr()", "__builtins__": "touches __builtins__",
+    "modules": "touches sys.modules", "input_transformers_post": "installs an input transformer",
+    "input_transformers_cleanup": "installs an input transformer",
+}
+SUSPICIOUS_MODULES = ("ctypes", "subprocess", "importlib", "builtins", "signal", "socket", "gc", "inspect")
+#: What the trusted cells may print into the notebook.
+TRUSTED_OUTPUT_LIMIT = 100_000
+
+
+def tampering(source: str, defined_by_instructor: set[str]) -> list[str]:
+    """What in an answer cell looks like tampering with grading, in words (empty if nothing)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if isinstance(node.ctx, ast.Store) and isinstance(node, ast.Attribute):
+                found.append(f"assigns the attribute .{name}")
+            elif isinstance(node.ctx, ast.Store) and name in defined_by_instructor:
+                found.append(f"redefines {name}, which an instructor's cell defines")
+            elif name in SUSPICIOUS_NAMES:
+                found.append(SUSPICIOUS_NAMES[name])
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in defined_by_instructor:
+            found.append(f"redefines {node.name}, which an instructor's cell defines")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [f"imports {m}" for m in modules if m.split(".")[0] in SUSPICIOUS_MODULES]
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tensoradbook.exercises"):
+                found += [f"imports {a.name} from {node.module}" for a in node.names
+                          if not a.name.startswith("check_") and a.name != "NO_SOLUTION"]
+    return list(dict.fromkeys(found))
+
+
+def _names(source: str, bound: bool) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store if bound else ast.Load):
+            names.add(node.id)
+        elif bound and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif bound and isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif bound and isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def free_names(source: str) -> list[str]:
+    """The names a cell reads (a test cell: the answers it checks among them)."""
+    return sorted(_names(source, bound=False))
+
+
+def bound_names(source: str) -> set[str]:
+    """The names a cell binds: assignments, imports, definitions, parameters."""
+    return _names(source, bound=True)
+
+
+def _stream(name: str, text: str) -> dict:
+    return new_output("stream", name=name, text=text)
+
+
+def _error(ename: str, evalue: str, traceback_lines: list[str]) -> dict:
+    return new_output("error", ename=ename, evalue=evalue, traceback=traceback_lines)
+
+
+class NotebookGrader:
+    """Grades one notebook (an nbformat node, changed in place): see the module docstring.
+
+    ``trusted``: grade id -> source of every locked cell of the gradebook's version of this notebook.
+    ``hidden``: folders the student's code must not see. ``events``: what happened, for the report.
+    """
+
+    def __init__(self, trusted: dict[str, str], hidden: list[Path], timeout: float, memory: int):
+        self.trusted, self.hidden, self.timeout, self.memory = trusted, hidden, timeout, memory
+        self.namespace: dict = {}
+        self.instructors = {name for source in trusted.values() for name in bound_names(source)}
+        self.ran: list[tuple[str, str]] = []  # the cells the student's process has run to the end
+        self.events: list[dict] = []
+        self.student: AnswerProcess | None = None
+        self.isolation = ""
+
+    def _event(self, cell: str, kind: str, detail: str) -> None:
+        self.events.append({"cell": cell, "kind": kind, "detail": detail})
+
+    def _student_process(self) -> AnswerProcess | None:
+        """The student's process, started (again) if needed, with the cells that ran before re-run."""
+        if self.student is not None:
+            return self.student
+        try:
+            self.student = AnswerProcess(self.hidden, timeout=self.timeout, memory=self.memory)
+            self.isolation = self.student.isolation
+            for code, name in self.ran:
+                self.student.run(code, name)
+        except (AnswerProcessDied, AnswerTimeout) as error:
+            self._event("", "sandbox", f"the student's process could not be (re)started: {error}")
+            self._drop_student()
+        return self.student
+
+    def _drop_student(self) -> None:
+        if self.student is not None:
+            self.student.close()
+        self.student = None
+
+    def grade(self, nb) -> None:
+        execution_count = 0
+        try:
+            for cell in nb.cells:
+                if cell.cell_type != "code":
+                    continue
+                execution_count += 1
+                cell.execution_count = execution_count
+                cell.outputs = []
+                meta = cell.metadata.get("nbgrader", {})
+                grade_id = meta.get("grade_id", f"cell {execution_count}")
+                mine = self.trusted.get(grade_id) == cell.source and not meta.get("solution", False)
+                if mine and meta.get("grade", False):
+                    self._run_test(cell, grade_id)
+                elif mine:
+                    self._run_trusted(cell, grade_id)
+                    self._run_student(cell, grade_id, show=False)
+                else:
+                    for flag in tampering(cell.source, self.instructors):
+                        self._event(grade_id, "flagged", flag)
+                    self._run_student(cell, grade_id, show=True)
+        finally:
+            self._drop_student()
+
+    def _run_trusted(self, cell, grade_id: str) -> None:
+        out, err, error_output = io.StringIO(), io.StringIO(), None
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                exec(compile(cell.source, f"<{grade_id}>", "exec"), self.namespace)
+        except (AnswerProcessDied, AnswerTimeout) as error:
+            self._drop_student()
+            self._event(grade_id, "stopped", f"calling the answer: {error}")
+            error_output = _error(type(error).__name__, str(error), [
+                f"{type(error).__name__}: your code {error} while this test ran it; this test scores 0"])
+        except Exception as error:
+            lines = traceback.format_exception(type(error), error, error.__traceback__)
+            error_output = _error(type(error).__name__, str(error), ["".join(lines[:1] + lines[-3:])])
+        for name, buffer in (("stdout", out), ("stderr", err)):
+            if buffer.getvalue():
+                cell.outputs.append(_stream(name, buffer.getvalue()[:TRUSTED_OUTPUT_LIMIT]))
+        if error_output is not None:
+            cell.outputs.append(error_output)
+
+    def _run_test(self, cell, grade_id: str) -> None:
+        # never an instructor's name (a check, the data) from the student, even where its cell failed here
+        wanted = [n for n in free_names(cell.source) if n not in self.namespace and n not in self.instructors
+                  and n not in bound_names(cell.source) and not hasattr(builtins, n)]
+        answers = {}
+        if wanted and self._student_process() is not None:
+            flags: list[str] = []
+            try:
+                answers = self.student.get(wanted, flags)
+            except (AnswerProcessDied, AnswerTimeout) as error:
+                self._drop_student()
+                self._event(grade_id, "stopped", f"reading the answers: {error}")
+            for flag in flags:
+                self._event(grade_id, "refused", flag)
+        self.namespace.update(answers)
+        try:
+            self._run_trusted(cell, grade_id)
+        finally:
+            for name in answers:  # the next test reads the answers afresh
+                self.namespace.pop(name, None)
+
+    def _run_student(self, cell, grade_id: str, show: bool) -> None:
+        student = self._student_process()
+        if student is None:
+            if show:
+                cell.outputs.append(_error("GradingError", "not run", [
+                    "GradingError: this cell was not run: the sandbox could not be started (see the report)"]))
+            return
+        try:
+            reply = student.run(cell.source, grade_id)
+        except (AnswerProcessDied, AnswerTimeout) as error:
+            self._drop_student()
+            kind = "timeout" if isinstance(error, AnswerTimeout) else "exited"
+            self._event(grade_id, kind, str(error))
+            if show:
+                cell.outputs.append(_error(type(error).__name__, str(error), [
+                    f"{type(error).__name__}: this cell {error}. The cells after it ran in a new kernel "
+                    "without it."]))
+            return
+        self.ran.append((cell.source, grade_id))
+        for flag in reply.get("flags", []):
+            self._event(grade_id, "refused", flag)
+        if reply.get("dropped"):
+            self._event(grade_id, "output", f"printed {reply['dropped']} characters past the limit (not kept)")
+        if not show:
+            return
+        for name in ("stdout", "stderr"):
+            text = reply.get(name, "")
+            if name == "stdout" and reply.get("dropped"):
+                text += f"\n[... {reply['dropped']} more characters of output not kept]\n"
+            if text:
+                cell.outputs.append(_stream(name, text))
+        error = reply.get("error")
+        if error:
+            cell.outputs.append(_error(error["ename"], error["evalue"], error["traceback"]))
+
+
+def trusted_sources(db_url: str, notebook: str, assignment: str) -> dict[str, str]:
+    """grade id -> source of the locked cells (setup, data, tests) the gradebook holds for a notebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gradebook:
+        cells = gradebook.find_notebook(notebook, assignment).source_cells
+        return {cell.name: cell.source for cell in cells if cell.locked}
+
+
+try:  # the preprocessor exists where nbgrader is installed (the lab extra); the grader above does not need it
+    from nbgrader.preprocessors import NbGraderPreprocessor
+except ImportError:  # pragma: no cover
+    NbGraderPreprocessor = None
+
+if NbGraderPreprocessor is not None:
+    class SandboxedExecute(NbGraderPreprocessor):
+        """nbgrader's ``Execute`` for autograde, with :class:`NotebookGrader` (see the module docstring)."""
+
+        timeout = Float(120.0, help="Seconds a cell, or one call of a student's function, may take.").tag(
+            config=True)
+        memory = Integer(8 * 2 ** 30, help="Bytes of address space for the student's process.").tag(config=True)
+        hidden = List(Unicode(), help="Folders the student's code must not see (besides the course folder, "
+                                      "which is the working directory of autograde).").tag(config=True)
+        report_directory = Unicode("", help="Where each notebook's grading events go as JSON.").tag(config=True)
+
+        def preprocess(self, nb, resources):
+            info = resources["nbgrader"]
+            trusted = trusted_sources(info["db_url"], info["notebook"], info["assignment"])
+            hidden = [Path(p) for p in [os.getcwd(), *self.hidden]]
+            grader = NotebookGrader(trusted, hidden, self.timeout, self.memory)
+            grader.grade(nb)
+            if self.report_directory:
+                path = Path(self.report_directory) / info["assignment"] / f"{info['student']}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"student": info["student"], "assignment": info["assignment"],
+                                            "notebook": info["notebook"], "isolation": grader.isolation,
+                                            "events": grader.events}, indent=1))
+            for event in grader.events:
+                self.log.warning("%s %s: %s", info["student"], event["cell"], event["detail"])
+            return nb, resources

@@ -1,0 +1,244 @@
+"""Where a submission's code runs while it is graded: a separate process in a bubblewrap sandbox.
+
+:class:`AnswerProcess` starts ``answer_worker.py`` and talks to it with :mod:`classroom.wire` (data only,
+never pickles). The sandbox, when ``bwrap`` (Debian's ``bubblewrap``) works on this machine:
+
+* the file system is the machine's, read-only, with these hidden behind empty in-memory folders: the course
+  folder (sources with solutions, the gradebook, every student's submission), the nbgrader exchange, the
+  repository (``classroom/course.py`` holds every solution), ``/home``, ``/root``, the grader's home and
+  ``/tmp``. Only what the answers need to run comes back into view, read-only: the Python installation and
+  virtual environment, and the ``tensoradbook`` and ``widgets`` packages;
+* no network, its own process, IPC and host-name namespaces, killed with its parent, a new session (so it
+  cannot type into the grader's terminal);
+* run as root (CI, a class server), the worker becomes ``nobody`` before any cell runs, so it has no
+  privileges and cannot read anything that is not world-readable even where a path was missed;
+* limits per process: memory (``RLIMIT_AS``), CPU seconds, file size, no core dumps.
+
+Why bubblewrap rather than only a separate user: a separate user still sees every world-readable file,
+and a repository checkout (with ``classroom/course.py``) and the course folder usually are; bubblewrap hides
+them whatever their modes, needs no set-up by the instructor, and works without root. Without a working
+``bwrap`` the worker runs as a plain process of the grader's user, behind the audit hook alone, and the
+grading report says so in its first line (:attr:`AnswerProcess.isolation`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import pwd
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import wire
+
+REPO = Path(__file__).resolve().parent.parent
+WORKER = Path(__file__).resolve().parent / "answer_worker.py"
+#: Where the worker's two files are mounted inside the sandbox (nothing else of ``classroom`` is).
+INSIDE = "/tmp/.tensoradbook-grading"
+
+
+class AnswerTimeout(Exception):
+    """The student's code did not answer within the time allowed."""
+
+
+class AnswerProcessDied(Exception):
+    """The student's process ended (an exit, a crash, the memory limit)."""
+
+
+@functools.cache
+def bwrap_works() -> bool:
+    """Whether bubblewrap is installed and can build our sandbox here (not in every container)."""
+    if shutil.which("bwrap") is None:
+        return False
+    try:
+        probe = subprocess.run(_bwrap_prefix([]) + [sys.executable, "-c", "pass"], capture_output=True,
+                               timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0
+
+
+def _ancestors_under(path: Path, hidden: list[Path]) -> list[Path]:
+    """The folders between the innermost hidden folder above ``path`` and ``path``: created in the sandbox
+    (0755) so that a path brought back into view can be reached."""
+    tops = [h for h in hidden if h == path or h in path.parents]
+    if not tops:
+        return []
+    top = max(tops, key=lambda h: len(h.parts))
+    return [p for p in reversed(path.parents) if top in p.parents]
+
+
+def _shown() -> list[Path]:
+    """What the answers need, brought back into view: Python, the environment, the two packages."""
+    return sorted({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                               REPO / "tensoradbook", REPO / "widgets") if Path(p).exists()},
+                  key=lambda p: len(p.parts))
+
+
+def _bwrap_prefix(hidden: list[Path]) -> list[str]:
+    hidden = sorted({Path(p).resolve() for p in hidden + [Path("/home"), Path("/root"), Path("/tmp"), REPO,
+                                                           Path.home()]}, key=lambda p: len(p.parts))
+    hidden = [p for p in hidden if p.is_dir() and p != Path("/")]
+    shown = _shown()
+    args = ["bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    for path in hidden:
+        # /tmp stays writable for everyone, as on any machine (the worker writes its kernel cache there)
+        args += ["--perms", "1777" if path == Path("/tmp") else "0755", "--tmpfs", str(path)]
+    for path in shown:
+        for folder in _ancestors_under(path, hidden):
+            args += ["--perms", "0755", "--dir", str(folder)]
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--perms", "0755", "--dir", INSIDE,
+             "--ro-bind", str(WORKER), f"{INSIDE}/answer_worker.py",
+             "--ro-bind", str(Path(wire.__file__).resolve()), f"{INSIDE}/wire.py",
+             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--die-with-parent",
+             "--new-session", "--chdir", "/tmp", "--setenv", "HOME", "/tmp"]
+    if os.getuid() == 0:  # the worker drops to nobody itself; bubblewrap drops every other capability
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:  # an unprivileged bubblewrap needs its own user namespace
+        args += ["--unshare-user"]
+    return args
+
+
+def _nobody() -> tuple[int, int]:
+    try:
+        entry = pwd.getpwnam("nobody")
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        return 65534, 65534
+
+
+class AnswerProcess:
+    """One student's sandboxed process: :meth:`run` a cell, :meth:`get` values, call their functions.
+
+    ``hidden``: the folders the student's code must not see (the course folder, the exchange).
+    ``timeout``: seconds for one cell or one call of the student's function. ``memory``: bytes of address
+    space. Every method raises :class:`AnswerTimeout` or :class:`AnswerProcessDied` when the student's code
+    hangs or ends the process; the process is then gone and a new one must be started.
+    """
+
+    def __init__(self, hidden: list[Path], timeout: float = 120.0, memory: int = 8 * 2 ** 30,
+                 cpu_seconds: int = 1800):
+        self.timeout = timeout
+        self.isolation = "bubblewrap" if bwrap_works() else "process"
+        hidden = [Path(p) for p in hidden]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+               "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+        worker_args = [a for p in hidden + [REPO] for a in ("--hide", str(p))]
+        worker_args += [a for p in _shown() for a in ("--show", str(p))]
+        if self.isolation == "bubblewrap":
+            uid, gid = _nobody()
+            if os.getuid() == 0:
+                worker_args += ["--uid", str(uid), "--gid", str(gid)]
+                self.isolation = "bubblewrap, as nobody"
+            env.update(TENSORADBOOK_CACHE="/tmp/kernels", NUMBA_CACHE_DIR="/tmp/numba", HOME="/tmp")
+            command = _bwrap_prefix(hidden) + [sys.executable, f"{INSIDE}/answer_worker.py", *worker_args]
+            cwd = None
+        else:  # the audit hook only: the grading report says so
+            self._scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="tensoradbook-answers-")))
+            env.update(TENSORADBOOK_CACHE=str(self._scratch / "kernels"), HOME=str(self._scratch),
+                       NUMBA_CACHE_DIR=str(self._scratch / "numba"))
+            command = [sys.executable, str(WORKER), *worker_args]
+            cwd = self._scratch
+
+        def limits():
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (2 ** 28, 2 ** 28))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        # what the worker says before it is ready (a failed start) is kept; later it writes nothing there
+        with tempfile.TemporaryFile() as startup_errors:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=startup_errors, env=env, cwd=cwd, preexec_fn=limits,
+                                            start_new_session=True)
+            self._to, self._from = self.process.stdin.fileno(), self.process.stdout.fileno()
+            try:
+                self._receive(max(timeout, 120.0))
+            except (AnswerProcessDied, AnswerTimeout):
+                startup_errors.seek(0)
+                why = startup_errors.read().decode(errors="replace").strip().splitlines()[-3:]
+                raise AnswerProcessDied(f"the sandboxed process did not start ({self.isolation}): "
+                                        + " / ".join(why)) from None
+
+    def _receive(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise AnswerTimeout(f"no answer within {timeout:g} s")
+            readable, _, _ = select.select([self._from], [], [], left)
+            if readable:
+                break
+        try:
+            return wire.receive(self._from)
+        except (EOFError, wire.WireError) as error:
+            status = self.close()
+            raise AnswerProcessDied(f"the process ended (exit status {status})"
+                                    if isinstance(error, EOFError) else str(error)) from None
+
+    def request(self, message: dict) -> dict:
+        """Send one request and wait (at most ``timeout`` seconds) for its answer."""
+        try:
+            wire.send(self._to, message)
+        except OSError:
+            status = self.close()
+            raise AnswerProcessDied(f"the process ended (exit status {status})") from None
+        return self._receive(self.timeout)
+
+    def run(self, code: str, name: str) -> dict:
+        """Run a cell; the answer has ``error`` (None or ename/evalue/traceback), ``stdout``, ``stderr``,
+        ``dropped`` (characters of output not kept) and ``flags``."""
+        return self.request({"op": "run", "code": code, "name": name})
+
+    def get(self, names: list[str], flags: list[str]) -> dict:
+        """The values of those of ``names`` the student's process defines, decoded (functions as
+        :class:`wire.RemoteFunction`); the audit flags raised meanwhile are appended to ``flags``."""
+        answer = self.request({"op": "get", "names": names})
+        flags += answer.get("flags", [])
+
+        def call(handle, args, kwargs):
+            reply = self.request({"op": "call", "id": handle, "args": wire.encode(list(args), []),
+                                  "kwargs": wire.encode(dict(kwargs), [])})
+            flags.extend(reply.get("flags", []))
+            if reply.get("error"):
+                raise student_exception(reply["error"])
+            return wire.decode(reply["value"], call)
+
+        return {name: wire.decode(data, call) for name, data in answer["values"].items()}
+
+    def close(self) -> int | None:
+        """Stop the process (and everything it started); its exit status."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        status = self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+        if hasattr(self, "_scratch"):
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        return status
+
+
+def student_exception(error: dict) -> Exception:
+    """The student's exception, rebuilt as a built-in exception type of the same name where there is one
+    (checks catch e.g. ``ZeroDivisionError``), else ``RuntimeError``; never the student's own class."""
+    import builtins
+
+    kind = getattr(builtins, str(error.get("ename", "")), None)
+    if not (isinstance(kind, type) and issubclass(kind, Exception)) or kind in (SystemExit, KeyboardInterrupt):
+        kind = RuntimeError
+    try:
+        return kind(str(error.get("evalue", "")))
+    except Exception:
+        return RuntimeError(str(error.get("evalue", "")))

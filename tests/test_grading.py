@@ -1,0 +1,305 @@
+"""Grading that answer cells cannot fake, and that finishes (classroom/grading.py, sandbox.py, wire.py).
+
+* The wire: answers cross as data and come back equal (NaN, -0.0, sets, ranges, arrays, functions as
+  handles); anything else is refused with a WireError, never unpickled or evaluated.
+* The sandbox: the student's process cannot see the course folder or the repository, has no network and
+  no privileges (as root it runs as nobody), and its exits, hangs, floods and memory bombs are contained.
+* The whole of ``make grade`` (real nbgrader) on chapter 01 with one honest student and one student per
+  trick: each trick scores 0 for the exercises it did not solve, the rest are graded, fed back and
+  exported, and the grading report names what happened; a submission nbgrader cannot read is listed as
+  not graded while the others are graded, and only when nothing can be graded does grading fail.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from classroom import course as cc
+from classroom import sandbox, wire
+from classroom.grading import bound_names, tampering
+from tests.test_course import RUNTIME_DIRS, _answer, _env, _nbgrader
+
+REPO = Path(__file__).resolve().parents[1]
+CHAPTER = "01_introduction"
+
+
+# --- the wire ---------------------------------------------------------------------------------------------
+
+def _round_trip(value, call=None):
+    callables: list = []
+    return wire.decode(json.loads(json.dumps(wire.encode(value, callables))), call), callables
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+answers = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20)
+    | st.fractions(),
+    lambda inner: st.lists(inner, max_size=4) | st.lists(inner, max_size=4).map(tuple)
+    | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(answers)
+def test_answers_cross_as_equal_data(value):
+    back, callables = _round_trip(value)
+    assert _same(value, back) and not callables
+
+
+def test_special_answers_cross():
+    array = np.array([[1.0, -0.0], [np.nan, -np.inf]])
+    value = ({2, 6}, range(3, 9, 2), Fraction(-3, 4), array, np.int64(7), np.float32(0.5), "no solution")
+    back, _ = _round_trip(value)
+    assert back[:3] == ({2, 6}, range(3, 9, 2), Fraction(-3, 4))
+    np.testing.assert_array_equal(back[3], array)
+    assert np.signbit(back[3][0, 1]) and back[4:] == (7, 0.5, "no solution")
+    assert type(back[4]) is int
+
+
+def test_functions_cross_as_handles_with_their_signature():
+    import inspect
+
+    def dy_element(k, j, x, df=None):
+        return k + j
+
+    calls = []
+    back, callables = _round_trip((dy_element,), lambda handle, args, kwargs: calls.append((handle, args)) or 5)
+    assert callables == [dy_element] and isinstance(back[0], wire.RemoteFunction)
+    assert list(inspect.signature(back[0]).parameters) == ["k", "j", "x", "df"]
+    assert back[0](1, 2) == 5 and calls == [(0, (1, 2))]
+
+
+@pytest.mark.parametrize("data, why", [
+    ({"t": "pickle", "v": "gASV"}, "unknown answer type"),
+    ({"t": "ndarray", "dtype": "|O", "shape": [1], "data": ""}, "is not an answer"),
+    ({"t": "dict", "v": [[[1], 2]]}, "malformed dict"),
+    ({"t": "callable", "id": 0}, "none can be called"),
+    ({"t": "range", "v": [0, 1, 0]}, "malformed range"),
+])
+def test_what_is_not_data_is_refused(data, why):
+    with pytest.raises(wire.WireError, match=why):
+        wire.decode(data)
+
+
+def test_messages_past_the_limits_are_refused():
+    read, write = os.pipe()
+    os.write(write, (wire.MAX_MESSAGE + 1).to_bytes(8, "big"))
+    with pytest.raises(wire.WireError, match="over the limit"):
+        wire.receive(read)
+    huge = b"1" * 5000  # past Python's digit limit: not an answer, not a hang
+    os.write(write, len(huge).to_bytes(8, "big") + huge)
+    with pytest.raises(wire.WireError, match="not a valid message"):
+        wire.receive(read)
+    os.close(write)
+    with pytest.raises(EOFError):
+        wire.receive(read)
+    os.close(read)
+
+
+# --- what is flagged ----------------------------------------------------------------------------------------
+
+def test_tampering_is_named_and_answers_are_not():
+    setup = bound_names("from tensoradbook.exercises import check_derivative, check_term_count\nshift = (1, 2)")
+    assert setup == {"check_derivative", "check_term_count", "shift"}
+    assert tampering('answer_1 = "dx[j] = 3 * x[j] ** 2"', setup) == []
+    assert tampering("def bezout(a, b):\n    return a, 1, 0", setup) == []
+    assert "redefines check_derivative, which an instructor's cell defines" in tampering(
+        "check_derivative = check_term_count = lambda *a, **k: True", setup)
+    assert "assigns the attribute .__bool__" in tampering(
+        "import tensoradbook.exercises.feedback as fb; fb.CheckResult.__bool__ = lambda s: True", setup)
+    assert "installs an input transformer" in tampering(
+        "get_ipython().input_transformers_post.append(lambda l: ['pass\\n'])", setup)
+    assert "calls os._exit()" in tampering("import os; os._exit(1)", setup)
+    assert "opens a file" in tampering("text = open('../source/x.ipynb').read()", setup)
+
+
+# --- the sandbox --------------------------------------------------------------------------------------------
+
+needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_works() and os.environ.get("CI") != "true",
+                                 reason="bubblewrap is not installed (apt install bubblewrap); CI installs it")
+
+
+@pytest.fixture
+def student(tmp_path):
+    course = tmp_path / "course"
+    (course / "source").mkdir(parents=True)
+    (course / "source" / "solutions.txt").write_text("answer_1 = 42")
+    process = sandbox.AnswerProcess([course], timeout=20, memory=4 * 2 ** 30)
+    yield process, course
+    process.close()
+
+
+@needs_bwrap
+def test_the_student_sees_neither_the_course_nor_the_repository(student):
+    process, course = student
+    assert process.isolation.startswith("bubblewrap")
+    for path in (course / "source" / "solutions.txt", REPO / "classroom" / "course.py",
+                 REPO / "course" / "nbgrader_config.py", REPO / "tests" / "test_course.py"):
+        reply = process.run(f"print(open({str(path)!r}).read())", "peek")
+        assert reply["error"]["ename"] in ("PermissionError", "FileNotFoundError"), (path, reply)
+        assert "42" not in reply["stdout"]
+    reply = process.run("import os\nprint(os.path.exists('/root/.ssh'), sorted(os.listdir('/tmp')))", "look")
+    assert reply["error"] is None and reply["stdout"].startswith("False"), reply
+    reply = process.run("import tensoradbook as tab\nprint(tab.parse('f[i] = x[i]', {'f': (2,), 'x': (2,)}))", "lib")
+    assert reply["stdout"] == "f[i] = x[i]\n", reply  # what answers need is there
+
+
+@needs_bwrap
+def test_the_student_has_no_network_no_processes_and_no_privileges(student):
+    process, _ = student
+    reply = process.run("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=5)", "net")
+    assert reply["error"]["ename"] in ("PermissionError", "OSError"), reply
+    reply = process.run("import subprocess\nsubprocess.run(['id'])", "spawn")
+    assert reply["error"]["ename"] == "PermissionError" and reply["flags"], reply
+    reply = process.run("import os\nprint(os.getuid())", "uid")
+    if os.getuid() == 0:
+        assert reply["stdout"].strip() != "0", "graded as root, the student's code must not be root"
+
+
+def test_exits_hangs_floods_and_memory_are_contained(tmp_path):
+    process = sandbox.AnswerProcess([tmp_path], timeout=5, memory=4 * 2 ** 30)
+    try:
+        reply = process.run("for _ in range(200_000):\n    print('flood ' * 100)", "flood")
+        assert reply["error"] is None and reply["dropped"] > 10 ** 8 and len(reply["stdout"]) <= 20_000
+        reply = process.run("import sys\nsys.exit(3)", "exit")
+        assert reply["error"]["ename"] == "SystemExit"
+        reply = process.run("x = bytearray(64 * 2 ** 30)", "memory")
+        assert reply["error"]["ename"] == "MemoryError"
+        assert process.run("answer = 1", "alive")["error"] is None
+        with pytest.raises(sandbox.AnswerTimeout):
+            process.run("while True:\n    pass", "hang")
+    finally:
+        process.close()
+    process = sandbox.AnswerProcess([tmp_path], timeout=5)
+    with pytest.raises(sandbox.AnswerProcessDied, match="exit status 1"):
+        process.run("import os\nos._exit(1)", "exit")
+
+
+# --- make grade on chapter 01: one honest student, one student per trick -------------------------------------
+
+RIGHT_3A = "answer_3a = 3"
+TRICKS = {  # student -> (answer cells, the points they still earn honestly)
+    "honest": ({"ex1_answer": 'answer_1 = "dx[j] = sum{i}_0^1 (df[i; j] * 3 * x[j] ** 2)"',
+                "ex2_answer": 'answer_2 = "dx[i; j] = if {j = 2} then (df[i]) else (0)"',
+                "ex3a_answer": RIGHT_3A, "ex3b_answer": "answer_3b = 1"}, 6),
+    "patches_checks": ({"ex1_answer": "check_derivative = check_term_count = lambda *a, **k: True",
+                        "ex3a_answer": RIGHT_3A}, 1),
+    "patches_verdict": ({"ex1_answer": "import tensoradbook.exercises.feedback as fb\n"
+                                       "fb.CheckResult.__bool__ = lambda s: True",
+                         "ex3a_answer": RIGHT_3A}, 1),
+    "transforms_input": ({"ex1_answer": "get_ipython().input_transformers_post.append(lambda l: ['pass\\n'])",
+                          "ex3a_answer": RIGHT_3A}, 0),  # their own later cells become `pass` too
+    "reads_source": ({"ex1_answer": (
+        "import glob, json\n"
+        "for path in glob.glob('../../../source/*/*.ipynb') + glob.glob('{course}/source/*/*.ipynb'):\n"
+        "    for cell in json.load(open(path))['cells']:\n"
+        "        text = ''.join(cell['source'])\n"
+        "        if 'BEGIN SOLUTION' in text:\n"
+        "            exec(text.split('### BEGIN SOLUTION')[1].split('### END SOLUTION')[0])"),
+        "ex3a_answer": RIGHT_3A}, 1),
+    "exits": ({"ex1_answer": "import os\nos._exit(1)", "ex3a_answer": RIGHT_3A}, 1),
+    "floods": ({"ex1_answer": "print('x' * 100_000_000)", "ex3a_answer": RIGHT_3A}, 1),
+    "hangs": ({"ex1_answer": "while True:\n    pass", "ex3a_answer": RIGHT_3A}, 1),
+    "fakes_equality": ({"ex1_answer": "class Anything(str):\n    def __eq__(self, other):\n        return True\n"
+                                      "answer_1 = Anything('x')\nanswer_2 = type('A', (), {'__eq__': "
+                                      "lambda s, o: True})()",
+                        "ex3a_answer": RIGHT_3A}, 1),
+    "patches_builtins": ({"ex1_answer": "import builtins\nbuiltins.print = lambda *a, **k: None\n"
+                                        "builtins.AssertionError = type('Never', (Exception,), {})\n"
+                                        "import sys\nsys.modules['tensoradbook.exercises'].check_derivative = "
+                                        "lambda *a, **k: True",
+                          "ex3a_answer": RIGHT_3A}, 1),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A temporary course with chapter 01 released, one submission per student of TRICKS and one that
+    nbgrader cannot read, graded by ``python -m classroom.course grade``: (course, process, scores)."""
+    tmp = tmp_path_factory.mktemp("grading")
+    course = tmp / "course"
+    shutil.copytree(REPO / "course", course, ignore=shutil.ignore_patterns(*RUNTIME_DIRS, "grading_report*",
+                                                                          "__pycache__"))
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write("\nc.SandboxedExecute.timeout = 10\nc.SandboxedExecute.memory = 4 * 2 ** 30\n")
+    (tmp / "exchange").mkdir()
+    env = _env(tmp)
+    _nbgrader("generate_assignment", CHAPTER, "--force", cwd=course, env=env)
+    release = json.loads((course / "release" / CHAPTER / f"{CHAPTER}.ipynb").read_text())
+    for student, (cells, _) in TRICKS.items():
+        nb = json.loads(json.dumps(release))
+        for grade_id, source in cells.items():
+            _answer(nb, grade_id, source.replace("{course}", str(course)))
+        folder = course / "submitted" / student / CHAPTER
+        folder.mkdir(parents=True)
+        (folder / f"{CHAPTER}.ipynb").write_text(json.dumps(nb))
+    broken = course / "submitted" / "unreadable" / CHAPTER
+    broken.mkdir(parents=True)
+    (broken / f"{CHAPTER}.ipynb").write_text('{"cells": [')
+    proc = subprocess.run([sys.executable, "-m", "classroom.course", "grade", CHAPTER, "--course", str(course)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    with open(course / "grades.csv") as f:
+        scores = {r["student_id"]: float(r["score"]) for r in csv.DictReader(f) if r["assignment"] == CHAPTER}
+    return course, proc, scores
+
+
+def test_every_trick_scores_only_what_was_solved(graded):
+    course, proc, scores = graded
+    log = proc.stdout[-4000:] + proc.stderr[-6000:]
+    assert proc.returncode == 0, log
+    for student, (_, points) in TRICKS.items():
+        assert scores.get(student) == points, (student, scores, log)
+        assert (course / "feedback" / student / CHAPTER / f"{CHAPTER}.html").exists(), student
+
+
+def test_the_report_names_what_happened(graded):
+    course, proc, _ = graded
+    with open(course / "grading_report.csv") as f:
+        rows = list(csv.DictReader(f))
+    events = {(r["student"], r["kind"]) for r in rows}
+    assert ("unreadable", "not graded") in events
+    assert "not graded: unreadable" in proc.stdout
+    assert {("exits", "exited"), ("hangs", "timeout"), ("floods", "output")} <= events, rows
+    flagged = {r["student"] for r in rows if r["kind"] == "flagged"}
+    assert {"patches_checks", "patches_verdict", "transforms_input", "reads_source", "exits",
+            "patches_builtins"} <= flagged, rows
+    assert "honest" not in {r["student"] for r in rows}
+    details = " ".join(r["detail"] for r in rows if r["student"] == "patches_checks")
+    assert "redefines check_derivative" in details
+    assert "the feedback above" in (course / "feedback" / "patches_checks" / CHAPTER / f"{CHAPTER}.html").read_text()
+
+
+def test_grading_fails_only_when_nothing_can_be_graded(graded, tmp_path):
+    course, _, _ = graded
+    lonely = tmp_path / "course"
+    shutil.copytree(course, lonely, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback",
+                                                                   "grading_report*", "grades.csv"))
+    broken = lonely / "submitted" / "unreadable" / CHAPTER
+    broken.mkdir(parents=True)
+    (broken / f"{CHAPTER}.ipynb").write_text('{"cells": [')
+    proc = subprocess.run([sys.executable, "-m", "classroom.course", "grade", "--course", str(lonely)],
+                          cwd=REPO, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: no submission could be graded"), proc.stderr
+    assert cc.grade(lonely / "missing") == 0  # nothing submitted is not a failure
