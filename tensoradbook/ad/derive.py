@@ -29,8 +29,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..lang.expr import (Affine, Atom, Element, ExpressionError, Expr, If, Number, Sum, memory_step,
-                         postorder, rebuild, replace, substitute, with_children)
+from ..lang.expr import (Affine, Atom, Binary, Element, ExpressionError, Expr, If, Number, Sum, memory_step,
+                         Unary, postorder, rebuild, replace, substitute, with_children)
 from ..lang.evaluate import sum_range
 from ..lang.function import Function
 from ..lang.names import all_names, apart, fresh_name
@@ -39,7 +39,7 @@ from ..integer.fourier_motzkin import TooManyInequalities, fourier_motzkin
 from ..lang.limits import MAX_GENERATED_BOUNDS
 from ..integer.smith import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
-from ..lang.simplify import ZERO, add, atom_truth, hoist_invariants, if_
+from ..lang.simplify import ZERO, add, atom_truth, hoist_invariants, if_, peel_gates
 
 
 def extended_domain(fn: Function, scope: tuple[Sum, ...]) -> tuple[list[str], list[list[int]], list[int]]:
@@ -368,7 +368,7 @@ def _derive(fn: Function, reads_forward: bool) -> Gradients:
         for part in parts:
             total = add(total, part.expression)
         if reads_forward:
-            total = hoist_invariants(total)
+            total = hoist_invariants(total, {b: (0, n - 1) for b, n in zip(beta, fn.shapes[name])})
         gradient_shapes = dict(shapes)
         gradient_shapes[gradient] = tuple(fn.shapes[name])
         functions[name] = Function(gradient, tuple(beta), total, gradient_shapes)
@@ -387,21 +387,56 @@ def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set
     An occurrence outside the sums whose adjoint contains such a sum's adjoint
     (``b[j]`` in ``g(sum{k} (...) + b[j])``: both are the adjoint of the ``+``)
     reads the tensor too. ``used`` and ``shapes`` gain the new tensors' names.
+
+    The sweep inside the sum starts from the tensor under the index conditions outside which the sum's
+    adjoint is 0 (:func:`_gates`): the conditions of the ``if`` the sum lies in, which keep its body's reads in
+    their tensors (``b[i - 1]`` in ``if {i >= 1} then (sum{u} (b[i - 1] * ...))``), and a tensor that is 0
+    there would not stop the reads. A sum whose adjoint's terms are gated apart keeps the report's form.
     """
     forward = Element(fn.name, seed.indices)
     occurrences, intermediates, replaced = [], {}, {}
     for step in sweep.steps:
-        if isinstance(step.node, Sum) and not step.scope and not isinstance(step.adjoint, (Element, Number)):
-            name = fresh_name(f"{seed.name}_{step.node.index}", used)
-            shapes[name] = shapes[fn.name]
-            intermediates[name] = Function(name, fn.indices, replace(step.adjoint, fn.body, forward), dict(shapes))
-            occurrences += reverse_accumulate(step.node, Element(name, seed.indices)).occurrences
-            replaced[step.node] = (step.adjoint, Element(name, seed.indices))
+        if not isinstance(step.node, Sum) or step.scope or isinstance(step.adjoint, (Element, Number)):
+            continue
+        gates = _gates(step.adjoint)
+        if gates is None:
+            continue
+        name = fresh_name(f"{seed.name}_{step.node.index}", used)
+        shapes[name] = shapes[fn.name]
+        intermediates[name] = Function(name, fn.indices, replace(step.adjoint, fn.body, forward), dict(shapes))
+        tensor = Element(name, seed.indices)
+        restart = tensor
+        for condition, holds in reversed(gates):
+            restart = if_(condition, restart, ZERO) if holds else if_(condition, ZERO, restart)
+        occurrences += reverse_accumulate(step.node, restart).occurrences
+        replaced[step.node] = (step.adjoint, tensor)
     kept = [occ for occ in sweep.occurrences if not (occ.scope and occ.scope[0] in replaced)]
     for adjoint, tensor in replaced.values():  # f = g(sum{k} (...) + b[j]): db's summand is dy_k's adjoint again
         kept = [Occurrence(occ.element, occ.scope, replace(occ.adjoint, adjoint, tensor)) for occ in kept]
     return [Occurrence(occ.element, occ.scope, replace(occ.adjoint, fn.body, forward))
             for occ in kept + occurrences], intermediates
+
+
+def _gates(adjoint: Expr) -> tuple | None:
+    """The index conditions outside which ``adjoint`` is 0 (:func:`~tensoradbook.lang.simplify.peel_gates`),
+    where they gate every term of it alike; ``()`` where a term has none (the sum is reached outside every
+    ``if``), None where the terms' gates differ."""
+    chains, pending = set(), [adjoint]
+    while pending:
+        term = pending.pop()
+        if isinstance(term, Binary) and term.op in ("+", "-"):
+            pending += [term.left, term.right]
+            continue
+        if isinstance(term, Unary) and term.op == "neg":
+            pending.append(term.arg)
+            continue
+        chain, term = peel_gates(term)
+        if isinstance(term, If):  # both branches non-zero: conditions this function does not follow
+            return None
+        if not chain:
+            return ()
+        chains.add(chain)
+    return chains.pop() if len(chains) == 1 else None
 
 
 def _never_reached(fn: Function, scope: tuple[Sum, ...]) -> bool:

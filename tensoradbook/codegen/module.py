@@ -31,7 +31,7 @@ from ..lang.function import Function
 from ..lang.names import all_names, apart
 from ..lang.program import Program, definitions_of
 from ..lang.printer import expr_text, to_text
-from ..lang.simplify import decided_on, gates_as_bounds
+from ..lang.simplify import decided_on, gates_as_bounds, peel_gates
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
                           plain_index, reads_plainly, split_contractions)
 from .printer import BroadcastPrinter, Lanes, py_name
@@ -64,7 +64,7 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
     row = lane(fn, body) if target.lanes else None
     count, blocks = _iterations(fn, row), _blocks(fn, row)
     parallel = not serial and _parallel(fn, row)
-    lines = [*target.decorator(parallel), f"def {name}({params}):"]
+    lines = [*target.decorator(parallel, exact=compares(body)), f"def {name}({params}):"]
     if target.vector:
         writer = target.printer(fn.shapes, all_names(fn), depth=1)
         writer.active |= set(fn.indices)
@@ -94,6 +94,12 @@ def element_kernel(fn: Function, target: Target, name: str, serial: bool = False
         writer.line(f"_out[{where}] = {value}")
     writer.lines[top:top] = ["    " * 2 + d for d in writer.declarations]
     return lines + writer.lines
+
+
+def compares(node: Expr) -> bool:
+    """Whether ``node`` compares values (a max or min reduction, a select): computed values compared must round
+    as the reference's and as the forward kernel's do, which a kernel allowed to regroup operations does not."""
+    return any(isinstance(part, Select) or isinstance(part, Sum) and part.op != "sum" for part in postorder(node))
 
 
 def broadcasts(fn: Function, target: Target) -> bool:
@@ -272,7 +278,8 @@ def scatter_kernel(grads: Gradients, target: Target, name: str = "scatter") -> l
     params = ", ".join(py_name(a) for a in [*shapes, *(g.name for g in grads.functions.values())])
     shapes.update({g.name: g.shapes[g.name] for g in grads.functions.values()})
     writer = target.printer(shapes, all_names(fn) | set(shapes), depth=2)
-    lines = [*target.scatter_decorator, f"def {name}({params}):", *target.scatter_loop(size_of(shape))]
+    exact = any(compares(part.adjoint) for parts in grads.contributions.values() for part in parts)
+    lines = [*target.decorator(False, exact), f"def {name}({params}):", *target.scatter_loop(size_of(shape))]
     _unflatten(writer, fn.indices, shape, "_flat")
     writer.active |= set(fn.indices)
     for name, parts in grads.contributions.items():
@@ -285,8 +292,13 @@ def scatter_kernel(grads: Gradients, target: Target, name: str = "scatter") -> l
                     low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
                     loops.enter_context(writer.block(f"for {py_name(s.index)} in range({low}, {high} + 1):"))
                     loops.enter_context(writer.binding(s.index))
-                writer.share(part.adjoint)
-                value = writer.value(part.adjoint)
+                # the element is written only where its gates hold: elsewhere its index may leave the gradient
+                gates, adjoint = peel_gates(part.adjoint)
+                for condition, holds in gates:
+                    text = writer.condition(condition)
+                    loops.enter_context(writer.block(f"if {text}:" if holds else f"if not ({text}):"))
+                writer.share(adjoint)
+                value = writer.value(adjoint)
                 index = [writer.affine(a) for a in part.element.indices]
                 writer.line(target.accumulate(py_name(gradient), writer.element(gradient, index), index, value))
     if not writer.lines:  # a scalar function that reads no argument: the loop still needs a body

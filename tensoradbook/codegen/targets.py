@@ -13,7 +13,9 @@ the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which tar
   compiled with ``fastmath={"reassoc"}`` alone: LLVM may then add a sum's terms in several running totals
   at once (SIMD) rather than one after the other. The order is fixed when the kernel compiles, so the same
   inputs give the same bits on every run; no other fast-math flag is set, so infinities and NaNs propagate
-  as in the reference;
+  as in the reference. A kernel that compares computed values (a max or min reduction, a select) has no
+  flag at all: it may regroup a product too, and a max reduction's adjoint compares each term, computed
+  again, with the forward kernel's maximum, which it reaches only in the same bits;
 * ``"cuda"``: ``numba.cuda.jit``, one GPU thread per element (on the CUDA simulator when
   ``NUMBA_ENABLE_CUDASIM=1`` is set before numba is imported);
 * ``"numba-scatter"`` and ``"cuda-scatter"``: the baseline of eq. 40, a loop over the *forward*
@@ -57,8 +59,9 @@ class Target:
     scratch_setup: tuple[str, ...] = ()  # the module's scratch arrays, where it keeps any (see scratch)
     kernel_decorator: tuple[str, ...] = ()
 
-    def decorator(self, parallel: bool) -> tuple[str, ...]:
-        """The lines above a kernel's ``def``; ``parallel``: its work pays for running on several threads."""
+    def decorator(self, parallel: bool, exact: bool = False) -> tuple[str, ...]:
+        """The lines above a kernel's ``def``; ``parallel``: its work pays for running on several threads;
+        ``exact``: it compares computed values (:func:`~.module.compares`), which must round as the reference's."""
         return self.kernel_decorator
 
     def element_loop(self, count: int, parallel: bool) -> list[str]:
@@ -111,8 +114,6 @@ class NumbaTarget(Target):
     precompiled = True
     quiet = True
     imports = ("import math", "", "import numba", "import numpy as np")
-    kernel_decorator = ('@numba.njit(parallel=True, cache=True, error_model="numpy", fastmath={"reassoc"})',)
-    serial_decorator = ('@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc"})',)
 
     #: Functions numpy evaluates over a whole array several times faster than Numba one element at a time: Numba's
     #: LLVM here has no vector math library, numpy has AVX-512 versions. Measured per 65536 float64 elements: exp
@@ -123,8 +124,10 @@ class NumbaTarget(Target):
     scratch_setup = ("from tensoradbook.codegen.scratch import Scratch", "",
                      "_scratch = Scratch()  # the tensors each call computes and reads, kept from call to call", "", "")
 
-    def decorator(self, parallel: bool) -> tuple[str, ...]:
-        return self.kernel_decorator if parallel else self.serial_decorator
+    def decorator(self, parallel: bool, exact: bool = False) -> tuple[str, ...]:
+        options = ["parallel=True"] * parallel + ["cache=True", 'error_model="numpy"']
+        options += [] if exact else ['fastmath={"reassoc"}']
+        return (f"@numba.njit({', '.join(options)})",)
 
     def scratch(self, name: str) -> str | None:
         return f"_scratch.array({name!r}, {{shape!r}})"
@@ -173,7 +176,6 @@ class NumbaScatterTarget(NumbaTarget):
     scatter = True
     blas = False  # the baseline of eq. 40 stays loops alone
     numpy_faster = frozenset()
-    scatter_decorator = ('@numba.njit(cache=True, error_model="numpy", fastmath={"reassoc"})',)
 
     def scatter_loop(self, count: int) -> list[str]:
         return [f"    for _flat in range({count}):"]
@@ -187,7 +189,6 @@ class CudaScatterTarget(CudaTarget):
 
     name = "cuda-scatter"
     scatter = True
-    scatter_decorator = CudaTarget.kernel_decorator
 
     def scatter_loop(self, count: int) -> list[str]:
         return self.element_loop(count, parallel=True)

@@ -10,9 +10,11 @@ something a person wrote.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
-from .expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, postorder, rebuild, substitute,
-                   with_children)
+from .evaluate import upper_bound
+from .expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, _fold, postorder, rebuild,
+                   substitute, with_children)
 from .limits import MAX_INTEGER
 from .ops import COMPARISONS
 
@@ -75,6 +77,18 @@ def sub(a: Expr, b: Expr) -> Expr:
 def _gate(e: Expr) -> If | None:
     """``e`` if it is ``if {c} then (t) else (0)``: a factor that zeroes the whole product outside ``c``."""
     return e if isinstance(e, If) and e.otherwise == ZERO else None
+
+
+def peel_gates(node: Expr) -> tuple[tuple[tuple[tuple[Atom, ...], bool], ...], Expr]:
+    """``node``'s outer gates and what they gate: ``((condition, holds), ...)``, outermost first, for each
+    ``if {condition} then (...) else (0)`` (``holds``) or ``if {condition} then (0) else (...)`` around it. The
+    derivation keeps an occurrence's gates outermost (:func:`mul`): outside them its element is not read."""
+    gates = []
+    while isinstance(node, If) and ZERO in (node.then, node.otherwise):
+        holds = node.otherwise == ZERO
+        gates.append((node.condition, holds))
+        node = node.then if holds else node.otherwise
+    return tuple(gates), node
 
 
 def mul(a: Expr, b: Expr) -> Expr:
@@ -310,16 +324,43 @@ def _mentions(node: Expr, index: str) -> bool:
 _OPERATORS = {"+": add, "-": sub, "*": mul, "/": div, "**": power}
 
 
-def hoist_invariants(node: Expr) -> Expr:
+def hoist_invariants(node: Expr, ranges: dict | None = None) -> Expr:
     """Move factors and conditions that do not depend on a sum's index out of that sum.
 
     ``sum_k c * x[k]`` becomes ``c * sum_k x[k]`` and ``sum_k if {b = 0} then
     (x[k]) else (0)`` becomes ``if {b = 0} then (sum_k x[k]) else (0)``:
     exact in real arithmetic, and the loop then does only the work that varies
     (the derivatives of sec. 6 multiply every summand by the same ``c[i; i]``).
+    Factors leave only a sum that is never empty while the free indices range over the box ``ranges``
+    (name -> (least, greatest)) and the enclosing sums' indices over their bounds (:func:`never_empty`):
+    an empty sum evaluates no summand, and a factor read outside it may read outside its tensor (the
+    sums of Algorithm 4 are empty exactly where the gradient element gets nothing, ``F b <= 0`` of eq. 34).
     Idempotent: hoisting the result again changes nothing.
     """
-    return rebuild(node, _hoisted)
+    ranges = ranges or {}
+
+    def enter(current: Expr, sums: tuple) -> tuple[None, tuple]:
+        return None, (*sums, current) if isinstance(current, Sum) else sums
+
+    return _fold(node, (), enter, lambda current, sums, children: _hoisted(current, children, sums, ranges))
+
+
+def never_empty(node: Sum, sums: tuple, ranges: dict) -> bool:
+    """Whether ``node``'s range holds an index value wherever the enclosing ``sums`` (outermost first) have
+    their indices in range and the other indices lie in the box ``ranges``: for every lower bound ``l`` and
+    upper bound ``u``, ``floor(u) >= ceil(l)``: ``u >= l`` where either is an integer (no denominator), else
+    ``u - l >= (q - 1) / q + (p - 1) / p`` for their denominators ``q`` and ``p``. The least ``u - l`` is
+    bounded as in :func:`~tensoradbook.lang.evaluate.upper_bound`; False where a name is in neither."""
+    for low in node.lower:
+        for high in node.upper:
+            p, q = low.denominator, high.denominator
+            rounding = 0 if 1 in (p, q) else 2 - Fraction(1, p) - Fraction(1, q)
+            try:
+                if -upper_bound(low - high, sums, ranges) < rounding:
+                    return False
+            except KeyError:  # a name in neither: its range is unknown
+                return False
+    return True
 
 
 def gates_as_bounds(node: Expr) -> Expr:
@@ -378,8 +419,8 @@ def decided_on(node: Expr, ranges: dict) -> Expr:
     return rebuild(node, step)
 
 
-def _hoisted(node: Expr, children: list[Expr]) -> Expr:
-    """``node`` with its invariants hoisted, given its children hoisted already."""
+def _hoisted(node: Expr, children: list[Expr], sums: tuple, ranges: dict) -> Expr:
+    """``node`` with its invariants hoisted, given its children hoisted already; ``sums`` enclose it."""
     if isinstance(node, Unary):
         return unary(node.op, children[0])
     if isinstance(node, Binary):
@@ -402,8 +443,10 @@ def _hoisted(node: Expr, children: list[Expr]) -> Expr:
             gates += factor.condition
             factors[k] = factor.then
     if gates:
-        inner = hoist_invariants(node.renewed(body=_product(factors)))
+        inner = _hoisted(node, [_product(factors)], sums, ranges)
         return if_(tuple(gates), neg(inner) if negated else inner, ZERO)
+    if not never_empty(node, sums, ranges):  # nothing moves out: see hoist_invariants
+        return node.renewed(body=children[0])
     varies = [_mentions(f, node.index) for f in factors]
     outside = [f for f, v in zip(factors, varies) if not v]
     inside = [f for f, v in zip(factors, varies) if v]
