@@ -40,7 +40,7 @@ help:
 	@echo "make fuzz       install, then the differential tests of the kernels on new random cases for FUZZ_SECONDS (3600)"
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
 	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
-	@echo "make grade      nbgrader: autograde course/submitted/, feedback HTML and course/grades.csv"
+	@echo "make grade      nbgrader: autograde course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv and grading_report.csv (CHAPTER=...: one)"
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
 	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
 	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets)"

@@ -303,3 +303,36 @@ def test_grading_fails_only_when_nothing_can_be_graded(graded, tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("error: no submission could be graded"), proc.stderr
     assert cc.grade(lonely / "missing") == 0  # nothing submitted is not a failure
+
+
+# --- every chapter through the sandboxed grader --------------------------------------------------------------
+
+def _grade_source(stem: str, keep_solutions: bool) -> list[tuple[str, list]]:
+    """Grade chapter ``stem``'s source notebook with :class:`NotebookGrader` (the instructor's locked cells
+    trusted, as the gradebook holds them): with the solutions, or with every answer cell left at None."""
+    import nbformat
+
+    from classroom.grading import NotebookGrader
+
+    nb = nbformat.read(REPO / "course" / "source" / stem / f"{stem}.ipynb", as_version=4)
+    trusted = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("locked"):
+            trusted[meta["grade_id"]] = cell.source
+        elif meta.get("solution") and not keep_solutions:
+            cell.source = cell.source.split("### BEGIN SOLUTION")[0]
+    NotebookGrader(trusted, [REPO / "course"], timeout=120, memory=8 * 2 ** 30).grade(nb)
+    return [(c.metadata["nbgrader"]["grade_id"], c.outputs) for c in nb.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+
+
+@pytest.mark.parametrize("assignment", cc.ASSIGNMENTS, ids=lambda a: a.stem)
+def test_solutions_score_and_placeholders_do_not_through_the_sandbox(assignment):
+    for grade_id, outputs in _grade_source(assignment.stem, keep_solutions=True):
+        errors = [o for o in outputs if o.output_type == "error" or o.get("name") == "stderr"]
+        assert not errors, (assignment.stem, grade_id, outputs)
+    for grade_id, outputs in _grade_source(assignment.stem, keep_solutions=False):
+        assert any(o.output_type == "error" for o in outputs), (assignment.stem, grade_id, outputs)
+        said = "".join(o.get("text", "") + o.get("evalue", "") for o in outputs)
+        assert "no answer yet" in said, (assignment.stem, grade_id, outputs)
