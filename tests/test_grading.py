@@ -233,6 +233,22 @@ TRICKS = {  # student -> (answer cells, the points they still earn honestly)
 }
 
 
+def _test_cells(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+
+
+def _unmark_tests(nb: dict) -> None:
+    for cell in _test_cells(nb):
+        cell["metadata"]["nbgrader"].update(grade=False, locked=False, solution=True)
+
+
+NOTEBOOK_TRICKS = {  # student -> what they do to the notebook itself; each scores 0
+    "deletes_tests": lambda nb: nb.update(cells=[c for c in nb["cells"] if c not in _test_cells(nb)]),
+    "empties_tests": lambda nb: [c.update(source="pass") for c in _test_cells(nb)],
+    "unmarks_tests": _unmark_tests,  # nbgrader refuses the changed metadata: not graded, and listed
+}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """A temporary course with chapter 01 released, one submission per student of TRICKS and one that
@@ -254,6 +270,12 @@ def graded(tmp_path_factory):
         folder = course / "submitted" / student / CHAPTER
         folder.mkdir(parents=True)
         (folder / f"{CHAPTER}.ipynb").write_text(json.dumps(nb))
+    for student, trick in NOTEBOOK_TRICKS.items():
+        nb = json.loads(json.dumps(release))
+        trick(nb)
+        folder = course / "submitted" / student / CHAPTER
+        folder.mkdir(parents=True)
+        (folder / f"{CHAPTER}.ipynb").write_text(json.dumps(nb))
     broken = course / "submitted" / "unreadable" / CHAPTER
     broken.mkdir(parents=True)
     (broken / f"{CHAPTER}.ipynb").write_text('{"cells": [')
@@ -271,6 +293,8 @@ def test_every_trick_scores_only_what_was_solved(graded):
     for student, (_, points) in TRICKS.items():
         assert scores.get(student) == points, (student, scores, log)
         assert (course / "feedback" / student / CHAPTER / f"{CHAPTER}.html").exists(), student
+    for student in NOTEBOOK_TRICKS:
+        assert scores.get(student) == 0, (student, scores, log)
 
 
 def test_the_report_names_what_happened(graded):
@@ -278,7 +302,7 @@ def test_the_report_names_what_happened(graded):
     with open(course / "grading_report.csv") as f:
         rows = list(csv.DictReader(f))
     events = {(r["student"], r["kind"]) for r in rows}
-    assert ("unreadable", "not graded") in events
+    assert {("unreadable", "not graded"), ("unmarks_tests", "not graded")} <= events
     assert "not graded: unreadable" in proc.stdout
     assert {("exits", "exited"), ("hangs", "timeout"), ("floods", "output")} <= events, rows
     flagged = {r["student"] for r in rows if r["kind"] == "flagged"}
