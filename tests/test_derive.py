@@ -337,6 +337,23 @@ def test_a_zero_then_branch_guards_the_whole_product():
         assert str(tab.parse(str(grad), grad.shapes)) == str(grad)
 
 
+@pytest.mark.parametrize("condition, read, guard", [
+    ("i % 2 = 0", "b[i / 2]", "if {db_z0 % 2 = 0} then (dg_u[db_z1; db_z0] * erf (b[db_z0 / 2])) else (0)"),
+    ("i >= 1", "b[i - 1]", "if {db_z0 - 1 >= 0} then (dg_u[db_z1; db_z0] * erf (b[db_z0 - 1])) else (0)"),
+])
+def test_a_sums_body_keeps_the_if_around_the_sum(condition, read, guard):
+    """The simplified gradients derive a sum's body again from its adjoint's tensor dg_u, which is 0 outside the
+    if around the sum, but 0 does not stop a read: the sweep starts from dg_u under that if, so b[db_z0 - 1]
+    is read only from db_z0 = 1 (issue 22). The gradients read back: the parser's exact range check."""
+    fn = tab.parse(f"g[p; i] = log (if {{{condition}}} then (sum{{u}}_0^0 (erf ({read}) * b[-2 * u])) else "
+                   "(exp (sqrt (2))))", {"g": (3, 3), "b": (2,)})
+    simplified = tab.derive(fn).simplified
+    assert guard in str(simplified["b"])
+    for tensor in simplified.backward:
+        assert tab.parse(str(tensor), tensor.shapes) == tensor
+    assert_gradients_right(fn, simplified)
+
+
 @settings(max_examples=60, deadline=None)
 @given(random_functions())
 def test_the_sweeps_states_grow_to_every_adjoint(fn):

@@ -12,7 +12,9 @@ adjoint by a local derivative); the report's form (``grads.evaluate``) multiplie
 where an inf meets a 0 (inf * 0 is NaN): it is the scatter kernels' reference, which add each occurrence's
 contribution, and is compared with the gather kernels at finite inputs. The numba modules are called twice, so
 the second call runs on the scratch arrays the first left. Each
-smooth function's compiled gradients agree with finite differences of the reference at ordinary inputs.
+smooth function's compiled gradients agree with finite differences of the reference at ordinary inputs. Every
+tensor of both forms reads back through the parser, whose exact range check finds any read leaving its tensor
+where it is evaluated: numba does not check, and such a read is a wrong value or a crash.
 
 Which side of every threshold each planned function fell on is recorded (:func:`~tensoradbook.codegen.thresholds.
 traced`); :func:`test_every_threshold_is_crossed` fails while a side of one is never reached, and
@@ -77,6 +79,19 @@ FOUND = [
     Draw("convolution", "y[n; f; i; j] = sum{c}_0^2 (sum{p}_0^4 (sum{q}_0^4 (if {i + p - 2 >= 0 and 13 - i - p >= 0 "
          "and j + q - 2 >= 0 and 13 - j - q >= 0} then (w[f; c; p; q] * x[n; c; i + p - 2; j + q - 2]) else (0))))",
          {"y": (2, 8, 12, 12), "w": (8, 3, 5, 5), "x": (2, 3, 12, 12)}),
+    # w[3 * dw_0] hoisted out of a sum over the outputs reading it, empty from dw_0 = 2 on: read at w[6]
+    Draw("banded", "f[n] = sum{s}_0^(floor(n / 3)) (w[s] * (1 * 10) ** w[2 - 2 * s] * (3 * (10 / w[3 * s])))",
+         {"f": (4,), "w": (4,)}),
+    # a min reduction's adjoint computes each term again and compares it with f: numba's reassoc regrouped the
+    # product in one kernel and not in the other, and the minimal term lost its adjoint
+    Draw("banded", "f[n] = min{s}_0^(floor((n) / 3)) (w[s] * (1 * 10) ** w[2 - 2 * s] * (3 * (10 / w[3 * s])))",
+         {"f": (4,), "w": (4,)}, smooth=False),
+    # the sum's body derived from its adjoint's tensor dg_u without the if around the sum: b[db_z0 / 2] read at an
+    # odd db_z0, b[db_z0 - 1] at db_z0 = 0 (and the scatter kernel wrote db[i - 1] at i = 0)
+    Draw("gated", "g[p; i] = log (if {i % 2 = 0} then (sum{u}_0^0 (erf (b[i / 2]) * b[-2 * u])) else "
+         "(exp (sqrt (2))))", {"g": (3, 3), "b": (2,)}),
+    Draw("gated", "g[p; i] = log (if {i >= 1} then (sum{u}_0^0 (erf (b[i - 1]) * b[-2 * u])) else (exp (sqrt (2))))",
+         {"g": (3, 3), "b": (2,)}),
 ]
 
 
@@ -211,6 +226,8 @@ def check(draw: Draw, seed: int) -> None:
     time on other inputs and the scratch arrays of the first), and against finite differences where smooth."""
     fn = tab.parse(draw.text, draw.shapes)
     grads = tab.derive(fn)
+    for tensor in (*grads.backward, *grads.simplified.backward):
+        tab.parse(str(tensor), tensor.shapes)  # raises where a read leaves its tensor's shape
     write_sources(fn, grads)
     rng = np.random.default_rng(seed)
     compare_targets(fn, grads, rng, GATHER_TARGETS, SCATTER_TARGETS)

@@ -298,6 +298,45 @@ def test_hoisting_moves_only_what_does_not_vary():
     assert expr_text(hoist_invariants(fn.body)) == "if {i = 0} then (2 * x[i] * sum{k}_0^3 (y[k] * y[k])) else (0)"
 
 
+@pytest.mark.parametrize("text, size, hoisted", [
+    ("f[i] = sum{k}_i^3 (x[i] * y[k])", 4, True),
+    ("f[i] = sum{k}_i^3 (x[i] * y[k])", 6, False),  # empty for i = 4, 5, where x[i] may not exist
+    ("f[i] = sum{k}_(max [0; i - 2])^i (x[i] * y[k])", 6, True),  # each lower bound below each upper one
+    # the inner sum's bounds are the outer's index: a <= i at every term of the outer sum
+    ("f[i] = sum{a}_0^i (sum{k}_a^i (x[i] * y[k]))", 4, True),
+])
+def test_hoisting_leaves_a_sum_that_may_be_empty_whole(text, size, hoisted):
+    """A factor leaves a sum only where the sum has a term at every point of the box (issue 22): evaluated
+    outside an empty sum it reads where nothing was read, w[6] of a w of 4 in the gradient below."""
+    fn = tab.parse(text, {"f": (size,), "x": (size,), "y": (max(size, 4),)})
+    body = hoist_invariants(fn.body, {"i": (0, size - 1)})
+    assert expr_text(body).startswith("x[i] * sum{") == hoisted, expr_text(body)
+    assert hoist_invariants(body, {"i": (0, size - 1)}) == body
+    grads = tab.derive("f[n] = sum{s}_0^(floor(n / 3)) (w[s] * w[3 * s])", {"f": (4,), "w": (4,)})
+    assert str(grads.simplified["w"]) == ("dw[dw_0] = sum{dw_z0}_(max [0; 3 * dw_0])^3 (df[dw_z0] * w[3 * dw_0]) + "
+                                          "if {dw_0 % 3 = 0} then (w[dw_0 / 3] * sum{dw_z0}_(max [0; dw_0])^3 "
+                                          "(df[dw_z0])) else (0)")
+
+
+def test_scatter_kernels_write_only_where_the_occurrence_is_read():
+    """The scatter kernel adds x[i - 1]'s adjoint into dx[i - 1] under the occurrence's gate: at i = 0 the
+    element does not exist (numba would write before the array, issue 22)."""
+    grads = tab.derive("f[i] = if {i >= 1} then (x[i - 1] * 2) else (0)", {"f": (3,), "x": (3,)})
+    assert "if i - 1 >= 0:\n            dx[np.uint64(i - 1)] += " in grads.source("numba-scatter")
+    assert "if i - 1 >= 0:\n            cuda.atomic.add(dx, i - 1, " in grads.source("cuda-scatter")
+
+
+def test_kernels_comparing_computed_values_do_not_regroup_them():
+    """A min reduction's adjoint compares each term, computed again, with f: the forward's and the gradient's
+    kernels compile without reassoc, which may regroup a product in one and not the other (issue 22). A
+    kernel comparing nothing keeps it."""
+    grads = tab.derive("f[n] = min{s}_0^n (w[s] * 10 ** w[3 - s] * (3 * (10 / w[s])))", {"f": (4,), "w": (4,)})
+    for target in ("numba", "numba-scatter"):
+        source = grads.source(target)
+        assert source.count("@numba.njit(") == 2 and "fastmath" not in source, target
+    assert 'fastmath={"reassoc"}' in tab.derive(*SECTION_6).source("numba")
+
+
 def test_source_shows_loops_bounds_and_no_atomics():
     grads = tab.derive(*SECTION_6)
     numba_source = grads.source("numba")
