@@ -31,13 +31,14 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install lab test lint fuzz notebooks assignments grade demo slides site clean
+.PHONY: help install lab test lint fuzz book notebooks assignments grade demo slides site clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE) (IP=$(IP) PORT=$(PORT))"
 	@echo "make test       install, then lint (ruff), run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
 	@echo "make lint       install, then ruff check (rules in pyproject.toml) over the code, tests and notebooks"
 	@echo "make fuzz       install, then the differential tests of the kernels on new random cases for FUZZ_SECONDS (3600)"
+	@echo "make book       install, then one edition: the quoted benchmarks, every chapter executed, the start page stamped"
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
 	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
 	@echo "make grade      nbgrader: autograde course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv and grading_report.csv (CHAPTER=...: one)"
@@ -92,6 +93,16 @@ lint: install
 FUZZ_SECONDS ?= 3600
 fuzz: install
 	DIFFERENTIAL_SECONDS=$(FUZZ_SECONDS) $(VPY) -m pytest $(PYTEST_OPTS) -s tests/test_differential.py $(ARGS)
+
+# One edition: the benchmarks whose figures the chapters quote (results in benchmarks/results/), then every
+# chapter executed in place, the start page last with the build's stamp and the chapters' estimated times.
+QUOTED_BENCHMARKS = gradients workloads programs capstone
+book: install
+	@for name in $(QUOTED_BENCHMARKS); do \
+	  echo "== benchmarks/$$name.py"; \
+	  $(VPY) benchmarks/$$name.py --json benchmarks/results/$$name.json; \
+	done
+	$(VPY) benchmarks/book.py
 
 notebooks: install
 	@test -n "$(NOTEBOOKS)" || { echo "no notebooks/*.ipynb to execute"; exit 0; }

@@ -1,0 +1,103 @@
+"""The book's figures from code: the chapters import this to quote measured numbers, never to type them.
+
+A chapter that states a measured figure (a time, a speed ratio, a memory size) computes it in a cell above or
+reads it here from ``benchmarks/results/<name>.json``, the files the last ``make book`` wrote in one build, and
+renders its sentence with :func:`prose`. The estimated times of the chapters (:func:`estimated_minutes`) come
+from the chapters themselves: their words at a reading pace, their run time in that build
+(``benchmarks/results/book.json``) and a fixed time per exercise. ``tests/test_book.py`` checks that no markdown
+cell types a measured number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from IPython.display import Markdown
+
+NOTEBOOKS = Path(__file__).resolve().parent
+RESULTS = NOTEBOOKS.parent / "benchmarks" / "results"
+#: Words a minute of technical prose with formulas (about half a novel's pace).
+READING_PACE = 120
+#: Minutes a student spends on one exercise, on average, trying and reading the feedback.
+EXERCISE_MINUTES = 10
+
+
+def results(name: str) -> dict:
+    """The results file ``benchmarks/results/<name>.json`` of the last build."""
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def prose(text: str) -> Markdown:
+    """A paragraph with computed figures in it, rendered as the chapter's own text."""
+    return Markdown(text)
+
+
+def ms(seconds: float) -> str:
+    """A duration in milliseconds, three significant figures."""
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def ratio(ours: float, theirs: float) -> str:
+    """How many times ``ours`` takes ``theirs``: "1.34x"."""
+    return f"{ours / theirs:.2g}x"
+
+
+def load_text(record: dict) -> str:
+    """The machine and load a results file was measured on, in words."""
+    machine, load = record.get("machine", {}), record.get("load_average", {})
+    where = f"{machine.get('cpus', '?')} cores ({machine.get('cpu', 'unknown CPU')})"
+    if load:
+        where += f", load average {load.get('before', 0):.1f} before and {load.get('after', 0):.1f} after"
+    return where
+
+
+def _chapter(stem: str) -> dict:
+    return json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
+
+
+def _words(nb: dict) -> int:
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return len(re.findall(r"\w+", re.sub(r"\$[^$]*\$", " formula ", text)))
+
+
+def exercise_count(nb: dict) -> int:
+    """How many exercises a chapter sets (its "**Exercise N" paragraphs)."""
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return len(set(re.findall(r"\*\*Exercise (\d+)", text)))
+
+
+def estimated_minutes(stem: str) -> dict:
+    """A chapter's estimated time in minutes: ``reading`` (its words at :data:`READING_PACE`), ``running``
+    (its run time in the last build), ``exercises`` and ``total``, each rounded up to 5 minutes."""
+    nb = _chapter(stem)
+    build = results("book") if (RESULTS / "book.json").exists() else {}
+    seconds = build.get("chapters", {}).get(stem, {}).get("run_s", 0.0)
+    up = lambda minutes: 5 * math.ceil(minutes / 5)  # noqa: E731
+    times = {"reading": up(_words(nb) / READING_PACE), "running": up(seconds / 60),
+             "exercises": EXERCISE_MINUTES * exercise_count(nb)}
+    times["total"] = sum(times.values())
+    return times
+
+
+def estimated_time(stem: str) -> Markdown:
+    """The "Estimated time" paragraph of chapter ``stem``."""
+    t = estimated_minutes(stem)
+    exercises = exercise_count(_chapter(stem))
+    return prose(f"About **{t['total']} minutes**: {t['reading']} to read, {t['running']} for the cells to run "
+                 f"(measured in the last build of the book), {t['exercises']} for the {exercises} exercises "
+                 f"(about {EXERCISE_MINUTES} minutes each).")
+
+
+def chapters() -> list[str]:
+    """The chapters' stems, in order (the start page excluded)."""
+    return sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]*.ipynb") if not p.stem.startswith("00"))
+
+
+def build_stamp() -> str:
+    """When and where the last ``make book`` ran: date, machine, load and versions."""
+    build = results("book")
+    versions = ", ".join(f"{k} {v}" for k, v in build["versions"].items())
+    return (f"This edition was built on {build['date']} on {load_text(build)}; {versions}.")
