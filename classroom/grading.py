@@ -34,6 +34,7 @@ import contextlib
 import io
 import json
 import os
+import time
 import traceback
 from pathlib import Path
 
@@ -126,8 +127,11 @@ class NotebookGrader:
     ``hidden``: folders the student's code must not see. ``events``: what happened, for the report.
     """
 
-    def __init__(self, trusted: dict[str, str], hidden: list[Path], timeout: float, memory: int):
+    def __init__(self, trusted: dict[str, str], hidden: list[Path], timeout: float, memory: int,
+                 notebook_timeout: float = float("inf")):
         self.trusted, self.hidden, self.timeout, self.memory = trusted, hidden, timeout, memory
+        # however the time is spread over cells and calls, a submission gets this much in all
+        self.deadline = time.monotonic() + notebook_timeout
         self.namespace: dict = {}
         self.instructors = {name for source in trusted.values() for name in bound_names(source)}
         self.ran: list[tuple[str, str]] = []  # the cells the student's process has run to the end
@@ -142,8 +146,11 @@ class NotebookGrader:
         """The student's process, started (again) if needed, with the cells that ran before re-run."""
         if self.student is not None:
             return self.student
+        if time.monotonic() >= self.deadline:
+            return None
         try:
-            self.student = AnswerProcess(self.hidden, timeout=self.timeout, memory=self.memory)
+            self.student = AnswerProcess(self.hidden, timeout=self.timeout, memory=self.memory,
+                                         deadline=self.deadline)
             self.isolation = self.student.isolation
             for code, name in self.ran:
                 self.student.run(code, name)
@@ -225,8 +232,9 @@ class NotebookGrader:
         student = self._student_process()
         if student is None:
             if show:
-                cell.outputs.append(_error("GradingError", "not run", [
-                    "GradingError: this cell was not run: the sandbox could not be started (see the report)"]))
+                why = ("the time for the whole submission is spent" if time.monotonic() >= self.deadline
+                       else "the sandbox could not be started (see the report)")
+                cell.outputs.append(_error("GradingError", "not run", [f"GradingError: this cell was not run: {why}"]))
             return
         try:
             reply = student.run(cell.source, grade_id)
@@ -277,6 +285,8 @@ if NbGraderPreprocessor is not None:
 
         timeout = Float(120.0, help="Seconds a cell, or one call of a student's function, may take.").tag(
             config=True)
+        notebook_timeout = Float(1200.0, help="Seconds the student's code may take in all, per notebook.").tag(
+            config=True)
         memory = Integer(8 * 2 ** 30, help="Bytes of address space for the student's process.").tag(config=True)
         hidden = List(Unicode(), help="Folders the student's code must not see (besides the course folder, "
                                       "which is the working directory of autograde).").tag(config=True)
@@ -286,7 +296,7 @@ if NbGraderPreprocessor is not None:
             info = resources["nbgrader"]
             trusted = trusted_sources(info["db_url"], info["notebook"], info["assignment"])
             hidden = [Path(p) for p in [os.getcwd(), *self.hidden]]
-            grader = NotebookGrader(trusted, hidden, self.timeout, self.memory)
+            grader = NotebookGrader(trusted, hidden, self.timeout, self.memory, self.notebook_timeout)
             grader.grade(nb)
             if self.report_directory:
                 path = Path(self.report_directory) / info["assignment"] / f"{info['student']}.json"

@@ -45,11 +45,13 @@ WORKER = Path(__file__).resolve().parent / "answer_worker.py"
 INSIDE = "/tmp/.tensoradbook-grading"
 
 
-class AnswerTimeout(Exception):
+# Not Exceptions: a check that catches what a student's function raises ("your function raised ...") must not
+# catch these; the test stops, scores 0, and the grader starts a new process.
+class AnswerTimeout(BaseException):
     """The student's code did not answer within the time allowed."""
 
 
-class AnswerProcessDied(Exception):
+class AnswerProcessDied(BaseException):
     """The student's process ended (an exit, a crash, the memory limit)."""
 
 
@@ -120,14 +122,16 @@ class AnswerProcess:
     """One student's sandboxed process: :meth:`run` a cell, :meth:`get` values, call their functions.
 
     ``hidden``: the folders the student's code must not see (the course folder, the exchange).
-    ``timeout``: seconds for one cell or one call of the student's function. ``memory``: bytes of address
-    space. Every method raises :class:`AnswerTimeout` or :class:`AnswerProcessDied` when the student's code
-    hangs or ends the process; the process is then gone and a new one must be started.
+    ``timeout``: seconds for one cell or one call of the student's function; ``deadline`` (a
+    ``time.monotonic()`` value): when the whole submission's time is spent, however many calls it takes.
+    ``memory``: bytes of address space. Every method raises :class:`AnswerTimeout` or
+    :class:`AnswerProcessDied` when the student's code hangs or ends the process; the process is then gone
+    and a new one must be started.
     """
 
     def __init__(self, hidden: list[Path], timeout: float = 120.0, memory: int = 8 * 2 ** 30,
-                 cpu_seconds: int = 1800):
-        self.timeout = timeout
+                 cpu_seconds: int = 1800, deadline: float = float("inf")):
+        self.timeout, self.deadline = timeout, deadline
         self.isolation = "bubblewrap" if bwrap_works() else "process"
         hidden = [Path(p) for p in hidden]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
@@ -187,13 +191,17 @@ class AnswerProcess:
                                     if isinstance(error, EOFError) else str(error)) from None
 
     def request(self, message: dict) -> dict:
-        """Send one request and wait (at most ``timeout`` seconds) for its answer."""
+        """Send one request and wait (at most ``timeout`` seconds, and not past the deadline) for its answer."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.close()
+            raise AnswerTimeout("the time for the whole submission is spent")
         try:
             wire.send(self._to, message)
         except OSError:
             status = self.close()
             raise AnswerProcessDied(f"the process ended (exit status {status})") from None
-        return self._receive(self.timeout)
+        return self._receive(min(self.timeout, left))
 
     def run(self, code: str, name: str) -> dict:
         """Run a cell; the answer has ``error`` (None or ename/evalue/traceback), ``stdout``, ``stderr``,

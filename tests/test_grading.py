@@ -360,3 +360,41 @@ def test_solutions_score_and_placeholders_do_not_through_the_sandbox(assignment)
         assert any(o.output_type == "error" for o in outputs), (assignment.stem, grade_id, outputs)
         said = "".join(o.get("text", "") + o.get("evalue", "") for o in outputs)
         assert "no answer yet" in said, (assignment.stem, grade_id, outputs)
+
+
+def test_a_function_that_hangs_when_checked_costs_that_test_and_no_more():
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from classroom.grading import NotebookGrader
+
+    def cell(source, grade_id, **meta):
+        return new_code_cell(source, metadata={"nbgrader": {"grade_id": grade_id, "locked": True, **meta}})
+
+    nb = new_notebook(cells=[
+        cell("def check(f):\n    try:\n        return f(2) == 4\n    except Exception:\n        return False", "setup"),
+        cell("def twice(x):\n    while True:\n        pass", "a_answer", locked=False, solution=True),
+        cell("assert check(twice)", "a_test", grade=True, points=1),
+        cell("def square(x):\n    return x * x", "b_answer", locked=False, solution=True),
+        cell("assert check(square)", "b_test", grade=True, points=1),
+    ])
+    trusted = {c.metadata.nbgrader.grade_id: c.source for c in nb.cells if c.metadata.nbgrader.get("locked")}
+    grader = NotebookGrader(trusted, [], timeout=5, memory=4 * 2 ** 30)
+    grader.grade(nb)
+    outputs = {c.metadata.nbgrader.grade_id: c.outputs for c in nb.cells}
+    assert [o.ename for o in outputs["a_test"] if o.output_type == "error"] == ["AnswerTimeout"]
+    assert not [o for o in outputs["b_test"] if o.output_type == "error"], outputs["b_test"]
+    assert [e["kind"] for e in grader.events] == ["stopped"], grader.events
+
+
+def test_the_whole_submission_has_a_time_budget(tmp_path):
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from classroom.grading import NotebookGrader
+
+    nb = new_notebook(cells=[new_code_cell(f"import time\ntime.sleep(3)\nanswer_{i} = {i}",
+                                           metadata={"nbgrader": {"grade_id": f"c{i}", "solution": True}})
+                             for i in range(5)])
+    grader = NotebookGrader({}, [tmp_path], timeout=60, memory=4 * 2 ** 30, notebook_timeout=5)
+    grader.grade(nb)
+    said = [" ".join(o.get("evalue", "") + "".join(o.get("traceback", [])) for o in c.outputs) for c in nb.cells]
+    assert "spent" in said[-1], said
