@@ -37,6 +37,7 @@ from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from classroom.assets import asset, mathjax_dir
+from classroom.solutions import with_solutions
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -284,7 +285,7 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder_repo: str 
         icon_fonts = copy_assets(staging / ASSETS)
         exporter = make_exporter()
         for i, chapter in enumerate(book):
-            nb = nbformat.read(notebooks / f"{chapter.stem}.ipynb", as_version=4)
+            nb = with_solutions(nbformat.read(notebooks / f"{chapter.stem}.ipynb", as_version=4), chapter.stem)
             resources = {
                 "metadata": {"name": chapter.title},
                 "site": {

@@ -1,0 +1,47 @@
+"""The static edition's solutions (classroom/solutions.py): one per exercise, from course/source, collapsed.
+
+Every check call of every chapter's Exercises section gets the instructor's solution of the matching
+assignment part, read from ``course/source/`` (so the course and the site cannot disagree), as a closed
+``<details>`` block that the site's exporter renders; the chapters themselves never change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from classroom import course as cc
+from classroom import site
+from classroom.solutions import solutions, with_solutions
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("assignment", cc.ASSIGNMENTS, ids=lambda a: a.stem)
+def test_every_exercise_of_the_chapter_gets_its_solution(assignment):
+    path = REPO / "notebooks" / f"{assignment.stem}.ipynb"
+    chapter_calls = [cc.normalized_call(call) for cell in cc.exercise_cells(path) if cell["cell_type"] == "code"
+                     for call in cc.check_calls("".join(cell["source"]))]
+    known = solutions(assignment.stem)
+    assert sorted(known) == sorted(chapter_calls)
+    nb = nbformat.read(path, as_version=4)
+    before = len(nb.cells)
+    blocks = [c.source for c in with_solutions(nb, assignment.stem).cells if "site-solution" in c.source]
+    assert len(nb.cells) - before == len(blocks) > 0
+    for part in (p for ex in assignment.exercises for p in ex.parts if "{answer}" in p.call):
+        solution = part.solution.replace("  # noqa: F811", "").replace("  # noqa: E731", "")
+        assert any(solution in block for block in blocks), (assignment.stem, part.answer)
+    assert all(block.startswith('<details class="site-solution">') for block in blocks)  # closed until clicked
+    assert "site-solution" not in path.read_text(encoding="utf-8")
+
+
+def test_the_site_renders_the_solution_collapsed():
+    nb = with_solutions(nbformat.read(REPO / "notebooks" / "04a_integer_equations.ipynb", as_version=4),
+                        "04a_integer_equations")
+    page, _ = site.make_exporter().from_notebook_node(nb, resources={"metadata": {"name": "04a"}, "site": {
+        "assets": site.ASSETS, "mathjax_config": site.MATHJAX_CONFIG, "icon_fonts": "", "binder_url": "",
+        "prev": None, "next": None}})
+    assert page.count('<details class="site-solution">') == 5
+    assert "<details open" not in page
