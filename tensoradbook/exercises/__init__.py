@@ -39,8 +39,12 @@ central differences of the program with one intermediate moved and by brute-forc
 :func:`check_intermediate_adjoint`, :func:`check_pooling_gradient`, :func:`check_softmax_program`.
 Chapter 11 (the capstone network; layers checked against numpy, PyTorch's kink convention and finite
 differences): :func:`check_layer`.
+Chapter 12 (build the core yourself: the student's functions for the tree walk, reverse accumulation, the index
+solve and Algorithm 4, each called on data and compared with a walk of the tree, the core's sweep, exact matrix
+properties, brute force over the box and :func:`tensoradbook.derive`): :func:`check_reads`,
+:func:`check_adjoints`, :func:`check_index_solve`, :func:`check_box_solutions`, :func:`check_algorithm4`.
 
-One module per chapter (``ch04a_integer_equations`` ... ``ch11_capstone``); the reading of answers
+One module per chapter (``ch04a_integer_equations`` ... ``ch12_build``); the reading of answers
 (:mod:`.answers`) and the verdicts' wording (:mod:`.feedback`) are shared. The exercises sit on top of
 the core, which they call and never re-implement; numpy, sympy and fractions only, no Jupyter.
 """
@@ -76,6 +80,7 @@ from .ch09_chaining import (
 )
 from .ch10_programs import check_intermediate_adjoint, check_pooling_gradient, check_softmax_program
 from .ch11_capstone import check_layer
+from .ch12_build import check_adjoints, check_algorithm4, check_box_solutions, check_index_solve, check_reads
 from .feedback import CheckResult
 
 __all__ = [
@@ -117,4 +122,9 @@ __all__ = [
     "check_pooling_gradient",
     "check_softmax_program",
     "check_layer",
+    "check_reads",
+    "check_adjoints",
+    "check_index_solve",
+    "check_box_solutions",
+    "check_algorithm4",
 ]
