@@ -16,8 +16,9 @@ from tensoradbook.lang.expr import (Affine, Atom, Binary, Element, ExpressionErr
                                     free_indices, replace, substitute)
 from tensoradbook.lang.evaluate import MAX_WORK
 from tensoradbook.lang.function import Function
-from tensoradbook.lang.limits import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS
+from tensoradbook.lang.limits import MAX_BOUNDS, MAX_DEPTH, MAX_NESTED_SUMS, MAX_SOURCE_CHARS
 from tensoradbook.lang.printer import to_latex
+from tensoradbook.lang.tokens import CUT, SHOWN_LINE
 from test_printer import functions
 from alarm import time_limit
 
@@ -25,15 +26,17 @@ SCALARS = {"f": (), "x": (), "y": ()}
 
 
 def refused(text, shapes, fragment):
-    """The error's first line (which must hold ``fragment``) and the text under its carets."""
+    """The error's first line (which must hold ``fragment``) and the text under its carets (in the window of
+    the line the message shows)."""
     with pytest.raises(ExpressionError) as info:
         tab.parse(text, shapes)
     message = str(info.value)
     assert fragment in message.split("\n")[0], message
     *_, source, marks = message.split("\n")
     column = len(marks) - len(marks.lstrip()) - 2
-    assert source[2:] == text
-    return text[column:column + marks.count("^")]
+    shown = source[2:]
+    assert shown.removeprefix(CUT).removesuffix(CUT) in text and len(shown) <= SHOWN_LINE + 2 * len(CUT)
+    return shown[column:column + marks.count("^")]
 
 
 def round_trip(fn):
@@ -80,8 +83,8 @@ def test_the_caret_is_under_the_operator_past_the_limit():
     text = chain(MAX_DEPTH + 1)
     with pytest.raises(ExpressionError) as info:
         tab.parse(text, SCALARS)
-    marks = str(info.value).split("\n")[-1]
-    assert marks.index("^") - 2 == text.rindex("+")
+    *_, source, marks = str(info.value).split("\n")
+    assert source[marks.index("^"):] == text[text.rindex("+"):]  # the line's end is in its window
 
 
 def test_minus_signs_in_an_index_need_no_recursion():
@@ -307,3 +310,22 @@ def test_long_bound_lists_are_refused_with_a_caret():
     start = time.perf_counter()
     round_trip(fn)
     assert time.perf_counter() - start < 10
+
+
+def test_text_past_the_source_limit_is_refused_naming_the_limit_and_its_size():
+    """Issue 23: tab.parse read text of any size (the command line a file of gigabytes)."""
+    with pytest.raises(ExpressionError, match=r"^the text has 4,000,001 characters: a function or program is at most "
+                       r"MAX_SOURCE_CHARS = 4,000,000 characters \(tensoradbook.lang.limits\)$"):
+        tab.parse("f[] = x[]" + " " * (MAX_SOURCE_CHARS - 8), SCALARS)
+    assert tab.parse("f[] = x[]" + " " * (MAX_SOURCE_CHARS - 9), SCALARS) == tab.parse("f[] = x[]", SCALARS)
+
+
+def test_a_long_program_is_read_in_time_linear_in_its_length():
+    """Each definition was checked against every one below it: 25,000 definitions took minutes (issue 23)."""
+    lines = ["a0[i] = x[i]", *(f"a{k}[i] = a{k - 1}[i] * x[i] + 1" for k in range(1, 25_000))]
+    shapes = {f"a{k}": (3,) for k in range(len(lines))} | {"x": (3,)}
+    with time_limit():
+        program = tab.parse("\n".join(lines), shapes)
+    assert len(program.definitions) == len(lines)
+    with pytest.raises(ExpressionError, match="line 2: 'a1' is defined below, on line 3"):
+        tab.parse("\n".join([lines[0], lines[2], lines[1]]), shapes)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tensoradbook.lang.expr import Affine, Atom, Binary, Element, ExpressionError, Number, Sum, Unary
 from tensoradbook.ad.derive import derive
 from tensoradbook.lang.parser import parse
+from tensoradbook.lang.tokens import CUT, SHOWN_LINE, caret_block
 import contextlib
 
 from alarm import time_limit
@@ -254,11 +255,14 @@ def test_every_accepted_float_literal_reads_back_from_its_print(literal):
 
 
 def caret(message):
-    """(source line, caret column, caret width) of an error message."""
+    """(source line, caret column, caret width) of an error message; of a line cut to a window, the window
+    without its cut marks and the column in it."""
     lines = message.split("\n")
     source, marks = lines[-2][2:], lines[-1][2:]
     column = len(marks) - len(marks.lstrip())
-    return source, column, len(marks.strip())
+    if source.startswith(CUT):
+        source, column = source[len(CUT):], column - len(CUT)
+    return source.removesuffix(CUT), column, len(marks.strip())
 
 
 S = {"f": (3,), "x": (3,), "y": (3, 3), "u": ()}
@@ -355,9 +359,9 @@ def test_errors_name_the_problem_and_point_at_it(text, shapes, fragment, marked)
     message = str(info.value)
     assert fragment in message.split("\n")[0]
     source, column, width = caret(message)
-    assert source == text
-    if marked:
-        assert text[column:column + width] == marked
+    assert source == text if len(text) <= SHOWN_LINE else source in text
+    if marked:  # a token longer than the window is marked to the window's end
+        assert source[column:column + width] == marked[:len(source) - column]
     else:  # the end of the text
         assert (column, width) == (len(text), 1)
 
@@ -369,6 +373,65 @@ def test_caret_on_the_right_line():
     *_, source, marks = str(info.value).split("\n")
     assert source == "  \t+ expp(x[i])"
     assert marks == "  \t  ^^^^"
+
+
+# --- issue 23: long lines, byte order marks and invisible characters -------------------------------
+
+@pytest.mark.parametrize("where", [0, 500_000, 2**20 - 1])
+def test_a_megabyte_line_is_shown_as_a_window_with_the_caret_under_the_character(where):
+    text = "x" * where + "$" + "y" * (2**20 - 1 - where)
+    block = caret_block(text, where, where + 1)
+    source, marks = (line[2:] for line in block.split("\n"))
+    assert len(source) <= SHOWN_LINE + 2 * len(CUT)
+    assert source[marks.index("^")] == "$" and marks.count("^") == 1
+    assert source.startswith(CUT) == (where > 0) and source.endswith(CUT) == (where < 2**20 - 1)
+
+
+def test_an_error_on_a_long_line_is_short_and_points_at_the_character():
+    text = "f[i] = x[i]" + " " * 2**20 + "+ $ + x[i]"  # a megabyte line
+    with pytest.raises(ExpressionError) as info:
+        parse(text, S)
+    message = str(info.value)
+    assert message.startswith("unexpected character '$'") and len(message) < 300
+    source, column, width = caret(message)
+    assert source[column] == "$" and width == 1
+    assert text.index(source) + column == text.index("$")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("f[i] = " + "a" * 5000 + "[i]", "no shape given for the argument 'aaaaaaaaaaaaaaaaaaaa...(5,000 characters)'"),
+    ("f[i] = " + "a" * 5000 + " (x[i])", "unknown function 'aaaaaaaaaaaaaaaaaaaa...(5,000 characters)'"),
+    ("f[i] = x[i + " + "1" * 5000 + ".5]", "indices are integers, not 11111111111111111111...(5,002 characters)"),
+    ("f[i] = x[i" + " + 1 - 1" * 600 + " + 5]", "x[i + 1 - 1 + 1 - 1 ...(4,808 characters) leaves x's shape (3,)"),
+])
+def test_long_tokens_are_quoted_by_their_start_and_length(text, fragment):
+    with pytest.raises(ExpressionError) as info:
+        parse(text, S)
+    assert fragment in str(info.value) and len(str(info.value)) < 500
+
+
+def test_a_leading_byte_order_mark_is_skipped():
+    """Notepad starts UTF-8 files with U+FEFF; it was an unexpected character under an invisible caret."""
+    assert parse("\ufefff[i] = x[i] * 2", S) == parse("f[i] = x[i] * 2", S)
+    program = parse("\ufeffa[i] = x[i] * 2\nb[i] = a[i] + 1", {**S, "a": (3,), "b": (3,)})
+    assert [d.name for d in program.definitions] == ["a", "b"]
+    with pytest.raises(ExpressionError) as info:
+        parse("\ufefff[i] = x[i] + $", S)
+    source, column, _ = caret(str(info.value))
+    assert source == "f[i] = x[i] + $" and source[column] == "$"
+
+
+@pytest.mark.parametrize("character, named", [
+    ("\u200b", "'\\u200b' (U+200B ZERO WIDTH SPACE)"),
+    ("\ufeff", "'\\ufeff' (U+FEFF ZERO WIDTH NO-BREAK SPACE)"),  # a byte order mark inside the text
+    ("\u00ad", "'\\xad' (U+00AD SOFT HYPHEN)"),
+    ("\x00", "'\\x00' (U+0000, a control character)"),
+    ("\u00d7", "'×' (U+00D7 MULTIPLICATION SIGN)"),
+])
+def test_an_unexpected_character_is_named_when_the_caret_line_cannot_show_it(character, named):
+    with pytest.raises(ExpressionError) as info:
+        parse(f"f[i] = x[i] {character}+ 1", S)
+    assert str(info.value).split("\n")[0] == f"unexpected character {named}"
 
 
 @pytest.mark.parametrize("text, shapes, fragment", [

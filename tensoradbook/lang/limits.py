@@ -1,8 +1,8 @@
 """The limits of the notation: what the parser accepts stays computable (derivable, printable, compilable).
 
-Each limit is refused with a caret and named in the message; tests/test_language_limits.py times the
-work at each. The kernels compute index arithmetic in int64 and the derivatives' bounds exactly, so
-integers stay below :data:`MAX_INTEGER`.
+Each limit is refused with a caret (but the text's length, MAX_SOURCE_CHARS) and named in the message;
+tests/test_language_limits.py times the work at each. The kernels compute index arithmetic in int64 and the
+derivatives' bounds exactly, so integers stay below :data:`MAX_INTEGER`.
 """
 
 # Limits on what is accepted, so that everything accepted also derives, prints, reads back and compiles
@@ -25,3 +25,9 @@ MAX_ELEMENTS = 2**32  # elements of one tensor (32 GiB of float64), so also its 
 # upper bound (a gradient gated to a diagonal counts its sums at every element): the report's example at 2048 x 2048
 # over 128 counts 1.1e12 for dc and runs in 0.1 s on a GPU, so the limit stays far above what kernels really run.
 MAX_KERNEL_WORK = 10**15
+# Characters of the text tab.parse reads (and the command line's --file), where a file of gigabytes (--file
+# /dev/zero) filled the memory (issue 23). Above what derivatives within MAX_DEPTH print, which read back: that
+# of a tower of 100 powers has 2,468,741 (tests/test_fuzz.py), a hand-written program a few hundred (chapter
+# 11's network 553). Reading takes about 6 s a megabyte (a program of 32,000 definitions, one expression of
+# 590,000 characters) and 150 MB of memory.
+MAX_SOURCE_CHARS = 4_000_000

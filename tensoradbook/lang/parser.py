@@ -30,10 +30,12 @@ It also keeps everything it accepts computable: the tree is at most
 :data:`MAX_BOUNDS` bounds in a ``max``/``min`` list; all in :mod:`tensoradbook.lang.limits`), index
 arithmetic stays below :data:`MAX_INTEGER` (64-bit kernels), a tensor has at
 most :data:`MAX_ELEMENTS` elements, and every number literal is one that
-float64 holds and the printer writes back (ASCII digits only).
+float64 holds and the printer writes back (ASCII digits only). The text itself
+is at most :data:`MAX_SOURCE_CHARS` characters.
 
 Every mistake is an :class:`~tensoradbook.lang.expr.ExpressionError` that says what
-is wrong and shows the source line with a caret under the offending token.
+is wrong and shows the source line with a caret under the offending token (a
+window of a long line, :func:`~tensoradbook.lang.tokens.caret_block`).
 """
 
 from __future__ import annotations
@@ -47,11 +49,11 @@ from numbers import Integral
 from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Select, Span, Sum, Unary
 from .function import Function
 from .program import HEAD, Program, definition_lines
-from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS
+from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS, MAX_SOURCE_CHARS
 from .ops import COMPARISONS, FUNCTIONS, OPERATIONS, REDUCTIONS
 from .evaluate import upper_bound
 from .scope import Polytope, Scope, SumFrame, failures, implies_divisible, index_box
-from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block
+from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block, character_name, shown
 from .printer import affine_text, atom_text
 
 
@@ -156,14 +158,15 @@ class _Parser:
         while pos < len(text):
             match = TOKEN.match(text, pos)
             if match is None:
-                self.fail(f"unexpected character {text[pos]!r}", pos, pos + 1)
+                self.fail(f"unexpected character {character_name(text[pos])}", pos, pos + 1)
             kind = match.lastgroup
             if kind != "space":
                 tokens.append(Token(match.group() if kind == "op" else kind, match.group(), pos, match.end()))
             pos = match.end()
         for before, after in zip(tokens, tokens[1:]):
             if before.kind == "number" and after.kind == "name" and before.end == after.start:
-                self.fail(f"write a product with '*': {before.text} * {after.text}", before.start, after.end)
+                self.fail(f"write a product with '*': {shown(before.text)} * {shown(after.text)}", before.start,
+                          after.end)
         tokens.append(Token("end", "", len(text), len(text)))
         return tokens
 
@@ -205,7 +208,7 @@ class _Parser:
         seen = set()
         for token in names:
             if token.text in seen:
-                self.fail_at(f"output index {token.text!r} appears twice", token)
+                self.fail_at(f"output index {token.describe()} appears twice", token)
             seen.add(token.text)
         shape = self.out_shape = self.shape_of(head.text, len(names), "the output", head.start, close.end)
         self.expect("=", "'=' after the output")
@@ -229,11 +232,11 @@ class _Parser:
         plural = "index" if n_indices == 1 else "indices"
         if name not in self.shapes:
             example = _shape_text(tuple(f"n{k}" for k in range(n_indices))).replace("'", "")
-            self.fail(f"no shape given for {role} {name!r} ({n_indices} {plural}): add it to shapes, "
-                      f"e.g. shapes[{name!r}] = {example}", start, end)
+            self.fail(f"no shape given for {role} {shown(name)!r} ({n_indices} {plural}): add it to shapes, "
+                      f"e.g. shapes[{shown(name)!r}] = {example}", start, end)
         shape = self.shapes[name]
         if len(shape) != n_indices:
-            self.fail(f"{role} {name!r} has shape {_shape_text(shape)} but {n_indices} {plural}", start, end)
+            self.fail(f"{role} {shown(name)!r} has shape {_shape_text(shape)} but {n_indices} {plural}", start, end)
         return shape
 
     # --- scalar expressions: + -, then * /, then unary minus, then ** ------
@@ -298,9 +301,9 @@ class _Parser:
             return self.integer_value(token, "write a float instead, e.g. 1e20")
         value = float(token.text)
         if math.isinf(value):
-            self.fail_at(f"the number {token.text} is too large for float64 (at most about 1.8e308)", token)
+            self.fail_at(f"the number {shown(token.text)} is too large for float64 (at most about 1.8e308)", token)
         if value == 0 and token.text.lower().split("e")[0].strip("0.") != "":
-            self.fail_at(f"the number {token.text} is too small for float64 (at least about 5e-324) and would "
+            self.fail_at(f"the number {shown(token.text)} is too small for float64 (at least about 5e-324) and would "
                          "read as 0", token)
         return value
 
@@ -344,15 +347,16 @@ class _Parser:
                 Binary(token.text, *args, span=Span(token.start, close.end))
             return self.made(node, token)
         if token.text in KEYWORDS:
-            self.fail_at(f"unexpected {token.text!r}", token)
+            self.fail_at(f"unexpected {token.describe()}", token)
         following = self.peek(1).kind
         if following == "[":
             return self.element(scope)
         if following == "(":
-            self.fail_at(f"unknown function {token.text!r} (the functions are {', '.join(FUNCTIONS)})", token)
+            self.fail_at(f"unknown function {token.describe()} (the functions are {', '.join(FUNCTIONS)})", token)
         if token.text in scope.indices:
-            self.fail_at(f"the index {token.text!r} can only be used inside an argument's brackets", token)
-        self.fail_at(f"expected '[' after {token.text!r} (a scalar argument is written {token.text}[])", token)
+            self.fail_at(f"the index {token.describe()} can only be used inside an argument's brackets", token)
+        self.fail_at(f"expected '[' after {token.describe()} (a scalar argument is written {shown(token.text)}[])",
+                     token)
 
     def expect_separator(self, hint: str):
         token = self.peek()
@@ -372,12 +376,13 @@ class _Parser:
         token = self.peek()
         if token.kind != "]":
             if token.kind in ("**", "%"):
-                self.fail_at(f"{token.text!r} cannot appear in an index: indices are affine "
+                self.fail_at(f"{token.describe()} cannot appear in an index: indices are affine "
                              "(+, -, and * or / by integer constants)", token)
-            self.fail_at(f"expected ';', ',' or ']' in the indices of {name.text!r}, found {token.describe()}", token)
+            self.fail_at(f"expected ';', ',' or ']' in the indices of {name.describe()}, found {token.describe()}",
+                         token)
         close = self.advance()
         if name.text == self.name:
-            self.fail(f"the output {name.text!r} cannot appear in its own definition", name.start, close.end)
+            self.fail(f"the output {name.describe()} cannot appear in its own definition", name.start, close.end)
         self.shape_of(name.text, len(indices), "the argument", name.start, close.end)
         for index in indices:
             affine = index.affine
@@ -419,7 +424,7 @@ class _Parser:
         index = self.expect_name(f"a {keyword.text} index")
         if index.text in scope.indices:
             what = "an output index" if index.text in scope.outputs else "the index of an enclosing sum"
-            self.fail_at(f"the sum index {index.text!r} shadows {what}", index)
+            self.fail_at(f"the sum index {index.describe()} shadows {what}", index)
         self.expect("}", "'}' after the sum index")
         self.expect("_", "'_' and the lower bound")
         lower = self.bound(scope, lower=True)
@@ -635,7 +640,7 @@ class _Parser:
         """``affine``, whose numbers (coefficients, constant, divisor) must be below MAX_INTEGER."""
         largest = max(abs(n) for n in (affine.constant, affine.denominator, *(c for _, c in affine.terms)))
         if largest >= MAX_INTEGER:
-            self.fail(f"{self.text[start:end]} computes with {largest:.3g}: index arithmetic stays below "
+            self.fail(f"{shown(self.text[start:end])} computes with {largest:.3g}: index arithmetic stays below "
                       f"MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)
         return _Index(affine, start, end)
 
@@ -643,7 +648,7 @@ class _Parser:
         """Refuses ``affine`` if its value, or a partial sum of its terms, can reach MAX_INTEGER on ``intervals``."""
         reach = abs(affine.constant) + sum(abs(c) * max(map(abs, intervals[name])) for name, c in affine.terms)
         if reach >= MAX_INTEGER:
-            self.fail(f"{self.text[start:end]} can reach {reach:.3g} on the output's box and the sums' ranges: "
+            self.fail(f"{shown(self.text[start:end])} can reach {reach:.3g} on the output's box and the sums' ranges: "
                       f"index arithmetic stays below MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)
 
     def index_factor(self, scope: Scope) -> _Index:
@@ -669,13 +674,13 @@ class _Parser:
         token = self.advance()
         if token.kind == "number":
             if not token.text.isdigit():
-                self.fail_at(f"indices are integers, not {token.text}", token)
+                self.fail_at(f"indices are integers, not {shown(token.text)}", token)
             value = self.integer_value(token, "64-bit kernels compute the indices")
             return _Index(Affine.constant_value(value), token.start, token.end)
         if token.kind == "name":
             if token.text not in scope.indices:
                 bound = ", ".join(scope.indices) or "none"
-                self.fail_at(f"unbound index {token.text!r}: it is neither an output index nor the index of "
+                self.fail_at(f"unbound index {token.describe()}: it is neither an output index nor the index of "
                              f"an enclosing sum (bound here: {bound})", token)
             return _Index(Affine.index(token.text), token.start, token.end)
         self.fail_at(f"expected an index expression, found {token.describe()}", token)
@@ -703,8 +708,8 @@ class _Parser:
         value = affine.evaluate(point)
         relation = f"{value} < 0" if value < 0 else f"{value} > {size - 1}"
         at = ", ".join(f"{n} = {point[n]}" for n in use.scope.indices if n in point)
-        source = self.text[use.element.span.start:use.element.span.end]
-        self.fail(f"{source} leaves {use.element.name}'s shape {_shape_text(shape)}{' at ' + at if at else ''}: "
+        source = shown(self.text[use.element.span.start:use.element.span.end])
+        self.fail(f"{source} leaves {shown(use.element.name)}'s shape {_shape_text(shape)}{' at ' + at if at else ''}: "
                   f"index {relation}", *span)
 
 
@@ -719,10 +724,16 @@ def parse(text: str, shapes: Mapping) -> Function | Program:
     ``shapes`` maps every input and every definition to a tuple of positive
     sizes. Raises :class:`~tensoradbook.lang.expr.ExpressionError` (with a caret
     line; for a program, the message starts with the line's number) for anything
-    that is not a well-defined element-wise function or program of them.
+    that is not a well-defined element-wise function or program of them, and for
+    text of more than :data:`MAX_SOURCE_CHARS` characters. A leading byte order
+    mark (U+FEFF, which Notepad writes at the start of UTF-8 files) is skipped.
     """
     if not isinstance(text, str):
         raise ExpressionError(f"the function must be given as text, got {type(text).__name__}")
+    if len(text) > MAX_SOURCE_CHARS:
+        raise ExpressionError(f"the text has {len(text):,} characters: a function or program is at most "
+                              f"MAX_SOURCE_CHARS = {MAX_SOURCE_CHARS:,} characters (tensoradbook.lang.limits)")
+    text = text.removeprefix("\ufeff")
     try:
         shapes = _check_shapes(shapes)
         uncommented, definitions = definition_lines(text)
@@ -754,22 +765,26 @@ class _DefinitionParser(_Parser):
 def _program(text: str, definitions: list[tuple[int, str]], shapes: dict) -> Program:
     """Each definition parsed with the shapes, checked to be defined once and to read only the inputs
     and the definitions above it (so there is no cycle)."""
-    heads = [HEAD.match(lines) for _, lines in definitions]
+    # name -> the lines of the definitions it heads, in order: looked up per name read, as a scan of the
+    # definitions below each one made a program's reading quadratic in its length (issue 23)
+    heading: dict[str, list[int]] = {}
+    for line, lines in definitions:
+        if match := HEAD.match(lines):
+            heading.setdefault(match.group(1), []).append(line)
     defined: dict[str, int] = {}  # name -> its line
     functions = []
-    for k, (line, lines) in enumerate(definitions):
+    for line, lines in definitions:
         parser = _DefinitionParser(lines, shapes, line)
         head = parser.tokens[0]
         if head.kind == "name" and head.text in defined:
-            parser.fail_at(f"{head.text!r} is defined twice: first on line {defined[head.text]}", head)
-        below = {}  # names defined only further down -> the nearest line that does
-        for (later, _), match in reversed(list(zip(definitions[k + 1:], heads[k + 1:]))):
-            if match and match.group(1) not in defined and match.group(1) != head.text:
-                below[match.group(1)] = later
+            parser.fail_at(f"{head.describe()} is defined twice: first on line {defined[head.text]}", head)
         for token, following in zip(parser.tokens[1:], parser.tokens[2:]):
-            if token.kind == "name" and token.text in below and following.kind == "[":
-                parser.fail_at(f"{token.text!r} is defined below, on line {below[token.text]}: a definition "
-                               "reads the inputs and the definitions above it", token)
+            if token.kind != "name" or following.kind != "[" or token.text in defined or token.text == head.text:
+                continue
+            below = next((later for later in heading.get(token.text, ()) if later > line), None)
+            if below is not None:
+                parser.fail_at(f"{token.describe()} is defined below, on line {below}: a definition reads the "
+                               "inputs and the definitions above it", token)
         function = parser.function()
         defined[function.name] = line
         functions.append(function)
