@@ -1,7 +1,8 @@
 """Command line: ``python -m tensoradbook derive "TEXT" --shape f=3x4 --shape a=3x5 ...``.
 
 TEXT is a function or a program of several definitions, one per line (``--file PATH`` reads it from
-a file instead; ``--shape`` gives every input's and every definition's shape). Prints the derivatives
+a UTF-8 file instead, a byte order mark allowed, at most MAX_SOURCE_CHARS characters as for
+:func:`tensoradbook.parse`; ``--shape`` gives every input's and every definition's shape). Prints the derivatives
 in the report's notation (``--latex`` for LaTeX;
 ``--simplified`` for the form the kernels run, reading ``f``); ``--kernel
 numba`` prints the generated module for a target instead; ``--check`` also runs
@@ -14,10 +15,13 @@ one line ``error: ...`` (a parser message adds its caret lines) and exits with
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import stat
 import sys
 
 from .lang.expr import ExpressionError
+from .lang.limits import MAX_SOURCE_CHARS
 from .codegen import TARGETS
 
 # NAME=3x4, NAME=8, NAME= or NAME=() (a scalar); sizes in ASCII digits.
@@ -87,14 +91,23 @@ def _derive(options) -> None:
 
 
 def _text(options) -> str:
-    """The function's text: the argument, or the file ``--file`` names."""
+    """The function's text: the argument, or the file ``--file`` names (at most MAX_SOURCE_CHARS characters of
+    it, as :func:`tensoradbook.parse` takes)."""
     if (options.text is None) == (options.file is None):
         raise ValueError("give the function as TEXT or --file PATH (one of them)")
     if options.text is not None:
         return options.text
     try:
         with open(options.file, encoding="utf-8") as source:
-            return source.read()
+            # At most one character past the limit: `--file /dev/zero` never ends (issue 23).
+            text = source.read(MAX_SOURCE_CHARS + 1)
+            if len(text) > MAX_SOURCE_CHARS:
+                found = os.fstat(source.fileno())
+                size = (f"{found.st_size:,} bytes" if stat.S_ISREG(found.st_mode)
+                        else f"more than {MAX_SOURCE_CHARS:,} characters")
+                raise ValueError(f"--file {options.file!r} has {size}: a function or program is at most "
+                                 f"MAX_SOURCE_CHARS = {MAX_SOURCE_CHARS:,} characters (tensoradbook.lang.limits)")
+            return text
     except OSError as error:
         raise ValueError(f"--file {options.file!r}: {error.strerror or error}") from None
     except UnicodeDecodeError:

@@ -1,6 +1,7 @@
 """The command line ``python -m tensoradbook derive`` on good and bad command lines: bad input is one
 line ``error: ...`` (a parser message adds its caret lines) and exit code 2, never a traceback."""
 
+import os
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tensoradbook.__main__ import main, parse_shapes
+from tensoradbook.lang.limits import MAX_SOURCE_CHARS
 
 
 def run(capsys, *argv):
@@ -90,3 +92,40 @@ def test_the_installed_command_exits_2_without_a_traceback():
     process = subprocess.run([sys.executable, "-m", "tensoradbook", "derive", "f[] = 2 * s[]", "--shape", "f=",
                               "--shape", "s=()"], capture_output=True, text=True, timeout=120)
     assert process.returncode == 0 and process.stdout == "ds[] = 2 * df[]\n" and process.stderr == ""
+
+
+# --- issue 23: what --file reads ------------------------------------------------------------------------------
+
+def test_a_file_past_the_source_limit_is_refused_with_the_limit_and_its_size(capsys, tmp_path):
+    path = tmp_path / "long.txt"
+    path.write_text("f[i] = x[i]" + " " * MAX_SOURCE_CHARS)
+    code, out, err = run(capsys, "--file", str(path), "--shape", "f=3", "--shape", "x=3")
+    assert code == 2 and out == ""
+    assert err == (f"error: --file {str(path)!r} has {MAX_SOURCE_CHARS + 11:,} bytes: a function or program is at "
+                   f"most MAX_SOURCE_CHARS = {MAX_SOURCE_CHARS:,} characters (tensoradbook.lang.limits)\n")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_a_file_that_never_ends_is_refused_at_the_limit():
+    """`--file /dev/zero` grew to gigabytes: it reads one character past the limit and stops."""
+    process = subprocess.run([sys.executable, "-m", "tensoradbook", "derive", "--file", "/dev/zero", "--shape", "f=3"],
+                             capture_output=True, text=True, timeout=300)
+    assert process.returncode == 2 and process.stdout == ""
+    assert process.stderr == (f"error: --file '/dev/zero' has more than {MAX_SOURCE_CHARS:,} characters: a function "
+                              f"or program is at most MAX_SOURCE_CHARS = {MAX_SOURCE_CHARS:,} characters "
+                              "(tensoradbook.lang.limits)\n")
+
+
+def test_a_file_with_a_byte_order_mark_is_read(capsys, tmp_path):
+    """Notepad starts UTF-8 files with a byte order mark, which was an unexpected character."""
+    path = tmp_path / "notepad.txt"
+    path.write_bytes(b"\xef\xbb\xbff[] = 2 * s[]\r\n")
+    code, out, err = run(capsys, "--file", str(path), "--shape", "f=", "--shape", "s=")
+    assert (code, out, err) == (0, "ds[] = 2 * df[]\n", "")
+
+
+def test_an_invisible_character_in_a_file_is_named(capsys, tmp_path):
+    path = tmp_path / "pasted.txt"
+    path.write_text("f[] = 2 *\u200b s[]", encoding="utf-8")
+    code, _, err = run(capsys, "--file", str(path), "--shape", "f=", "--shape", "s=")
+    assert code == 2 and err.startswith("error: unexpected character '\\u200b' (U+200B ZERO WIDTH SPACE)\n")
