@@ -304,18 +304,19 @@ def test_hessian_pattern_of_a_convolution(n, width, data):
     assert ex.check_hessian_pattern(text, "x", beta, len(truth), shapes=shapes)
     gamma = data.draw(st.sampled_from(sorted(truth)))
     missing = ex.check_hessian_pattern(text, "x", beta, sorted(truth - {gamma}), shapes=shapes)
-    assert "for some gamma you did not list" in messages(missing)
+    assert "that is not the set of gamma" in messages(missing)
     assert f"{{{gamma}}}" not in str(missing) and f"v[{gamma}]" not in str(missing)
     outside = [g for g in range(n + width - 1) if g not in truth]
-    if outside:
+    if outside:  # a gamma too many draws the same words as one missing
         extra = ex.check_hessian_pattern(text, "x", beta, sorted(truth | {outside[0]}), shapes=shapes)
-        assert f"= 0 for gamma in {{{outside[0]}}}" in messages(extra) and "jointly" in messages(extra)
+        assert messages(extra) == messages(missing)
 
 
 def test_hessian_pattern_messages():
     text, shapes = conv(6, 3)
-    assert "too many" in messages(ex.check_hessian_pattern(text, "x", 0, 7, shapes=shapes))
-    assert "too few" in messages(ex.check_hessian_pattern(text, "x", 3, 3, shapes=shapes))
+    # too many and too few draw the same words (no binary search for the count)
+    high, low = (messages(ex.check_hessian_pattern(text, "x", 3, n, shapes=shapes)) for n in (7, 3))
+    assert high.replace("7", "N") == low.replace("3 is", "N is") and "non-linear factor" in low
     assert "more than once" in messages(ex.check_hessian_pattern(text, "x", 0, [0, 1, 2, 2], shapes=shapes))
     assert "outside the shape" in messages(ex.check_hessian_pattern(text, "x", 0, [0, 1, 9], shapes=shapes))
     assert "not an index of 1 integer" in messages(ex.check_hessian_pattern(text, "x", 0, [(0, 1)], shapes=shapes))
@@ -325,7 +326,7 @@ def test_hessian_pattern_messages():
     product = ("f[i] = x[i] * x[i + 1]", {"f": (4,), "x": (5,)})
     assert ex.check_hessian_pattern(product[0], "x", 2, [1, 3], shapes=product[1])
     diagonal = ex.check_hessian_pattern(product[0], "x", 2, [1, 2, 3], shapes=product[1])
-    assert "linear in x[2] on its own" in messages(diagonal)
+    assert "x[2] itself counts when it appears non-linearly" in messages(diagonal)
     linear = ("f[i] = x[i] + 2 * x[i + 1]", {"f": (4,), "x": (5,)})
     assert ex.check_hessian_pattern(linear[0], "x", 1, [], shapes=linear[1])
     with pytest.raises(ValueError, match="outside the shape"):

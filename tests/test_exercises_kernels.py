@@ -198,16 +198,16 @@ def test_races_none_for_a_bijection():
 
 def test_races_messages():
     text, shapes = SHIFT
+    # racing elements left out, non-racing ones listed: the same words, no element named
     missed = ex.check_scatter_races(text, "x", {1, 2}, shapes=shapes)
-    assert "some element of dx that you did not list is written by two or more threads" in messages(missed)
-    assert "dx[3]" not in str(missed) and "dx[4]" not in str(missed)  # the racing elements not listed
     single = ex.check_scatter_races(text, "x", {0, 1, 2, 3, 4}, shapes=shapes)
-    assert "dx[0] is written by one thread only (f[0; 0]): no race" in messages(single)
+    assert messages(missed) == messages(single)
+    assert "two or more different threads read it" in messages(missed) and "dx[" not in messages(missed)
     one_thread = ex.check_scatter_races("f[i] = sum{k}_0^2 (x[i] * y[k])", "x", {0},
                                         shapes={"f": (2,), "x": (2,), "y": (3,)})
-    assert "written by one thread only (f[0]), 3 times in its loop" in messages(one_thread)
+    assert "one after another and do not race" in messages(one_thread)
     never = ex.check_scatter_races(SECTION6[0], "c", {(0, 0), (1, 1), (2, 2), (0, 1)}, shapes=SECTION6[1])
-    assert "dc[0; 1] is never written: f does not read c[0; 1]" in messages(never)
+    assert "dc[" not in messages(never)
     outside = ex.check_scatter_races(text, "x", {6}, shapes=shapes)
     assert "dx[6] is not an element: dx has shape (6,)" in messages(outside)
     arity = ex.check_scatter_races(text, "x", {(1, 2)}, shapes=shapes)
@@ -253,10 +253,10 @@ def test_contention_messages():
     adds = ex.check_max_contention(text, "c", 20, shapes=shapes)
     assert "20 is the number of adds into dc[0; 0], not of threads" in messages(adds)
     low = ex.check_max_contention(text, "d", 8, shapes=shapes)
-    assert "too low: some element of dd gets adds from more than 8 threads" in messages(low)
     high = ex.check_max_contention(text, "d", 13, shapes=shapes)
-    assert "too high: no element of dd is written by as many as 13 threads" in messages(high)
-    assert "12" not in str(low) + str(high)
+    # below and above the maximum: the same words (no binary search)
+    assert messages(low).replace("8", "N") == messages(high).replace("13", "N")
+    assert "8 is not the largest number of threads" in messages(low) and "12" not in str(low) + str(high)
     for wrong in ("12", 12.0, True):
         assert "integer count" in messages(ex.check_max_contention(text, "d", wrong, shapes=shapes))
 

@@ -129,13 +129,10 @@ def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
         return problems
     k = K.shape[1]
     rank_K = sympy.Matrix(K.tolist()).rank() if k else 0
-    if k < dim:
-        return [f"{what} has only {k} column{'s' if k != 1 else ''}: too few to span the kernel, whose "
-                f"dimension is M - rank A (M = {n_cols}); some integer solution of A x = 0 is not a "
-                f"combination of your columns"]
-    if k > dim:
-        return [f"{what} has {k} columns, more than the dimension M - rank A of the kernel: a basis has "
-                f"exactly that many columns (yours are linearly dependent)"]
+    if k != dim:
+        # not "too few" or "too many": the formula is the hint, the count itself the student's to work out
+        return [f"{what} has {k} column{'s' if k != 1 else ''}, but a basis of the kernel lattice has exactly "
+                f"M - rank A columns (M = {n_cols}, the number of entries of alpha)"]
     if rank_K < k:
         return [f"the columns of {what} are linearly dependent (rank {rank_K} < {k})"]
     if k == 0:

@@ -23,9 +23,9 @@ from ..ad.derive import derive
 from ..ad.gradcheck import random_arguments
 from ..ad.reverse import local_partials, reverse_accumulate
 from ..lang.evaluate import bound_value
-from ..lang.expr import Affine, Element, If, Number, Sum
+from ..lang.expr import Element, If, Number, Sum
 from ..lang.function import Function
-from ..lang.printer import affine_text, expr_text
+from ..lang.printer import expr_text
 from .answers import (
     _ATOL, _RTOL, _Wrong, _function, _index_text, _int_matrix, _int_triple, _number, _parse_answer, _vec,
 )
@@ -162,19 +162,14 @@ def check_term_count(fn, argument: str, beta, answer, shapes=None) -> CheckResul
     if int(answer) == count:
         return CheckResult(name, True, note=f"Indeed, {fn.name} reads {argument}{_index_text(beta)} "
                                             f"at {count} extended ind{'ex' if count == 1 else 'ices'}.")
-    problems = [f"you counted {int(answer)}, but {fn.name} reads {argument}{_index_text(beta)} at a "
-                f"different number of extended indices (output index and sum indices)"]
-    if int(answer) > count:
-        problems.append("too many: some of your indices lie outside the ranges (the shape of "
-                        f"{fn.name} and the sums' bounds), or do not map onto {_index_text(beta)}")
-    else:
-        problems.append("too few: remember that indices missing from the argument run over their whole "
-                        "range, and that both ends of every range count")
-    return CheckResult(name, False, problems)
-
-
-def _row_text(row, names) -> str:
-    return affine_text(Affine.of({n: int(c) for n, c in zip(names, row) if c}))
+    # The same words for every wrong count: "too many" / "too few" would make repeated tries a binary search.
+    return CheckResult(name, False, [
+        f"{int(answer)} is not the number of extended indices (output index and sum indices) at which {fn.name} "
+        f"reads {argument}{_index_text(beta)}",
+        f"hint: write the extended index alpha (the indices of {fn.name}, then the sums' indices), solve "
+        f"{argument}'s index expressions = {_index_text(beta)} for it, and count the solutions inside every range "
+        f"(the shape of {fn.name} and the sums' bounds, both ends included); an index that {argument} does not read "
+        f"runs over its whole range (the set Gamma of eq. 39)"])
 
 
 def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int = 0) -> CheckResult:
@@ -204,15 +199,16 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
         got = "x".join(str(n) for n in mine.shape)
         return CheckResult(name, False, [f"A must be {A.shape[0]}x{A.shape[1]}: one row per index of {argument}, "
                                          f"one column per entry of alpha = ({alpha}); yours is {got}"])
-    problems = []
-    for r in range(A.shape[0]):
-        if list(mine[r]) != list(A[r]):
-            problems.append(f"row {r} says index {r} of {argument} is {_row_text(mine[r], part.alpha)}, "
-                            f"which is not index {r} of {element}: entry c of the row is the coefficient of "
-                            f"alpha's entry c (in the order {alpha}) in that index")
-    return CheckResult(name, not problems, problems,
-                       note="" if problems or not any(part.offset) else
-                       f"(The constant offset a = {_vec(part.offset)} is not part of A.)")
+    if (mine == A).all():
+        return CheckResult(name, True, note="" if not any(part.offset) else
+                           f"(The constant offset a = {_vec(part.offset)} is not part of A.)")
+    # One message for any wrong matrix: naming the wrong rows would let a few tries fix it row by row.
+    coefficients = [f"c_{n}" for n in range(len(part.alpha))]
+    written = " + ".join(f"{c} {a}" for c, a in zip(coefficients, part.alpha))
+    return CheckResult(name, False, [f"that is not the index matrix of {element}: row r of A holds the coefficients "
+                                     f"of alpha's entries ({alpha}) in index r of {argument}, so that A alpha + a "
+                                     f"gives {argument}'s indices: an index {written} + a_r has the row "
+                                     f"[{', '.join(coefficients)}], and the constant a_r is not part of A"])
 
 
 def _consumer_parts(root, node):
@@ -363,15 +359,17 @@ def check_vec_index(shape, index, answer) -> CheckResult:
     answer = int(answer)
     if answer == right:
         return CheckResult(name, True)
-    problems = [f"position {answer} of vec A holds A{_index_text(walk[answer])}, not A{_index_text(index)}"
-                if 0 <= answer < len(walk) else
-                f"vec A has positions 0 to {len(walk) - 1}; {answer} is outside"]
+    if not 0 <= answer < len(walk):
+        return CheckResult(name, False, [f"vec A has positions 0 to {len(walk) - 1}; {answer} is outside"])
     if answer == int(np.ravel_multi_index(index, shape, order="C")):
-        problems.append("that is the row-major (C order) position; vec stacks columns, so the FIRST index "
-                        "runs fastest (eq. 4)")
-    elif answer == right + 1:
-        problems.append("off by one: the book counts from 0 like the report's sec. 6 (eq. 4 counts from 1)")
-    return CheckResult(name, False, problems)
+        # the row-major position is a mistake whatever the right answer is: naming it gives nothing away
+        return CheckResult(name, False, ["that is the row-major (C order) position; vec stacks columns, so the FIRST "
+                                         "index runs fastest (eq. 4)"])
+    # Which element a wrong position holds, or "off by one", would let a few tries read the answer off.
+    return CheckResult(name, False, [f"{answer} is not the position of A{_index_text(index)} in vec A",
+                                     "hint: vec stacks the columns, so the first index runs fastest: the position "
+                                     "is sum_d i_d s_d with the strides s_0 = 1, s_d = N_0 ... N_(d-1) (eq. 4), "
+                                     "counted from 0 here (eq. 4 counts from 1)"])
 
 
 def check_jacobian_memory(out_shape, in_shape, answer, itemsize: int = 8) -> CheckResult:
@@ -448,17 +446,13 @@ def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckR
                          for k in range(rows)], dtype=int)
     perm_in = np.array([np.ravel_multi_index(np.unravel_index(k, in_shape, order="C"), in_shape, order="F")
                         for k in range(cols)], dtype=int)
-    problems = []
     if np.allclose(mine, J[np.ix_(perm_out, perm_in)], rtol=1e-6, atol=1e-8):
-        problems.append("your rows and columns are in row-major (C) order; vec stacks columns, so the first "
-                        "index runs fastest (eq. 4)")
-    else:
-        r, c = (int(v) for v in np.argwhere(~close)[0])
-        out_idx = np.unravel_index(r, out_shape, order="F")
-        in_idx = np.unravel_index(c, in_shape, order="F")
-        problems.append(f"entry [{r}, {c}] = d{fn.name}{_index_text(out_idx)} / d{argument}{_index_text(in_idx)} "
-                        f"is {_number(mine[r, c])}, which is not right: differentiate that element of {fn.name} "
-                        f"with respect to that element of {argument} at the given point")
-        if (~close).sum() > 1:
-            problems.append(f"{int((~close).sum())} of {J.size} entries differ")
-    return CheckResult(name, False, problems)
+        return CheckResult(name, False, ["your rows and columns are in row-major (C) order; vec stacks columns, so "
+                                         "the first index runs fastest (eq. 4)"])
+    # No entry is named, nor how many differ: either would let a few tries fix the matrix entry by entry.
+    return CheckResult(name, False, [f"that is not d vec {fn.name} / d vec {argument} at the given point: entry "
+                                     f"[r, c] is the derivative of element r of vec {fn.name} with respect to "
+                                     f"element c of vec {argument}; find the two elements by counting down the "
+                                     f"columns (the first index fastest, eq. 4) and differentiate that element of "
+                                     f"{fn.name}'s definition with respect to that element of {argument} at the "
+                                     f"point"])

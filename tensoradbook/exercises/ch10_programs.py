@@ -192,8 +192,9 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
     ``m[u; v] = max{r}_0^1 (max{s}_0^1 (x[2 * u + r; 2 * v + s]))``: each window's adjoint goes, whole, to its
     first maximal element in row-major order (the order of the nested reductions; PyTorch's max pooling and
     ``np.argmax`` do the same). The answer is an array shaped like ``x``; it is compared with that routing
-    done by brute force here, and a wrong answer is matched against the usual other conventions (the adjoint
-    split among ties, the last maximum, column-major order).
+    done by brute force here. A wrong answer is matched against the usual other conventions (the adjoint
+    split among ties, the last maximum, column-major order), else told which rules it breaks (each window's
+    adjoint passed back once, whole, to a maximal element, the first of a tie), never where.
     """
     x = np.asarray(x, dtype=np.float64)
     df = np.asarray(df, dtype=np.float64)
@@ -227,18 +228,28 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
     for name, hint in hints.items():
         if not np.allclose(routings[name], routings["first"]) and np.allclose(mine, routings[name], atol=1e-12):
             return CheckResult(exercise, False, [hint])
-    problems = []
     if np.allclose(mine, _routed(x, np.ones_like(df), _CONVENTIONS["first"]), atol=1e-12):
-        problems.append("the right elements, but each must receive its window's adjoint df[u; v], not 1")
-    elif not math.isclose(float(mine.sum()), float(df.sum()), rel_tol=1e-12, abs_tol=1e-12):
-        problems.append(f"your dx adds up to {_number(mine.sum())}, but the windows do not overlap, so dx must add "
-                        f"up to the sum of df, {_number(df.sum())}: each window passes its adjoint on exactly once")
-    wrong = [tuple(int(k) for k in b) for b in np.argwhere(~np.isclose(mine, routings["first"], atol=1e-12))]
-    u, v = wrong[0][0] // 2, wrong[0][1] // 2
-    problems.append(f"dx{_index_text(wrong[0])} is not right: in window [{u}; {v}] (rows {2 * u}-{2 * u + 1}, "
-                    f"columns {2 * v}-{2 * v + 1}), which element is the first maximal one?")
-    if len(wrong) > 1:
-        problems.append(f"{len(wrong)} of {x.size} elements differ")
+        return CheckResult(exercise, False, ["the right elements, but each must receive its window's adjoint "
+                                             "dm[u; v], not 1"])
+    # The rules a right dx obeys, tested on yours alone (its windows against x and df): no element is named and
+    # nothing is counted, so repeated tries cannot locate the right answer element by element.
+    problems = []
+    windows = [(mine[2 * u:2 * u + 2, 2 * v:2 * v + 2], x[2 * u:2 * u + 2, 2 * v:2 * v + 2], df[u, v])
+               for u in range(df.shape[0]) for v in range(df.shape[1])]
+    nonzero = [np.abs(mine_w) > 1e-12 for mine_w, _, _ in windows]
+    if any(not math.isclose(float(mine_w.sum()), float(d), rel_tol=1e-12, abs_tol=1e-12) for mine_w, _, d in windows):
+        problems.append("in some window your dx does not add up to that window's adjoint dm[u; v]: each window passes "
+                        "its adjoint back exactly once, and the windows do not overlap")
+    if any(np.count_nonzero(used) > 1 for used in nonzero):
+        problems.append("in some window more than one element of your dx is non-zero: a window's adjoint goes, whole, "
+                        "to one element")
+    if any((used & (x_w < x_w.max())).any() for used, (_, x_w, _) in zip(nonzero, windows)):
+        problems.append("in some window your dx is non-zero at an element that is not a maximum of that window of x: "
+                        "only the element the max picked gets the adjoint")
+    if not problems:  # each window's adjoint went whole to a maximal element: a tie was broken the wrong way
+        problems.append("where a window of x has a tie, the adjoint goes to its first maximal element in row-major "
+                        "order (the order of the nested reductions max{r} (max{s} ...), as np.argmax and PyTorch "
+                        "do)")
     return CheckResult(exercise, False, problems)
 
 
