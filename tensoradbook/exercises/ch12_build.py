@@ -29,6 +29,7 @@ matrices of Fourier-Motzkin turned into the sum bounds of eq. 45 and the conditi
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from fractions import Fraction
 
@@ -720,6 +721,9 @@ def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, se
         if isinstance(result, Function):
             result = str(result)
         text = _text(result, "gradient(fn, argument)'s result")
+        defined = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", text)
+        if defined and defined.group(1) not in accepted:
+            raise _Wrong(f"your gradient defines {defined.group(1)!r}; call it {gradient!r} ({gradient}[...] = ...)")
         try:
             mine = parse(text, answer_shapes)
         except ExpressionError as error:
@@ -727,8 +731,6 @@ def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, se
             raise _Wrong(f"your gradient cannot be read:\n{indented}") from None
         if not isinstance(mine, Function):
             raise _Wrong("your gradient must be one definition, \"name[indices] = expression\"")
-        if mine.name not in accepted:
-            raise _Wrong(f"your gradient defines {mine.name!r}; call it {gradient!r} ({gradient}[...] = ...)")
     except _Wrong as err:
         return CheckResult(name, False, [str(err)])
     rng = np.random.default_rng(seed)
