@@ -1,4 +1,5 @@
-"""What every widget of the book shares, in one place: the re-entry guard of its controls and its preset menu.
+"""What every widget of the book shares, in one place: the re-entry guard of its controls, its preset menu and
+the static picture displayed beside its live view (:mod:`widgets.picture`).
 
 A widget shows a state set from Python (a preset, ``set_function``, a step) by writing its controls'
 values, and each control's observer would then call back into the widget as if the user had typed it.
@@ -22,17 +23,34 @@ The ``shows_errors`` guard of public setters, step buttons (``SliderSteps``) and
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 
 import ipywidgets as W
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class WidgetBase:
     """The re-entry guard: :meth:`showing` while controls display a state set from Python, and
     :meth:`on_user_change` for observers that must only hear the user; :meth:`preset_dropdown` for
-    widgets with presets."""
+    widgets with presets; the static picture in the widget's mime bundle."""
 
     _showing = False  # True while the widget writes its own controls
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live view and, beside it, a PNG of what the widget shows now, for the pages that have no kernel
+        (GitHub, the static site): the front-ends that run widgets rank the view above the image."""
+        data = super()._repr_mimebundle_(**kwargs)
+        if data and WIDGET_VIEW in data:
+            from .picture import picture_base64  # Pillow and mathtext load at the first display, not at import
+
+            try:
+                data["image/png"] = picture_base64(self)
+            except Exception as exc:  # noqa: BLE001 -- a picture that fails must not cost the live widget
+                warnings.warn(f"{type(self).__name__}: no static picture ({type(exc).__name__}: {exc})",
+                              stacklevel=2)
+        return data
 
     @contextmanager
     def showing(self):
