@@ -1,8 +1,11 @@
 """The static HTML edition of the book: ``make site`` (``python -m classroom.site``) writes ``site/``.
 
 Every ``notebooks/*.ipynb`` becomes ``site/<stem>.html`` through nbconvert's lab template, **without executing**
-anything: the committed outputs and the stored widget state (``metadata.widgets``) are what the pages show, and
-the widget views are drawn from that state in the browser by ``@jupyter-widgets/html-manager`` without a kernel.
+anything: the committed outputs are what the pages show. A widget of the book displays a PNG of what it shows
+beside its live view (``widgets/picture.py``); without a kernel the view could only look live and do nothing, so
+a page shows that picture with a caption saying so (:func:`show_widget_pictures`). A widget view without a
+picture is drawn from the stored widget state (``metadata.widgets``) in the browser by
+``@jupyter-widgets/html-manager``.
 ``site/index.html`` is the chapter map. Every chapter page links to its neighbours, to the index and to Binder,
 which runs the chapter live from ``environment.yml``.
 
@@ -80,6 +83,7 @@ FONTS = f"{ASSETS}/fonts"
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+PICTURE_CLASS = "site-widget-picture"
 
 
 @dataclass(frozen=True)
@@ -262,6 +266,37 @@ def make_exporter() -> HTMLExporter:
     )
 
 
+def _has_picture(output) -> bool:
+    """A widget's output that carries its static picture."""
+    data = output.get("data", {})
+    return WIDGET_VIEW in data and "image/png" in data
+
+
+def widget_picture_html(png_base64: str, binder: str) -> str:
+    """The figure a page shows for a widget: its picture, and a caption saying it is one."""
+    return (f'<figure class="{PICTURE_CLASS}" style="margin:0">'
+            f'<img src="data:image/png;base64,{png_base64}" alt="static picture of the widget">'
+            '<figcaption style="font-size:0.9em;color:#555;margin-top:4px">Static picture of the initial state; '
+            f'<a href="{html.escape(binder)}" target="_blank" rel="noopener">run the chapter</a> to use the widget.'
+            '</figcaption></figure>')
+
+
+def show_widget_pictures(nb, binder: str) -> int:
+    """Replace each widget output that carries a picture by :func:`widget_picture_html` (in place); a notebook
+    left without widget views loses its stored widget state, so its page loads no widget manager. Returns how
+    many outputs were replaced."""
+    replaced = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if _has_picture(output):
+                output["data"] = {"text/html": widget_picture_html(output["data"]["image/png"], binder)}
+                output["metadata"] = {}
+                replaced += 1
+    if not any(WIDGET_VIEW in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])):
+        nb.metadata.pop("widgets", None)
+    return replaced
+
+
 def _nav(chapter: Chapter | None) -> dict | None:
     if chapter is None:
         return None
@@ -286,6 +321,7 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder_repo: str 
         exporter = make_exporter()
         for i, chapter in enumerate(book):
             nb = with_solutions(nbformat.read(notebooks / f"{chapter.stem}.ipynb", as_version=4), chapter.stem)
+            show_widget_pictures(nb, binder_url(binder_repo, chapter.stem))
             resources = {
                 "metadata": {"name": chapter.title},
                 "site": {
@@ -342,10 +378,19 @@ def write_index(path: Path, book: list[Chapter], binder_repo: str) -> None:
     path.write_text(page, encoding="utf-8")
 
 
-def widget_view_count(path: Path) -> int:
-    """How many widget views a notebook stores in its outputs (each one is drawn on its page)."""
+def _outputs(path: Path) -> list[dict]:
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return sum(WIDGET_VIEW in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
+    return [o for c in nb["cells"] for o in c.get("outputs", [])]
+
+
+def widget_view_count(path: Path) -> int:
+    """How many widget views a notebook stores without their picture (each one is drawn live on its page)."""
+    return sum(WIDGET_VIEW in o.get("data", {}) and not _has_picture(o) for o in _outputs(path))
+
+
+def widget_picture_count(path: Path) -> int:
+    """How many widget outputs of a notebook carry their picture (each one is shown as a figure on its page)."""
+    return sum(map(_has_picture, _outputs(path)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,8 @@
 """The static HTML edition (``make site``, :mod:`classroom.site`): built once into a temporary folder, then
 checked as files (every chapter listed, no script or style sheet from the network) and, marked ``browser``, in
 headless chromium behind a static file server with every request that leaves loopback aborted: each chapter's
-math is typeset by the local MathJax, its stored widgets are drawn by the local widget manager without a kernel,
-and its previous/next links lead to pages that exist.
+math is typeset by the local MathJax, its widgets show their static pictures (stored widget views without one
+are drawn by the local widget manager without a kernel), and its previous/next links lead to pages that exist.
 
 Screenshots of the index and of chapter 04a go to screenshots/ (site-index.png, site-04a_integer_equations.png)
 for a person to look at.
@@ -124,6 +124,8 @@ PAGE_STATE = r"""() => {
     rawDisplayMath: markdown.filter(e => visible(e) && e.innerText.includes('$$')).map(e => e.innerText.slice(0, 80)),
     rawWidgetMath: Array.from(document.querySelectorAll('.widget-htmlmath')).filter(
       e => /\$\$|\\\(/.test(e.innerText)).map(e => e.innerText.slice(0, 80)),
+    pictures: Array.from(document.querySelectorAll('figure.site-widget-picture img')).filter(
+      img => img.complete && img.naturalWidth > 0).length,
     widgetOutputs: Array.from(document.querySelectorAll('.jp-OutputArea-output.jupyter-widgets')).map(
       e => e.querySelectorAll('.lm-Widget, .jupyter-widgets.widget-container, .widget-inline-hbox').length),
     // the html-manager's stand-in for a view it could not create
@@ -168,7 +170,9 @@ def test_pages_in_an_offline_browser(built, tmp_path):
             page.goto(f"{base}/{chapter.href}", wait_until="load")
             check_chapter(page, i)
             if chapter.stem == SHOT:
-                shoot(page, f"site-{SHOT}.png", widget=site.widget_view_count(site.NOTEBOOKS / f"{SHOT}.ipynb") > 0)
+                path = site.NOTEBOOKS / f"{SHOT}.ipynb"
+                widgets = site.widget_view_count(path) + site.widget_picture_count(path)
+                shoot(page, f"site-{SHOT}.png", widget=widgets > 0)
         page.goto(f"{base}/index.html", wait_until="load")
         page.wait_for_function(MATH_DONE, timeout=30_000)
         shoot(page, "site-index.png")
@@ -188,6 +192,7 @@ def check_chapter(page, i: int) -> None:
     chapter = CHAPTERS[i]
     where = chapter.stem
     stored = site.widget_view_count(site.NOTEBOOKS / f"{chapter.stem}.ipynb")
+    pictures = site.widget_picture_count(site.NOTEBOOKS / f"{chapter.stem}.ipynb")
     if stored:
         page.wait_for_function(WIDGETS_DONE, arg=stored, timeout=60_000, polling=100)
     # after the widgets: their math joins MathJax's queue when they are drawn
@@ -200,6 +205,7 @@ def check_chapter(page, i: int) -> None:
         assert not state["rawWidgetMath"], f"{where}: raw math left in widgets {state['rawWidgetMath']}"
     drawn = [n for n in state["widgetOutputs"] if n > 0]
     assert len(drawn) >= stored, f"{where}: {len(drawn)} of {stored} stored widget views drawn"
+    assert state["pictures"] == pictures, f"{where}: {state['pictures']} of {pictures} widget pictures shown"
     assert not state["errorWidgets"], f"{where}: error widgets {state['errorWidgets']}"
     assert state["index"] == 2, f"{where}: {state['index']} links to the index (top and bottom)"
     assert state["binder"] and all("someone/somebook" in u and where in u for u in state["binder"]), state
@@ -209,10 +215,12 @@ def check_chapter(page, i: int) -> None:
 
 
 def shoot(page, name: str, widget: bool = False) -> None:
-    """A screenshot into screenshots/: the top of the page, or the first drawn widget with the text above it."""
+    """A screenshot into screenshots/: the top of the page, or the first widget (its picture, or drawn live) with
+    the text above it."""
     SCREENSHOTS.mkdir(exist_ok=True)
     if widget:
-        page.locator(".jp-OutputArea-output.jupyter-widgets .lm-Widget").first.scroll_into_view_if_needed()
+        page.locator(f"figure.{site.PICTURE_CLASS}, .jp-OutputArea-output.jupyter-widgets .lm-Widget").first \
+            .scroll_into_view_if_needed()
         page.mouse.wheel(0, -200)
         page.wait_for_timeout(200)
     page.screenshot(path=str(SCREENSHOTS / name))
