@@ -20,6 +20,7 @@ import tensoradbook.widgets as tw
 from classroom import site
 from tensoradbook.widgets import picture
 from tensoradbook.widgets.base import WIDGET_VIEW
+from tensoradbook.widgets.graph import FIG1, sweep_picture
 
 REPO = Path(__file__).resolve().parent.parent
 SCREENSHOTS = REPO / "screenshots"
@@ -141,3 +142,10 @@ def test_widget_counts(tmp_path):
     path = tmp_path / "x.ipynb"
     nbformat.write(nb, path)
     assert site.widget_view_count(path) == 1 and site.widget_picture_count(path) == 1
+
+
+def test_sweep_picture_is_the_graph_views_last_step():
+    view = tw.GraphView(FIG1)
+    view.step = view.n_steps - 1
+    assert sweep_picture(FIG1) == view.image.value
+    assert sweep_picture(FIG1, step=0) == tw.GraphView(FIG1).image.value

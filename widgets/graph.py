@@ -262,6 +262,116 @@ def _layout(keys, children) -> tuple[dict, tuple]:
     return position, (width, height)
 
 
+def sweep_picture(text: str, step: int | None = None) -> bytes:
+    """The figure :class:`GraphView` shows for ``text`` (scalars by default) at ``step`` of the reverse sweep, by
+    default its last (every adjoint final), as PNG bytes, without a widget: chapter 02 draws the report's Figs. 1
+    and 2 with it. :func:`~tensoradbook.widgets.set_scale` sets its size as for a widget."""
+    text = function_text(text)
+    picture = SweepPicture(SweepGraph.of(tab.parse(text, default_shapes(text))))
+    return picture.png(picture.n_steps - 1 if step is None else step)
+
+
+class SweepPicture:
+    """The figure of a :class:`SweepGraph` at each step of its reverse sweep (step 0: the forward graph) as PNG
+    bytes, at the scale set when it is made.
+
+    The forward graph and the legend are the same at every step: they are drawn once and kept as pixels; a step
+    restores them and draws only its own artists on top (matplotlib's blitting), which keeps a step well inside
+    100 ms. Pictures already drawn are kept.
+    """
+
+    def __init__(self, graph: SweepGraph):
+        self.graph = graph
+        self.n_steps = len(graph.keys) + 1
+        self._figure = Figure(figsize=graph.size, dpi=figure_dpi(DPI))
+        self._canvas = FigureCanvasAgg(self._figure)
+        self._ax = ax = self._figure.add_axes((0, 0, 1, 1))
+        ax.set_axis_off()
+        ax.set_xlim(0, graph.size[0])
+        ax.set_ylim(0, graph.size[1])
+        for parent in graph.keys:  # forward edges: a node uses its children's values
+            for child in graph.children[parent]:
+                (x0, y0), (x1, y1) = graph.position[parent], graph.position[child]
+                ax.plot((x0, x1), (y0, y1), color=BLUE, linewidth=1.2, zorder=1)
+        for j, key in enumerate(graph.keys):
+            self._node_box(key, _FORWARD_BOX)
+            x, y = graph.position[key]
+            ax.text(x - 0.12, y + 0.3, f"v{subscript(j + 1)}", ha="right", va="center", fontsize=9,
+                    color="0.35", zorder=3)
+        legend = legend_pixels(_LEGEND, figure_dpi(DPI), ncol=3, fontsize=9, frameon=False)
+        self._figure.figimage(legend, xo=max(0, int((graph.size[0] * figure_dpi(DPI) - legend.shape[1]) / 2)), yo=4)
+        self._canvas.draw()
+        self._background = self._canvas.copy_from_bbox(self._figure.bbox)
+        self._pictures: dict[int, bytes] = {}  # step -> PNG
+
+    def titles(self, k: int) -> tuple[str, str]:
+        """The title at step ``k`` and the line under it naming the report's figure that draws this function
+        ("" for a function the report does not draw)."""
+        graph = self.graph
+        width = graph.size[0]
+        head = "forward graph" if k == 0 else f"reverse sweep, step {k} of {self.n_steps - 1}"
+        title = cut(f"{head}:  {plain(str(graph.function))}", int(width / (1.3 * CHAR)))  # 11 pt bold
+        figure = report_figure(graph.function)
+        return title, cut(figure, int(width / (1.15 * CHAR))) if figure else ""
+
+    def png(self, k: int) -> bytes:
+        """The picture at step ``k``."""
+        if k not in self._pictures:
+            self._canvas.restore_region(self._background)
+            artists = self._step_artists(k)
+            for artist in artists:
+                self._ax.draw_artist(artist)
+                artist.remove()
+            self._pictures[k] = canvas_png(self._canvas)
+        return self._pictures[k]
+
+    def _node_box(self, key, box):
+        x, y = self.graph.position[key]
+        return self._ax.text(x, y, node_label(key[0]), ha="center", va="center", fontsize=10, bbox=box,
+                             zorder=3)
+
+    def _delta_at(self, key) -> tuple[float, float]:
+        x, y = self.graph.position[key]
+        return x + (CHAR * len(node_label(key[0])) + PAD) / 2 + DELTA_OFFSET + (CHAR * 3 + PAD) / 2, y
+
+    def _step_artists(self, k: int) -> list:
+        """What step ``k`` adds to the forward graph, in drawing order (edges under boxes)."""
+        graph, ax = self.graph, self._ax
+        width, height = graph.size
+        title, figure = self.titles(k)
+        artists = [ax.text(width / 2, height - 0.3, title, ha="center", va="center", fontsize=11,
+                           fontweight="bold")]
+        if figure:  # the report draws this function: say which figure, under the title
+            artists.append(ax.text(width / 2, height - 0.62, figure, ha="center", va="center", fontsize=10,
+                                   fontstyle="italic", color="0.3"))
+        if k == 0:
+            return artists
+        known, done, current = graph.states[k], set(graph.keys[:k]), graph.keys[k - 1]
+        labels = []
+        for parent in graph.keys[:k]:  # red edges: the contributions already sent
+            for child in graph.children[parent]:
+                if known.get(child, ZERO) == ZERO or (parent, child) not in graph.partial_labels:
+                    continue
+                (x0, y0), (x1, y1) = self._delta_at(parent), self._delta_at(child)
+                artists += ax.plot((x0, x1), (y0, y1), color=RED, linestyle="--", linewidth=1.2)
+                labels.append(ax.text((x0 + x1) / 2, (y0 + y1) / 2, graph.partial_labels[(parent, child)],
+                                      ha="center", va="center", fontsize=9, color=RED,
+                                      bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none",
+                                                alpha=0.85)))
+        artists += labels
+        for j, key in enumerate(graph.keys):
+            if known.get(key, ZERO) == ZERO:
+                continue  # not reached yet, or nothing flows to it (a constant exponent)
+            final = key in done
+            box = dict(boxstyle="round,pad=0.25", facecolor=RED_FILL if final else "white",
+                       edgecolor=CURRENT if key == current else RED, linewidth=2.5 if key == current else 1.2,
+                       linestyle="-" if final else "--")
+            artists.append(ax.text(*self._delta_at(key), f"Δ{subscript(j + 1)}", ha="center", va="center",
+                                   fontsize=10, color=RED, bbox=box))
+        artists.append(self._node_box(current, dict(_FORWARD_BOX, edgecolor=CURRENT, linewidth=2.5)))
+        return artists
+
+
 class GraphView(WidgetBase, SliderSteps, W.VBox):
     """The computational graph of a function (blue) and its reverse sweep step by step, which builds the
     derivative graph (red), as in the report's Figs. 1 and 2.
@@ -296,8 +406,7 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
         self.slider.observe(lambda _: self._show(), names="value")
         self.image = W.Image(format="png")
         self.text = W.HTMLMath()
-        self._figure = self._canvas = self._ax = self._background = None
-        self._pictures: dict[int, bytes] = {}  # step -> PNG of the function shown
+        self._picture: SweepPicture | None = None
         self.children = [W.HBox([self.entry, apply]), self.errors,
                          W.HBox([*self.buttons.values(), self.slider]), self.image, self.text]
         if not self.set_function(text, shapes):
@@ -341,7 +450,8 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
         self._graph = graph
         with self.showing():
             self.entry.value = text
-        self._start_figure()
+        self._picture = SweepPicture(graph)
+        self.image.layout.width = css_width(graph.size[0], DPI)
         with self.slider.hold_trait_notifications():
             self.slider.max = self.n_steps - 1
             self.slider.value = 0
@@ -352,106 +462,14 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
     def title(self) -> tuple[str, str]:
         """The picture's title at this step and the line under it naming the report's figure that draws this
         function ("" for a function the report does not draw)."""
-        return self._titles(self.step)
-
-    def _titles(self, k: int) -> tuple[str, str]:
-        graph = self._graph
-        width = graph.size[0]
-        head = "forward graph" if k == 0 else f"reverse sweep, step {k} of {self.n_steps - 1}"
-        title = cut(f"{head}:  {plain(str(graph.function))}", int(width / (1.3 * CHAR)))  # 11 pt bold
-        figure = report_figure(graph.function)
-        return title, cut(figure, int(width / (1.15 * CHAR))) if figure else ""
+        return self._picture.titles(self.step)
 
     # -- drawing --------------------------------------------------------------
-    # The forward graph and the legend are the same at every step: they are drawn once per function and
-    # kept as pixels; a step restores them and draws only its own artists on top (matplotlib's blitting),
-    # which keeps a step well inside 100 ms. Pictures already shown are kept as PNG bytes.
     def _show(self) -> None:
         self.buttons["Back"].disabled = self.step == 0
         self.buttons["Forward"].disabled = self.step == self.n_steps - 1
-        self.image.value = self._draw()
+        self.image.value = self._picture.png(self.step)
         self.text.value = self._describe()
-
-    def _start_figure(self) -> None:
-        graph = self._graph
-        self._figure = Figure(figsize=graph.size, dpi=figure_dpi(DPI))
-        self._canvas = FigureCanvasAgg(self._figure)
-        self._ax = ax = self._figure.add_axes((0, 0, 1, 1))
-        ax.set_axis_off()
-        ax.set_xlim(0, graph.size[0])
-        ax.set_ylim(0, graph.size[1])
-        for parent in graph.keys:  # forward edges: a node uses its children's values
-            for child in graph.children[parent]:
-                (x0, y0), (x1, y1) = graph.position[parent], graph.position[child]
-                ax.plot((x0, x1), (y0, y1), color=BLUE, linewidth=1.2, zorder=1)
-        for j, key in enumerate(graph.keys):
-            self._node_box(key, _FORWARD_BOX)
-            x, y = graph.position[key]
-            ax.text(x - 0.12, y + 0.3, f"v{subscript(j + 1)}", ha="right", va="center", fontsize=9,
-                    color="0.35", zorder=3)
-        legend = legend_pixels(_LEGEND, figure_dpi(DPI), ncol=3, fontsize=9, frameon=False)
-        self._figure.figimage(legend, xo=max(0, int((graph.size[0] * figure_dpi(DPI) - legend.shape[1]) / 2)), yo=4)
-        self._canvas.draw()
-        self._background = self._canvas.copy_from_bbox(self._figure.bbox)
-        self._pictures = {}
-        self.image.layout.width = css_width(graph.size[0], DPI)
-
-    def _node_box(self, key, box):
-        x, y = self._graph.position[key]
-        return self._ax.text(x, y, node_label(key[0]), ha="center", va="center", fontsize=10, bbox=box,
-                             zorder=3)
-
-    def _delta_at(self, key) -> tuple[float, float]:
-        x, y = self._graph.position[key]
-        return x + (CHAR * len(node_label(key[0])) + PAD) / 2 + DELTA_OFFSET + (CHAR * 3 + PAD) / 2, y
-
-    def _draw(self) -> bytes:
-        k = self.step
-        if k not in self._pictures:
-            self._canvas.restore_region(self._background)
-            artists = self._step_artists(k)
-            for artist in artists:
-                self._ax.draw_artist(artist)
-                artist.remove()
-            self._pictures[k] = canvas_png(self._canvas)
-        return self._pictures[k]
-
-    def _step_artists(self, k: int) -> list:
-        """What step ``k`` adds to the forward graph, in drawing order (edges under boxes)."""
-        graph, ax = self._graph, self._ax
-        width, height = graph.size
-        title, figure = self._titles(k)
-        artists = [ax.text(width / 2, height - 0.3, title, ha="center", va="center", fontsize=11,
-                           fontweight="bold")]
-        if figure:  # the report draws this function: say which figure, under the title
-            artists.append(ax.text(width / 2, height - 0.62, figure, ha="center", va="center", fontsize=10,
-                                   fontstyle="italic", color="0.3"))
-        if k == 0:
-            return artists
-        known, done, current = graph.states[k], set(graph.keys[:k]), graph.keys[k - 1]
-        labels = []
-        for parent in graph.keys[:k]:  # red edges: the contributions already sent
-            for child in graph.children[parent]:
-                if known.get(child, ZERO) == ZERO or (parent, child) not in graph.partial_labels:
-                    continue
-                (x0, y0), (x1, y1) = self._delta_at(parent), self._delta_at(child)
-                artists += ax.plot((x0, x1), (y0, y1), color=RED, linestyle="--", linewidth=1.2)
-                labels.append(ax.text((x0 + x1) / 2, (y0 + y1) / 2, graph.partial_labels[(parent, child)],
-                                      ha="center", va="center", fontsize=9, color=RED,
-                                      bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none",
-                                                alpha=0.85)))
-        artists += labels
-        for j, key in enumerate(graph.keys):
-            if known.get(key, ZERO) == ZERO:
-                continue  # not reached yet, or nothing flows to it (a constant exponent)
-            final = key in done
-            box = dict(boxstyle="round,pad=0.25", facecolor=RED_FILL if final else "white",
-                       edgecolor=CURRENT if key == current else RED, linewidth=2.5 if key == current else 1.2,
-                       linestyle="-" if final else "--")
-            artists.append(ax.text(*self._delta_at(key), f"Δ{subscript(j + 1)}", ha="center", va="center",
-                                   fontsize=10, color=RED, bbox=box))
-        artists.append(self._node_box(current, dict(_FORWARD_BOX, edgecolor=CURRENT, linewidth=2.5)))
-        return artists
 
     def _describe(self) -> str:
         graph, k = self._graph, self.step
