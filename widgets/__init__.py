@@ -39,7 +39,9 @@ Pearlmutter & Siskind, "Inverse Accumulation Mode" (:mod:`tensoradbook.inverse`)
   chosen topological order: live values per cut, the lumps (sec. 3, Fig. 4).
 
 The widgets call :mod:`tensoradbook` for every computation and only draw. ``set_scale(PRESENTATION_SCALE)``
-draws every widget made afterwards twice as large (pixels, dpi and fonts together) for a lecture hall.
+draws every widget made afterwards twice as large (pixels, dpi and fonts together) for a lecture hall. Displayed,
+each widget also sends a static picture of what it shows (:mod:`.picture`), which GitHub and the static site show
+where there is no kernel.
 """
 
 from .chaining import ChainTable, MemoryBudget, ScheduleView, TwoFactorExplorer
