@@ -22,9 +22,36 @@ from .codegen.targets import GATHER_TARGETS, TARGETS, target_named
 _RUNNING = threading.Lock()
 
 
+def _sequence_as_array(function: str, argument: str, value):
+    """``value`` as a numpy array where it is a list or a tuple, else itself: torch.as_tensor reads nested
+    sequences of numbers but jax.numpy refuses them, and both bridges take them alike (issue 23)."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError, RuntimeError) as error:  # ragged, or holding tensors or traced values
+        raise TypeError(f"{function}: argument {argument!r} is a {type(value).__name__} but not one of numbers "
+                        f"in the shape of an array ({' '.join(str(error).split())}); pass an array or a tensor "
+                        "(torch.stack, jnp.stack)") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{function}: argument {argument!r} is a {type(value).__name__} of {array.dtype} values, "
+                        "not of real numbers")
+    return array
+
+
 def _writable(array) -> np.ndarray:
     """``array`` as a C-contiguous, writable float64 array (itself where it is one)."""
     return np.require(np.asarray(array, dtype=np.float64), np.float64, ["C", "W"])
+
+
+def first_order_only(kernels: Kernels, bridge: str, what: str, supported: str) -> str:
+    """The message of a bridge asked for what its kernels cannot give: ``what`` was asked (forward mode, a
+    derivative of the gradient), ``supported`` names the transforms it does take."""
+    example = kernels.arguments[0] if kernels.arguments else "x"
+    return (f"{bridge}: {kernels.subject.name} cannot be {what}: the operation runs compiled kernels, so it "
+            f"supports first-order reverse mode only ({supported}). To differentiate a function's gradient, wrap "
+            f"it: {bridge}.function(tab.derive(fn)[{example!r}]), whose inputs are the output's adjoint and fn's, "
+            "is differentiated with tensoradbook's second derivatives (README.md, 'In PyTorch and JAX')")
 
 
 class Kernels:
@@ -102,8 +129,9 @@ class Kernels:
         """The values of a call ``f(*args, **kwargs)`` in argument order, each of its declared shape.
 
         Positional values fill ``subject.arguments`` from the left and keywords name the rest; a
-        missing, unknown or repeated argument is a TypeError and a wrong shape a ValueError, raised
-        here, before any framework traces or records the call.
+        list or a tuple of numbers becomes a numpy array, a constant to either framework. A missing,
+        unknown or repeated argument is a TypeError and a wrong shape a ValueError, raised here,
+        before any framework traces or records the call.
         """
         name, names = self.subject.name, self.arguments
         if len(args) > len(names):
@@ -120,6 +148,7 @@ class Kernels:
             raise TypeError(f"{name} is missing argument{'s' * (len(missing) > 1)} {', '.join(missing)} "
                             f"(its arguments, in order: {', '.join(names)})")
         for n in names:
+            values[n] = _sequence_as_array(name, n, values[n])
             shape = tuple(np.shape(values[n]))
             if shape != self.shapes[n]:
                 raise ValueError(f"{name}: argument {n!r} has shape {shape}, expected {self.shapes[n]}")

@@ -17,9 +17,15 @@ backward call our kernels through ``jax.pure_callback``.
 The subject is a :class:`~tensoradbook.Function` (``tab.parse(text, shapes)``) or a program of several
 definitions: anything :mod:`tensoradbook.bridge` accepts. Needs JAX (``pip install -e '.[models]'``);
 ``import tensoradbook`` never imports this module. It works under ``jax.jit``, ``jax.grad`` /
-``jax.vjp`` and ``jax.vmap`` (the kernels then run once per batch element); forward-mode
-(``jax.jvp``, ``jax.jacfwd``) and second derivatives are not available, as for any ``custom_vjp``
-whose backward is a callback.
+``jax.vjp`` / ``jax.jacrev`` and ``jax.vmap`` (the kernels then run once per batch element): first-order
+reverse mode. Forward mode (``jax.jvp``, ``jax.jacfwd``) and second derivatives (a grad of a grad,
+``jax.hessian``) raise a TypeError naming this limit; only forward mode inside ``jax.jit`` meets JAX's own
+"can't apply forward-mode autodiff (jvp) to a custom_vjp function", when it compiles. A gradient is a
+function of the notation again: ``tensoradbook.jax.function(tab.derive(fn)["x"])`` (inputs: the
+output's adjoint, ``df`` of an output ``f``, and ``fn``'s) is differentiable in turn, with second
+derivatives from :func:`tensoradbook.derive`.
+
+Inputs are arrays, numbers, or lists and tuples of numbers (numpy arrays to JAX, as to the torch bridge).
 
 Numbers: the kernels compute in float64 on the host. The output takes JAX's promoted dtype of the
 inputs (python numbers weakly typed, integer inputs promoted to the default float). This module
@@ -36,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .bridge import Kernels, RunsKernels
+from .bridge import Kernels, RunsKernels, first_order_only
 
 __all__ = ["JaxFunction", "function"]
 
@@ -62,10 +68,24 @@ def _custom_vjp(kernels: Kernels):
         *inputs, df = arrays
         return tuple(g.astype(x.dtype) for g, x in zip(kernels.gradients(inputs, df), inputs))
 
+    # The callbacks as operations whose forward-mode rule raises naming the limit: a grad of a grad
+    # differentiates both the forward and the backward below, and met "Pure callbacks do not support JVP".
+    @jax.custom_jvp
     def call(xs):
         dtype = xs[0].dtype if xs else _default_float()
         result = jax.ShapeDtypeStruct(kernels.output_shape, dtype)
         return jax.pure_callback(host_forward, result, *xs, **_CALLBACK_OPTIONS)
+
+    @jax.custom_jvp
+    def gradients(xs, df):
+        results = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs)
+        return tuple(jax.pure_callback(host_gradients, results, *xs, df, **_CALLBACK_OPTIONS))
+
+    def differentiated_twice(primals, tangents):
+        raise _only_reverse_mode(kernels, "differentiated twice (a grad of a grad, jax.hessian)")
+
+    call.defjvp(differentiated_twice)
+    gradients.defjvp(differentiated_twice)
 
     @jax.custom_vjp
     def apply(xs):
@@ -75,13 +95,14 @@ def _custom_vjp(kernels: Kernels):
         return call(xs), xs  # the inputs are the residuals: the gradient kernels recompute the rest
 
     def backward(xs, df):
-        results = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs)
-        grads = jax.pure_callback(host_gradients, results, *xs, df.astype(xs[0].dtype) if xs else df,
-                                  **_CALLBACK_OPTIONS)
-        return (tuple(grads),)
+        return (gradients(xs, df.astype(xs[0].dtype) if xs else df),)
 
     apply.defvjp(forward, backward)
     return apply
+
+
+def _only_reverse_mode(kernels: Kernels, what: str) -> TypeError:
+    return TypeError(first_order_only(kernels, "tensoradbook.jax", what, "jax.grad, vjp, jacrev, jit and vmap"))
 
 
 def _default_float():
@@ -111,7 +132,14 @@ class JaxFunction(RunsKernels):
                             "with real numbers)")
         # `float` (weakly typed) makes integer-only inputs the default float and changes no float dtype.
         dtype = jnp.result_type(*values, float)
-        return self._apply(tuple(jnp.asarray(v, dtype=dtype) for v in values))
+        try:
+            return self._apply(tuple(jnp.asarray(v, dtype=dtype) for v in values))
+        except TypeError as error:
+            # JAX's own refusal of forward mode through a custom_vjp, which names neither the function nor the limit
+            if "forward-mode autodiff" in str(error):
+                raise _only_reverse_mode(self.kernels, "differentiated in forward mode (jax.jvp, jacfwd, "
+                                         "hessian)") from error
+            raise
 
     def __repr__(self) -> str:
         return (f"JaxFunction({self.subject.name}({', '.join(self.arguments)}) -> {self.shape}, "

@@ -18,10 +18,17 @@ definitions: anything :mod:`tensoradbook.bridge` accepts. Needs PyTorch (``pip i
 Numbers: the kernels compute in float64 on the host. The output takes the promoted dtype of the
 floating tensor inputs (float64 when there are none) and the inputs' device; a float32 model gets
 float32 outputs and gradients, computed in float64 and rounded once at the end. Values that are not
-tensors (numbers, numpy arrays) are constants, never differentiated. Tensors on a GPU are copied to
-the host and back (the ``"cuda"`` target copies them to the GPU again inside). Backward runs the
-gradient kernels once per call (they recompute the forward themselves); double backward is not
-supported: a backward with ``create_graph=True`` through the operation raises a RuntimeError.
+tensors (numbers, numpy arrays, lists and tuples of numbers) are constants, never differentiated.
+Tensors on a GPU are copied to the host and back (the ``"cuda"`` target copies them to the GPU again
+inside). Backward runs the gradient kernels once per call (they recompute the forward themselves).
+
+Transforms: first-order reverse mode, also under ``torch.func`` (``grad``, ``vjp``, ``jacrev``, and
+``vmap``, which runs the kernels once per batch element). Forward mode (``torch.func.jvp``, ``jacfwd``,
+``hessian``) and differentiating a gradient (``create_graph=True`` then a backward through the
+gradient, ``grad`` of ``grad``) raise a RuntimeError naming this limit. A gradient is a function of the
+notation again: ``tensoradbook.torch.function(tab.derive(fn)["x"])`` (inputs: the output's adjoint,
+``df`` of an output ``f``, and ``fn``'s) is differentiable in turn, with second derivatives from
+:func:`tensoradbook.derive`.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import functools
 import numpy as np
 import torch
 
-from .bridge import Kernels, RunsKernels
+from .bridge import Kernels, RunsKernels, first_order_only
 
 __all__ = ["TorchFunction", "function"]
 
@@ -47,30 +54,86 @@ def _host(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().to("cpu", torch.float64).contiguous().numpy()
 
 
+def _per_element(function, batch_size: int, in_dims, shapes, *args) -> tuple[torch.Tensor, ...]:
+    """The results of ``function.apply(*args)`` for each element of a vmap batch, each stacked along a new first
+    dimension: the ``vmap`` rule of an autograd.Function in torch.func, as the kernels take unbatched arrays.
+    ``shapes`` are the results' shapes, for an empty batch."""
+    like = next(a for a in args if isinstance(a, torch.Tensor))
+    stacks = [[] for _ in shapes]
+    for k in range(batch_size):
+        results = function.apply(*(a if d is None else a.select(d, k) for a, d in zip(args, in_dims)))
+        for stack, result in zip(stacks, results if isinstance(results, tuple) else (results,)):
+            stack.append(result)
+    return tuple(torch.stack(stack) if stack else like.new_empty((0, *shape)) for stack, shape in zip(stacks, shapes))
+
+
+def _only_reverse_mode(kernels: Kernels, what: str) -> RuntimeError:
+    return RuntimeError(first_order_only(kernels, "tensoradbook.torch", what, "backward, torch.autograd.grad, "
+                                         "torch.func.grad, vjp, jacrev and vmap"))
+
+
 class _Kernel(torch.autograd.Function):
-    """The autograd node: inputs already cast to one floating dtype on one device."""
+    """The autograd node: inputs already cast to one floating dtype on one device. ``forward`` and
+    ``setup_context`` apart, with a ``vmap`` rule, so that torch.func's transforms take it too."""
 
     @staticmethod
-    def forward(ctx, kernels: Kernels, *tensors: torch.Tensor) -> torch.Tensor:
-        ctx.kernels = kernels
-        ctx.save_for_backward(*tensors)  # saved, so an in-place change before backward is an error
+    def forward(kernels: Kernels, *tensors: torch.Tensor) -> torch.Tensor:
         out = torch.from_numpy(kernels.forward([_host(t) for t in tensors]))
         like = tensors[0] if tensors else None
         return out if like is None else out.to(like.device, like.dtype)
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        kernels, *tensors = inputs
+        ctx.kernels = kernels
+        ctx.save_for_backward(*tensors)  # saved, so an in-place change before backward is an error
+
+    @staticmethod
     def backward(ctx, grad_output: torch.Tensor):
-        if torch.is_grad_enabled():  # create_graph=True: the kernels' results would be taken as constants
-            raise RuntimeError(f"tensoradbook.torch: {ctx.kernels.subject.name} cannot be differentiated twice "
-                               "(create_graph=True): its gradients come from compiled kernels, not torch "
-                               "operations; derive a gradient function and wrap it to go further")
         tensors = ctx.saved_tensors
         wanted = ctx.needs_input_grad[1:]
         if not any(wanted):
             return (None,) * (1 + len(tensors))
-        grads = ctx.kernels.gradients([_host(t) for t in tensors], _host(grad_output))
-        return (None, *(torch.from_numpy(g).to(t.device, t.dtype) if need else None
-                        for g, t, need in zip(grads, tensors, wanted)))
+        # An operation of its own, so that differentiating the gradients (create_graph=True, torch.func.grad
+        # of torch.func.grad) raises there, not later with the kernels' results taken as constants.
+        grads = _Gradients.apply(ctx.kernels, grad_output, *tensors)
+        return (None, *(g if need else None for g, need in zip(grads, wanted)))
+
+    @staticmethod
+    def vmap(info, in_dims, kernels: Kernels, *tensors):
+        (out,) = _per_element(_Kernel, info.batch_size, in_dims, [kernels.output_shape], kernels, *tensors)
+        return out, 0
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise _only_reverse_mode(ctx.kernels, "differentiated in forward mode (torch.func.jvp, jacfwd)")
+
+
+class _Gradients(torch.autograd.Function):
+    """The gradient kernels as an operation: each input's gradient, in its dtype and on its device."""
+
+    @staticmethod
+    def forward(kernels: Kernels, grad_output: torch.Tensor, *tensors: torch.Tensor):
+        grads = kernels.gradients([_host(t) for t in tensors], _host(grad_output))
+        return tuple(torch.from_numpy(g).to(t.device, t.dtype) for g, t in zip(grads, tensors))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.kernels = inputs[0]
+
+    @staticmethod
+    def backward(ctx, *grad_grads):
+        raise _only_reverse_mode(ctx.kernels, "differentiated twice (create_graph=True, a grad of a grad)")
+
+    @staticmethod
+    def vmap(info, in_dims, kernels: Kernels, grad_output, *tensors):
+        shapes = [kernels.shapes[name] for name in kernels.arguments]
+        grads = _per_element(_Gradients, info.batch_size, in_dims, shapes, kernels, grad_output, *tensors)
+        return grads, (0,) * len(grads)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise _only_reverse_mode(ctx.kernels, "differentiated twice (a jvp or jacfwd of a gradient)")
 
 
 class TorchFunction(RunsKernels, torch.nn.Module):

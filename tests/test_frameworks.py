@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -183,8 +184,9 @@ def test_torch_refuses_what_it_cannot_do(torch, torch_fns, subjects):
         f(a, b, c, d, e=a)
     (da,) = torch.autograd.grad(f(a, b, c, d).sum(), a, create_graph=False)
     assert da.shape == a.shape
-    with pytest.raises(RuntimeError, match="cannot be differentiated twice"):
-        torch.autograd.grad(f(a, b, c, d).sum(), a, create_graph=True)
+    (da,) = torch.autograd.grad(f(a, b, c, d).sum(), a, create_graph=True)  # as torch.func.grad takes them
+    with pytest.raises(RuntimeError, match="tensoradbook.torch: f cannot be differentiated twice"):
+        torch.autograd.grad(da.sum(), a)
     with pytest.raises(TypeError, match="tab.parse"):
         type(f)("f[i] = x[i]")
     with pytest.raises(ValueError, match="unknown target 'gpu'"):
@@ -230,6 +232,68 @@ def test_torch_training_loop_follows_plain_torch(torch, tabt):
     # a copy of the model (compiled kernels are not copied: it compiles again, from the caches)
     twin = copy.deepcopy(ours)
     assert torch.equal(twin(X), ours(X))
+
+
+def test_torch_func_grad_jacrev_and_vmap_equal_the_direct_computation(torch, torch_fns, subjects):
+    """Issue 23: torch.func refused the operation (its setup_context message); a vmap runs the kernels once per
+    batch element, also inside vmap(grad), the per-sample gradients."""
+    fn, f = subjects["report"], torch_fns["report"]
+    args = [torch.tensor(x) for x in inputs(fn)]
+    weights = torch.from_numpy(adjoint(fn))
+
+    def loss(g):
+        return lambda *xs: (weights * g(*xs) ** 2).sum()
+
+    argnums = tuple(range(len(args)))
+    ours = torch.func.grad(loss(f), argnums=argnums)(*args)
+    theirs = torch.func.grad(loss(lambda *xs: report(torch, *xs)), argnums=argnums)(*args)
+    for got, want in zip(ours, theirs):
+        assert_allclose(got.numpy(), want.numpy(), rtol=RTOL, atol=ATOL)
+    assert_allclose(torch.func.jacrev(lambda a: f(a, *args[1:]))(args[0]).numpy(),
+                    torch.func.jacrev(lambda a: report(torch, a, *args[1:]))(args[0]).numpy(), rtol=RTOL, atol=ATOL)
+    batch = torch.stack([args[0], 0.5 * args[0], -args[0]])
+    assert_allclose(torch.func.vmap(lambda a: f(a, *args[1:]))(batch).numpy(),
+                    torch.func.vmap(lambda a: report(torch, a, *args[1:]))(batch).numpy(), rtol=RTOL, atol=ATOL)
+    per_sample = torch.func.vmap(torch.func.grad(lambda a: loss(f)(a, *args[1:])))(batch)
+    expected = torch.func.vmap(torch.func.grad(lambda a: loss(lambda *xs: report(torch, *xs))(a, *args[1:])))(batch)
+    assert_allclose(per_sample.numpy(), expected.numpy(), rtol=RTOL, atol=ATOL)
+    assert torch.func.vmap(lambda a: f(a, *args[1:]))(batch[:0]).shape == (0, *fn.shapes[fn.name])
+
+
+TORCH_BEYOND_FIRST_ORDER = {
+    "grad of grad": ("differentiated twice", lambda torch, g, x: torch.func.grad(
+        lambda y: torch.func.grad(lambda z: g(z).sum())(y).sum())(x)),
+    "hessian": ("differentiated in forward mode", lambda torch, g, x: torch.func.hessian(lambda y: g(y).sum())(x)),
+    "jvp": ("differentiated in forward mode", lambda torch, g, x: torch.func.jvp(g, (x,), (x,))),
+    "jacfwd": ("differentiated in forward mode", lambda torch, g, x: torch.func.jacfwd(g)(x)),
+}
+
+
+@pytest.mark.parametrize("transform", TORCH_BEYOND_FIRST_ORDER)
+def test_torch_beyond_first_order_reverse_mode_is_refused_naming_the_limit(torch, torch_fns, subjects, transform):
+    fn, f = subjects["twice"], torch_fns["twice"]
+    asked, run = TORCH_BEYOND_FIRST_ORDER[transform]
+    with pytest.raises(RuntimeError) as info:
+        run(torch, f, torch.tensor(inputs(fn)[0]))
+    message = str(info.value)
+    assert message.startswith(f"tensoradbook.torch: h cannot be {asked}")
+    assert "first-order reverse mode only" in message and "tensoradbook.torch.function(tab.derive(fn)['x'])" in message
+    assert "README.md" in message
+
+
+def test_torch_a_wrapped_gradient_gives_second_derivatives(torch, tabt, subjects):
+    """What the refusal suggests: the gradient, a function of the notation, wrapped and differentiated in turn
+    equals torch's double backward of the direct computation."""
+    fn = subjects["twice"]
+    dx = tabt.function(tab.derive(fn)["x"], target="numpy")
+    ours, theirs = (torch.tensor(inputs(fn)[0], requires_grad=True) for _ in range(2))
+    df, v = torch.from_numpy(adjoint(fn)), torch.from_numpy(adjoint(fn, seed=2)[0, :])
+    (expected,) = torch.autograd.grad(twice(torch, theirs), theirs, df, create_graph=True)
+    gradient = dx(dh=df, x=ours)
+    assert_allclose(gradient.detach().numpy(), expected.detach().numpy(), rtol=RTOL, atol=ATOL)
+    v = torch.cat([v, v[:2]])
+    assert_allclose(torch.autograd.grad((gradient * v).sum(), ours)[0].numpy(),
+                    torch.autograd.grad((expected * v).sum(), theirs)[0].numpy(), rtol=RTOL, atol=ATOL)
 
 
 # --- JAX ----------------------------------------------------------------------------------------
@@ -325,3 +389,75 @@ def test_jax_float32_without_x64(jax, jnp, jax_fns, subjects):
     assert_allclose(np.asarray(out), twice(np, x), rtol=1e-6, atol=1e-6)
     # integers promote to the default float
     assert f(jnp.arange(5)).dtype == jnp.float64
+
+
+def test_jax_takes_lists_tuples_and_numbers_as_the_torch_bridge_does(jax, jnp, torch, jax_fns, torch_fns, subjects):
+    """Issue 23: the JAX bridge refused a list the torch bridge took ("Cannot determine dtype")."""
+    fn = subjects["scalar"]
+    w, u = inputs(fn)
+    expected = np.asarray(jax_fns["scalar"](jnp.asarray(w), jnp.asarray(u)))
+    as_lists = (w.tolist(), float(u))
+    as_tuples = (tuple(map(tuple, w.tolist())), u.item())
+    for args in (as_lists, as_tuples):
+        assert_allclose(np.asarray(jax_fns["scalar"](*args)), expected, rtol=RTOL, atol=ATOL)
+        assert_allclose(torch_fns["scalar"](*args).numpy(), expected, rtol=RTOL, atol=ATOL)
+    # a list among differentiated inputs is a constant
+    grad_u = jax.grad(lambda u: jax_fns["scalar"](as_lists[0], u))(jnp.asarray(u))
+    assert_allclose(np.asarray(grad_u), np.asarray(jax.grad(lambda u: scalar(jnp, jnp.asarray(w), u))(u)),
+                    rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("bridge", ["jax", "torch"])
+@pytest.mark.parametrize("value, message", [
+    ([[1.0, 2.0, 3.0]] * 3 + [[1.0, 2.0]], "argument 'w' is a list but not one of numbers in the shape of an array"),
+    ([["a"] * 3] * 4, "argument 'w' is a list of <U1 values, not of real numbers"),
+    ([[1j] * 3] * 4, "argument 'w' is a list of complex128 values, not of real numbers"),
+])
+def test_lists_that_are_not_arrays_of_numbers_are_refused_alike(jax_fns, torch_fns, bridge, value, message):
+    f = (jax_fns if bridge == "jax" else torch_fns)["scalar"]
+    with pytest.raises(TypeError, match=re.escape(f"s: {message}")):
+        f(value, 1.0)
+
+
+JAX_BEYOND_FIRST_ORDER = {
+    "grad of grad": ("differentiated twice", lambda jax, g, x: jax.grad(
+        lambda y: jax.grad(lambda z: g(z).sum())(y).sum())(x)),
+    "grad of grad under jit": ("differentiated twice", lambda jax, g, x: jax.jit(jax.grad(
+        lambda y: jax.grad(lambda z: g(z).sum())(y).sum()))(x)),
+    "hessian": ("differentiated twice", lambda jax, g, x: jax.hessian(lambda y: g(y).sum())(x)),
+    "jvp of grad": ("differentiated twice", lambda jax, g, x: jax.jvp(jax.grad(lambda y: g(y).sum()), (x,), (x,))),
+    "jvp": ("differentiated in forward mode", lambda jax, g, x: jax.jvp(g, (x,), (x,))),
+    "jacfwd": ("differentiated in forward mode", lambda jax, g, x: jax.jacfwd(g)(x)),
+}
+
+
+@pytest.mark.parametrize("transform", JAX_BEYOND_FIRST_ORDER)
+def test_jax_beyond_first_order_reverse_mode_is_refused_naming_the_limit(jax, jnp, jax_fns, subjects, transform):
+    """Issue 23: a grad of a grad met "Pure callbacks do not support JVP", naming neither tensoradbook nor the
+    limit. (Forward mode inside jax.jit is refused by JAX itself when it compiles: see tensoradbook.jax.)"""
+    fn, f = subjects["twice"], jax_fns["twice"]
+    asked, run = JAX_BEYOND_FIRST_ORDER[transform]
+    with pytest.raises(TypeError) as info:
+        run(jax, f, jnp.asarray(inputs(fn)[0]))
+    message = str(info.value)
+    assert message.startswith(f"tensoradbook.jax: h cannot be {asked}")
+    assert "first-order reverse mode only" in message and "tensoradbook.jax.function(tab.derive(fn)['x'])" in message
+    assert "README.md" in message
+
+
+def test_jax_a_wrapped_gradient_gives_second_derivatives(jax, jnp, tabj, subjects):
+    """What the refusal suggests: the gradient wrapped in turn; its gradient equals JAX's second derivative
+    of the direct computation (jacrev works too)."""
+    fn = subjects["twice"]
+    dx = tabj.function(tab.derive(fn)["x"], target="numpy")
+    x, df, v = jnp.asarray(inputs(fn)[0]), jnp.asarray(adjoint(fn)), jnp.asarray(adjoint(fn, seed=2)[0, :])
+    v = jnp.concatenate([v, v[:2]])
+
+    def expected(x):
+        return jax.vjp(lambda y: twice(jnp, y), x)[1](df)[0]
+
+    assert_allclose(np.asarray(dx(dh=df, x=x)), np.asarray(expected(x)), rtol=RTOL, atol=ATOL)
+    assert_allclose(np.asarray(jax.grad(lambda y: jnp.sum(dx(dh=df, x=y) * v))(x)),
+                    np.asarray(jax.grad(lambda y: jnp.sum(expected(y) * v))(x)), rtol=RTOL, atol=ATOL)
+    assert_allclose(np.asarray(jax.jacrev(lambda y: dx(dh=df, x=y))(x)), np.asarray(jax.jacfwd(expected)(x)),
+                    rtol=RTOL, atol=ATOL)
