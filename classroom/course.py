@@ -438,6 +438,189 @@ ASSIGNMENTS: tuple[Assignment, ...] = (
                           'i + p <= 8 and j + q >= 1 and j + q <= 8} then (W2[e; c; p; q] * a[n; c; i + p - 1; '
                           'j + q - 1]) else (0)))) + b2[e]")', points=3),)),
     )),
+    Assignment("12_build_it_yourself", "Chapter 12: build the core yourself", _code("""
+        from fractions import Fraction
+
+        import numpy as np
+
+        import tensoradbook as tab
+        from tensoradbook.ad.derive import extended_domain
+        from tensoradbook.ad.reverse import local_partials
+        from tensoradbook.exercises import (check_adjoints, check_algorithm4, check_box_solutions, check_index_solve,
+                                            check_reads)
+        from tensoradbook.exercises.ch12_build import index_matrix, kernel_loops
+        from tensoradbook.lang.expr import Affine, Atom, Element, Sum, substitute
+        from tensoradbook.lang.printer import expr_text
+        from tensoradbook.lang.simplify import ZERO, add, if_, mul
+
+        # the section 6 example of the report
+        text6 = "f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))"
+        shapes6 = {"f": (3, 4), "a": (3, 5), "b": (4, 5), "c": (3, 3), "d": (8,)}
+        f6 = tab.parse(text6, shapes6)
+        """), (
+        Exercise(1, (Part("reads", "check_reads(f6, {answer})", _code("""
+                            def reads(fn):  # noqa: F811
+                                found = []
+
+                                def visit(node, scope):
+                                    if isinstance(node, Element):
+                                        found.append((expr_text(node), scope))
+                                    elif isinstance(node, Sum):
+                                        visit(node.body, scope + (node.index,))
+                                    else:
+                                        for child in node.children():
+                                            visit(child, scope)
+
+                                visit(fn.body, ())
+                                return found
+                            """),
+                          points=2,
+                          hidden=_code("""
+                            for text, shapes in [("f[] = sin (x[] * y[]) * x[]", {"f": (), "x": (), "y": ()}),
+                                                 ("f[i] = sum{k}_0^2 (sum{l}_0^1 (x[i + k; l] * w[l]))",
+                                                  {"f": (3,), "x": (5, 2), "w": (2,)})]:
+                                result = check_reads(text, reads, shapes=shapes)
+                                assert result, f"reads on {text}: {result}"
+                            """)),),
+                 extra="Define `reads(fn)` in the answer cell; hidden tests walk two more functions (a read used "
+                       "twice, nested sums)."),
+        Exercise(2, (Part("adjoints", "check_adjoints(f6, {answer})", _code("""
+                            def sweep(node, seed):
+                                found = {}
+
+                                def visit(node, adjoint, sums):
+                                    if isinstance(node, Element):
+                                        found[node, sums] = add(found.get((node, sums), ZERO), adjoint)
+                                    elif isinstance(node, Sum):  # liberated: the body's adjoint is the sum's
+                                        visit(node.body, adjoint, sums + (node,))
+                                    else:
+                                        for child, partial in local_partials(node):
+                                            visit(child, mul(adjoint, partial), sums)
+
+                                visit(node, seed, ())
+                                return found
+
+
+                            def adjoints(fn):  # noqa: F811
+                                seed = Element("d" + fn.name, tuple(Affine.index(i) for i in fn.indices))
+                                return {expr_text(read): expr_text(adjoint)
+                                        for (read, _), adjoint in sweep(fn.body, seed).items()}
+                            """),
+                          points=3,
+                          hidden=_code("""
+                            for text, shapes in [("f[] = sin (x[] * y[]) * x[]", {"f": (), "x": (), "y": ()}),
+                                                 ("f[i; j] = sum{k}_0^4 (x[i; k] * y[k; j])",
+                                                  {"f": (3, 4), "x": (3, 5), "y": (5, 4)}),
+                                                 ("f[i] = x[i] / (y[i] - x[i])", {"f": (4,), "x": (4,), "y": (4,)})]:
+                                result = check_adjoints(text, adjoints, shapes=shapes)
+                                assert result, f"adjoints on {text}: {result}"
+                            """)),),
+                 extra="Define `sweep(node, seed)` and `adjoints(fn)` as in section 2 of the chapter (exercise 5 "
+                       "uses `sweep`); hidden tests try a read used twice, a matrix product and a quotient."),
+        Exercise(3, (Part("index_solve", "check_index_solve({answer})", _code("""
+                            def index_solve(A):  # noqa: F811
+                                smith = tab.smith_normal_form(A)
+                                n_rows, n_cols = smith.A.shape
+                                S_plus = np.zeros((n_cols, n_rows), dtype=object)
+                                for k in range(smith.rank):
+                                    S_plus[k, k] = Fraction(1, smith.S[k, k])
+                                I = smith.V.dot(S_plus).dot(smith.U)
+                                return ([list(row) for row in I], smith.V[:, smith.rank:].tolist(),
+                                        smith.U[smith.rank:, :].tolist())
+                            """),
+                          points=3,
+                          hidden=_code("""
+                            more = [[[3, 5, 7]], [[2, 4], [6, 8]], [[0, 0, 0]], [[1, 2, 3], [4, 5, 6]], [[6, 10, 15]]]
+                            result = check_index_solve(index_solve, matrices=more)
+                            assert result, f"index_solve on more matrices: {result}"
+                            """)),),
+                 extra="Define `index_solve(A)` in the answer cell; hidden tests try more matrices (a zero row, "
+                       "a rank-deficient one, gcd 1 without a unit entry)."),
+        Exercise(4, (Part("solutions_in_box", "check_box_solutions({answer})", _code("""
+                            def solutions_in_box(A, a, box, beta):  # noqa: F811
+                                I, K, C = index_solve(A)
+                                target = [b - o for b, o in zip(beta, a)]
+                                if any(sum(c * t for c, t in zip(row, target)) for row in C):  # eq. 16
+                                    return []
+                                p = [sum(Fraction(v) * t for v, t in zip(row, target)) for row in I]
+                                if any(v.denominator != 1 for v in p):  # eq. 17
+                                    return []
+                                kappa = len(K[0]) if K else 0
+                                rows = [list(row) for row in K] + [[-v for v in row] for row in K]  # eqs. 43-44
+                                rhs = ([low - v for (low, _), v in zip(box, p)]
+                                       + [v - high for (_, high), v in zip(box, p)])
+                                system = tab.fourier_motzkin(np.array(rows, dtype=object).reshape(len(rows), kappa))
+                                return [tuple(int(v + sum(k * zk for k, zk in zip(row, z))) for v, row in zip(p, K))
+                                        for z in system.integer_points(rhs)]
+                            """),
+                          points=3,
+                          hidden=_code("""
+                            result = check_box_solutions(solutions_in_box, cases=[
+                                ([[1, 0, 1]], [0], [(0, 2), (0, 3), (0, 4)], [5]),
+                                ([[3, 5, 7]], [2], [(0, 4), (0, 4), (0, 4)], [20]),
+                                ([[1, 1, 0], [0, 1, 1]], [0, 1], [(0, 5), (0, 5), (0, 5)], [3, 6])])
+                            assert result, f"solutions_in_box on more cases: {result}"
+                            """)),),
+                 extra="Define `solutions_in_box(A, a, box, beta)` in the answer cell (it may call your "
+                       "`index_solve`); hidden tests try more cases."),
+        Exercise(5, (Part("gradient", 'check_algorithm4(f6, "d", {answer})', _code("""
+                            def combine(row, vector):
+                                out = Affine.constant_value(0)
+                                for c, v in zip(row, vector):
+                                    out = out + v.scale(c)
+                                return out
+
+
+                            def read_term(fn, read, sums, adjoint, beta, name):
+                                alpha, R, r = extended_domain(fn, sums)  # line 4
+                                A, a = index_matrix(read, alpha)
+                                I, K, C = index_solve(A)  # lines 5-7
+                                target = [Affine.index(b) - o for b, o in zip(beta, a)]
+                                conditions = [Atom(combine(row, target)) for row in C]  # eq. 16
+                                p = [combine(row, target) for row in I]
+                                conditions += [Atom(v.numerator, v.denominator) for v in p if not v.is_integral]
+                                kappa = len(K[0]) if K else 0
+                                z = [f"{name}_z{n}" for n in range(kappa)]
+                                RK = np.array([[sum(R[i][j] * K[j][c] for j in range(len(alpha))) for c in range(kappa)]
+                                               for i in range(len(R))], dtype=object).reshape(len(R), kappa)
+                                # line 8: R K z >= r - R I (beta - a)
+                                rhs = [Affine.constant_value(r_i) - combine(row, p) for row, r_i in zip(R, r)]
+                                bounds, feasible = kernel_loops(tab.fourier_motzkin(RK), rhs, z)  # line 9
+                                body = substitute(adjoint, {n: p[j] + Affine.of(dict(zip(z, K[j])))
+                                                            for j, n in enumerate(alpha)})
+                                for k, (lower, upper) in enumerate(bounds):  # line 10, z_0 innermost
+                                    body = Sum(z[k], lower, upper, body)
+                                return if_(tuple(conditions + feasible), body, ZERO)
+
+
+                            def gradient(fn, argument):  # noqa: F811
+                                name = "d" + argument
+                                beta = [f"{name}_{n}" for n in range(len(fn.shapes[argument]))]
+                                seed = Element("d" + fn.name, tuple(Affine.index(i) for i in fn.indices))
+                                total = ZERO
+                                for (read, sums), adjoint in sweep(fn.body, seed).items():  # line 3
+                                    if read.name == argument:
+                                        total = add(total, read_term(fn, read, sums, adjoint, beta, name))
+                                return f"{name}[{'; '.join(beta)}] = {expr_text(total)}"
+                            """),
+                          points=4,
+                          hidden=_code("""
+                            for argument in ("a", "b", "c"):
+                                result = check_algorithm4(f6, argument, gradient)
+                                assert result, f"gradient(f6, {argument!r}): {result}"
+                            for text, shapes, argument in [
+                                    ("f[i; j] = sum{k}_0^4 (x[i; k] * y[k; j])",
+                                     {"f": (3, 4), "x": (3, 5), "y": (5, 4)}, "y"),
+                                    ("f[i] = sum{k}_0^3 (x[2 * i + k])", {"f": (4,), "x": (10,)}, "x"),
+                                    ("f[i] = x[2 * i] ** 2", {"f": (3,), "x": (6,)}, "x"),
+                                    ("f[i] = x[i] * x[i + 1]", {"f": (3,), "x": (5,)}, "x")]:
+                                result = check_algorithm4(text, argument, gradient, shapes=shapes)
+                                assert result, f"gradient for d{argument} of {text}: {result}"
+                            """)),),
+                 extra="Define `read_term` and `gradient(fn, argument)` as in section 4 of the chapter (they call "
+                       "your `sweep` and `index_solve`); hidden tests derive a, b and c of the example and four more "
+                       "functions."),
+    )),
 )
 
 BY_STEM = {a.stem: a for a in ASSIGNMENTS}

@@ -1,6 +1,6 @@
 """The structure every chapter promises, and links that lead somewhere.
 
-The project's rule: every chapter (notebooks 01-11) has objectives, an estimated time, a summary, links and
+The project's rule: every chapter (notebooks 01-12) has objectives, an estimated time, a summary, links and
 exercises, each under its own markdown heading; objectives and estimated time come before the chapter's first
 code cell, the links come after the exercises and lead to the previous and the next chapter. Every relative
 link in a markdown cell of any notebook must point to a file that exists (the lecture halls are offline, so the
@@ -51,7 +51,7 @@ def _first_index(cells, heading: str) -> int | None:
 
 def test_the_chapters_are_there():
     numbers = {re.match(r"(\d\d)", p.name).group(1) for p in CHAPTERS}
-    assert numbers == {f"{k:02}" for k in range(1, 12)}, sorted(p.name for p in CHAPTERS)
+    assert numbers == {f"{k:02}" for k in range(1, 13)}, sorted(p.name for p in CHAPTERS)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

@@ -525,3 +525,9 @@ def test_feedback_is_words_not_objects():
                    ex.check_box_solutions(lambda *case: None), ex.check_algorithm4(F6, "d", lambda fn, a: None)):
         text = feedback(result)
         assert "Element(" not in text and "array(" not in text and text.strip()
+
+
+def test_the_chapters_placeholder_is_named():
+    for answer in (lambda *_: NotImplemented, across_wire(lambda *_: NotImplemented)):
+        result = ex.check_index_solve(answer)
+        assert "returns NotImplemented, the chapter's placeholder" in messages(result)

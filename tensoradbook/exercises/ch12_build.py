@@ -117,9 +117,12 @@ def _call(answer, what: str, *args):
         raise _Wrong(f"the answer must be your function {what} (its name, without calling it), "
                      f"got {_type_name(answer)}")
     try:
-        return answer(*args)
+        result = answer(*args)
     except Exception as error:  # the student's code: say what it raised, and on what
         raise _Wrong(f"your {what} raised {type(error).__name__}: {error}") from None
+    if result is NotImplemented or _type_name(result) == "NotImplementedType":
+        raise _Wrong(f"your {what} returns NotImplemented, the chapter's placeholder: write its body")
+    return result
 
 
 def _text(value, what: str) -> str:
@@ -715,7 +718,7 @@ def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, se
     name = f"gradient(fn, {argument!r}): d{argument} by Algorithm 4"
     if answer is None:
         return _pending(name, f"Your answer is your function gradient(fn, argument), which returns the text "
-                              f"\"{gradient}[...] = ...\" (df is {adjoint}).")
+                              f"\"{gradient}[...] = ...\" (the adjoint of {fn.name} is {adjoint}).")
     try:
         result = _call(answer, "gradient(fn, argument)", fn, argument)
         if isinstance(result, Function):
