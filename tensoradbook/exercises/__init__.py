@@ -6,6 +6,12 @@ right and, if not, what exactly is wrong ("U is not unimodular: det U = 2",
 "your bounds miss the point z = (1, 2)", ...). An answer of ``None`` is the
 notebooks' placeholder and gives "no answer yet" instead of an error.
 
+The feedback never shows the expected answer, and it is no oracle either: where
+the answers are few (a count, a letter, a set of indices, a small matrix), every
+wrong one draws the same words but for what the student can tell from their own
+answer (no "too low", no cost of a wrong schedule, no element or row named), with
+a hint at the chapter's rule or equation; tests/test_exercise_secrecy.py checks it.
+
 The checks never compare against a stored solution: they test the defining
 properties of a right answer exactly (integer arithmetic, sympy determinants)
 and compare with the core's algorithms (:mod:`tensoradbook.integer.smith`,
