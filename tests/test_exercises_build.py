@@ -34,6 +34,7 @@ SECTION6 = ("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d
 F6 = tab.parse(*SECTION6)
 SCALAR = ("f[] = sin (x[] * y[]) * x[]", {"f": (), "x": (), "y": ()})
 NESTED = ("f[i] = sum{k}_0^2 (sum{l}_0^1 (x[i + k; l] * w[l]))", {"f": (3,), "x": (5, 2), "w": (2,)})
+TRIANGLE = ("f[i] = exp (sum{k}_0^i (x[i - k] * y[k]))", {"f": (4,), "x": (4,), "y": (4,)})  # bounds move with i
 MORE = [  # Algorithm 4's cases beyond sec. 6: a sum, an index equation, strides, two reads, a division, a delta
     ("f[i; j] = sum{k}_0^4 (x[i; k] * y[k; j])", {"f": (3, 4), "x": (3, 5), "y": (5, 4)}),
     ("f[i; j] = exp (x[4 * i + j])", {"f": (3, 4), "x": (12,)}),
@@ -260,13 +261,15 @@ def test_exported():
 @pytest.mark.parametrize("wired", [False, True], ids=["notebook", "wire"])
 def test_right_answers_pass(wired):
     call = across_wire if wired else (lambda f: f)
-    for case in (SECTION6, SCALAR, NESTED, *MORE):
+    for case in (SECTION6, SCALAR, NESTED, TRIANGLE, *MORE):
         assert ex.check_reads(case[0], call(reads), shapes=case[1])
         assert ex.check_adjoints(case[0], call(adjoints), shapes=case[1])
     assert ex.check_index_solve(call(index_solve))
     assert ex.check_box_solutions(call(solutions_in_box))
     for argument in F6.arguments:
         assert ex.check_algorithm4(F6, argument, call(gradient))
+    for argument in ("x", "y"):
+        assert ex.check_algorithm4(TRIANGLE[0], argument, call(gradient), shapes=TRIANGLE[1])
 
 
 @pytest.mark.parametrize("case", [SECTION6, SCALAR, NESTED, *MORE], ids=lambda c: c[0])
@@ -279,6 +282,16 @@ def test_other_right_forms_pass(case):
         for form in (gradient, gradient_as_function, gradient_by_eq40):
             result = ex.check_algorithm4(fn, argument, form)
             assert result, f"{form.__name__}, d{argument}: {result}"
+
+
+def test_reads_and_adjoints_of_a_sum_whose_bounds_move():
+    """A read such as x[i - k] under sum{k}_0^i leaves x's shape outside the sum's range: the checks read the
+    student's text within the sum's bounds, not on the box of every index's values."""
+    assert ex.check_reads(TRIANGLE[0], reads_by_stack, shapes=TRIANGLE[1])
+    assert ex.check_adjoints(TRIANGLE[0], adjoints_unsimplified, shapes=TRIANGLE[1])
+    doubled = ex.check_adjoints(TRIANGLE[0], lambda fn: {k: f"2 * ({v})" for k, v in adjoints(fn).items()},
+                                shapes=TRIANGLE[1])
+    assert "every value is 2 times the right one" in messages(doubled)
 
 
 def test_box_solutions_by_brute_force_pass():
@@ -391,8 +404,12 @@ def test_adjoint_messages_hide_the_adjoints():
     assert hides(one_path, *adjoints(tab.parse(*SCALAR)).values())
     flipped = ex.check_adjoints(F6, lambda fn: {k: f"-({v})" for k, v in adjoints(fn).items()})
     assert "sign is off" in messages(flipped)
-    wrong_rule = ex.check_adjoints(F6, lambda fn: {**adjoints(fn), "d[i + k]": right["d[i + k]"].replace("3 *", "2 *")})
+    wrong_rule = ex.check_adjoints(F6, lambda fn: {**adjoints(fn), "d[i + k]": right["d[i + k]"].replace(
+        "d[i + k] ** 2", "d[i + k]")})
     assert "local derivatives" in messages(wrong_rule) and hides(wrong_rule, right["d[i + k]"])
+    two_for_three = right["d[i + k]"].replace("3 *", "2 *")
+    wrong_factor = ex.check_adjoints(F6, lambda fn: {**adjoints(fn), "d[i + k]": two_for_three})
+    assert "constant factor is off" in messages(wrong_factor) and hides(wrong_factor, right["d[i + k]"])
     missing = ex.check_adjoints(F6, lambda fn: {k: v for k, v in adjoints(fn).items() if k != "c[i; i]"})
     assert "no adjoint for the read c[i; i]" in messages(missing)
     broken = ex.check_adjoints(F6, lambda fn: {**adjoints(fn), "a[i; k]": "df[i; j] *"})

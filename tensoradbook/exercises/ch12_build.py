@@ -175,11 +175,16 @@ def _scopes(fn: Function) -> list[tuple[Element, tuple[Sum, ...]]]:
 def _read_of(text, fn: Function, names, what: str) -> Element:
     """The student's text of a read as an :class:`Element` of ``fn`` (read in the box of ``names``)."""
     text = _text(text, what)
-    intervals = _intervals(fn, _all_sums(fn))
+    sums = _all_sums(fn)
+    intervals = _intervals(fn, sums)
     box = [max(1, intervals[n][1] + 1) for n in names]
     holder = fresh_name("r", all_names(fn))
+    # within the sums' own bounds, which the box of each index's values may exceed (sum{k}_0^i reads x[i - k])
+    condition = _conditions_of(sums, intervals)
+    body = f"if {{{' and '.join(map(atom_text, condition))}}} then ({text}) else (0)" if condition else text
     try:
-        read = parse(f"{holder}[{'; '.join(names)}] = {text}", {**fn.shapes, holder: tuple(box)}).body
+        read = parse(f"{holder}[{'; '.join(names)}] = {body}", {**fn.shapes, holder: tuple(box)}).body
+        read = read.then if condition and isinstance(read, If) else read
     except ExpressionError as error:
         raise _Wrong(f"{what} {text!r} cannot be read as a read of {fn.name}: {str(error).splitlines()[0]}") from None
     if not isinstance(read, Element) or read.name not in fn.arguments:
@@ -315,7 +320,7 @@ def _bound_apart(text: str, liberated, used: set) -> str:
     return text
 
 
-def _conditions_of(fn: Function, scope, box: dict) -> tuple[Atom, ...]:
+def _conditions_of(scope, box: dict) -> tuple[Atom, ...]:
     """The bounds of the sums ``scope`` as conditions, those that hold on all of ``box`` left out."""
     atoms = []
     for s in scope:
@@ -356,6 +361,17 @@ def _close(got, right) -> np.ndarray:
     sec. 6 are near 1e-8 (``exp`` of minus a sum of five terms), so an absolute tolerance would pass anything."""
     scale = max(float(np.abs(right).max(initial=0)), 1e-300)
     return np.isclose(got, right, rtol=_RTOL, atol=_ATOL * scale)
+
+
+def _constant_factor(got, right) -> float | None:
+    """The one factor between ``got`` and ``right`` where ``right`` is not 0, if there is one (and ``got`` is 0
+    where ``right`` is)."""
+    got, right = np.asarray(got), np.asarray(right)
+    nonzero = np.abs(right) > _ATOL * float(np.abs(right).max(initial=0))
+    if not nonzero.any() or np.abs(got[~nonzero]).max(initial=0) > _ATOL * float(np.abs(right).max()):
+        return None
+    ratio = got[nonzero] / right[nonzero]
+    return float(ratio[0]) if np.allclose(ratio, ratio[0], rtol=1e-6) else None
 
 
 def _where(alpha, point) -> str:
@@ -415,7 +431,7 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
         alpha = list(fn.indices) + [s.index for s in scope]
         box = _intervals(fn, scope)
         sizes = [box[n][1] + 1 for n in alpha]
-        condition = _conditions_of(fn, scope, box)
+        condition = _conditions_of(scope, box)
         wrapped = _bound_apart(text, {s.index for s in scope}, set(used) | set(alpha))
         if condition:
             wrapped = f"if {{{' and '.join(map(atom_text, condition))}}} then ({wrapped}) else (0)"
@@ -446,6 +462,9 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
                             f"the adjoints of all its consumers")
             elif _close(got, -right).all():
                 message += ": the sign is off (the local derivative of neg and of the right side of - is -1)"
+            elif (factor := _constant_factor(got, right)) is not None:
+                message += (f": every value is {_number(factor)} times the right one, so a constant factor is off "
+                            f"(a local derivative such as that of ** or *, or a path counted twice)")
             else:
                 message += (": check the local derivatives on the path from the root (eq. 1) and that a sum "
                             "passes its adjoint to its body unchanged (sec. 5.2)")
@@ -673,8 +692,7 @@ def _gradient_problems(label: str, argument: str, fn_name: str, yours: np.ndarra
     wrong = [tuple(int(v) for v in idx) for idx in np.argwhere(~close)] if np.ndim(right) else [()]
     unread = [b for b in wrong if abs(right[b]) <= zero_atol]
     lost = [b for b in wrong if abs(yours[b]) <= zero_atol and b not in unread]
-    nonzero = np.abs(right) > zero_atol
-    ratio = np.asarray(yours)[nonzero] / np.asarray(right)[nonzero]
+    factor = _constant_factor(yours, right)
     if unread:
         b = unread[0]
         problems = [f"{label}{_index_text(b)} is {_number(yours[b])}, but no element of {fn_name} reads "
@@ -684,8 +702,8 @@ def _gradient_problems(label: str, argument: str, fn_name: str, yours: np.ndarra
         b = lost[0]
         problems = [f"yours gives 0 at {label}{_index_text(b)}, where {fn_name} reads {argument}{_index_text(b)}: "
                     f"are your sums over z or your conditions too narrow?"]
-    elif ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6):
-        problems = [f"every element is {_number(ratio[0])} times the right value: a constant factor (or the sign) "
+    elif factor is not None:
+        problems = [f"every element is {_number(factor)} times the right value: a constant factor (or the sign) "
                     f"is off"]
     else:
         b = wrong[0]
