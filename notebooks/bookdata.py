@@ -49,8 +49,14 @@ def load_text(record: dict) -> str:
     """The machine and load a results file was measured on, in words."""
     machine, load = record.get("machine", {}), record.get("load_average", {})
     where = f"{machine.get('cpus', '?')} cores ({machine.get('cpu', 'unknown CPU')})"
-    if load:
-        where += f", load average {load.get('before', 0):.1f} before and {load.get('after', 0):.1f} after"
+
+    def one_minute(value):  # some benchmarks record the 1, 5 and 15 minute averages
+        return value[0] if isinstance(value, list) else value
+
+    if "before" in load:
+        where += f", load average {one_minute(load['before']):.1f} before"
+        if "after" in load:
+            where += f" and {one_minute(load['after']):.1f} after"
     return where
 
 
