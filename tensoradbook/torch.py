@@ -106,7 +106,7 @@ class _Kernel(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        raise _only_reverse_mode(ctx.kernels, "differentiated in forward mode (torch.func.jvp, jacfwd)")
+        raise _only_reverse_mode(ctx.kernels, "differentiated in forward mode (torch.func.jvp, jacfwd, hessian)")
 
 
 class _Gradients(torch.autograd.Function):
