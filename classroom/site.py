@@ -135,7 +135,7 @@ def read_chapter(path: Path) -> Chapter:
     heading = re.search(r"^#\s+(.+)$", first, flags=re.M)
     title = heading.group(1).strip() if heading else path.stem
     number = re.match(r"(\d+[a-z]?)_", path.stem)
-    number = number.group(1) if number else ""
+    number = number.group(1) if number else "A"  # a page that is not a chapter (notation, references): appendix
     short = re.sub(rf"^{re.escape(number)}\s*[—–-]\s*", "", title) if number else title
     after = first[heading.end():] if heading else first
     source, description, more = "", "", ""
