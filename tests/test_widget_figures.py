@@ -18,7 +18,7 @@ from PIL import Image
 
 import tensoradbook.widgets as tw
 from classroom import site
-from tensoradbook.widgets import picture
+from tensoradbook.widgets import picture, typeset
 from tensoradbook.widgets.base import WIDGET_VIEW
 from tensoradbook.widgets.graph import FIG1, sweep_picture
 
@@ -62,7 +62,7 @@ def test_widget_displays_its_picture_beside_its_view(name):
     image = Image.open(io.BytesIO(png))
     assert image.format == "PNG"
     # big enough to show something, small enough to show at 100 % in a page about 1000 pixels wide
-    assert 300 <= image.width <= picture.MAX_WIDTH + 2 * picture.PAD and 100 <= image.height <= 2000, image.size
+    assert 300 <= image.width <= typeset.MAX_WIDTH + 2 * picture.PAD and 100 <= image.height <= 2000, image.size
     # more than a frame: a good share of the pixels are drawn
     gray = image.convert("L")
     inked = sum(gray.histogram()[:200]) / (image.width * image.height)
@@ -94,22 +94,22 @@ def test_text_laid_out():
     html = ("<p><b>Step 1</b> of <code>f</code>, $x^2$ and</p>$$S = \\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}$$"
             "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td style='text-align:right'>22</td></tr></table>"
             "<ul><li>one</li><li>two</li></ul><details><summary>more</summary>hidden</details>")
-    image = picture.html_picture(html, math=True)
-    assert image.width > 100 and image.height > 5 * picture.SIZE
+    image = typeset.html_picture(html, math=True)
+    assert image.width > 100 and image.height > 5 * typeset.SIZE
     # the closed details shows its summary only: the same picture without its body
     same = html.replace("hidden", "")
-    assert picture.html_picture(same, math=True).tobytes() == image.tobytes()
+    assert typeset.html_picture(same, math=True).tobytes() == image.tobytes()
 
 
 def test_tex_helpers():
-    assert picture.split_top(r"a & {b & c} & \begin{pmatrix}1 & 2\end{pmatrix}", "&") == [
+    assert typeset.split_top(r"a & {b & c} & \begin{pmatrix}1 & 2\end{pmatrix}", "&") == [
         "a ", " {b & c} ", r" \begin{pmatrix}1 & 2\end{pmatrix}"]
     # too wide for a line: cut at its top-level operators, each piece still TeX mathtext reads
     wide = " + ".join(rf"\left(a_{{{k}}} \cdot b_{{{k}}}\right)" for k in range(40))
-    atoms = picture.math_atoms(wide, picture.Style(), width=300)
+    atoms = typeset.math_atoms(wide, typeset.Style(), width=300)
     assert len(atoms) > 1 and all(a.width <= 300 for a in atoms)
     # what mathtext cannot read is shown as its source, not dropped
-    (atom,) = picture.math_atoms(r"\unknowncommand{x}", picture.Style())
+    (atom,) = typeset.math_atoms(r"\unknowncommand{x}", typeset.Style())
     assert atom.width > 50
     assert picture._grid_columns("4em repeat(3, minmax(7.5em, max-content))") == 4
 
