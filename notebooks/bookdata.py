@@ -36,8 +36,9 @@ def prose(text: str) -> Markdown:
 
 
 def ms(seconds: float) -> str:
-    """A duration in milliseconds, three significant figures."""
-    return f"{seconds * 1e3:.3g} ms"
+    """A duration in milliseconds: three significant figures, whole milliseconds from 100 up."""
+    milliseconds = seconds * 1e3
+    return f"{milliseconds:,.0f} ms" if milliseconds >= 100 else f"{milliseconds:.3g} ms"
 
 
 def ratio(ours: float, theirs: float) -> str:
@@ -76,13 +77,12 @@ def exercise_count(nb: dict) -> int:
 
 
 def estimated_minutes(stem: str) -> dict:
-    """A chapter's estimated time in minutes: ``reading`` (its words at :data:`READING_PACE`), ``running``
-    (its run time in the last build), ``exercises`` and ``total``, each rounded up to 5 minutes."""
+    """A chapter's estimated time in minutes: ``reading`` (its words at :data:`READING_PACE`, rounded up to 5
+    minutes), ``running`` (its run time in the last build, rounded up to a minute), ``exercises`` and ``total``."""
     nb = _chapter(stem)
     build = results("book") if (RESULTS / "book.json").exists() else {}
     seconds = build.get("chapters", {}).get(stem, {}).get("run_s", 0.0)
-    up = lambda minutes: 5 * math.ceil(minutes / 5)  # noqa: E731
-    times = {"reading": up(_words(nb) / READING_PACE), "running": up(seconds / 60),
+    times = {"reading": 5 * math.ceil(_words(nb) / READING_PACE / 5), "running": math.ceil(seconds / 60),
              "exercises": EXERCISE_MINUTES * exercise_count(nb)}
     times["total"] = sum(times.values())
     return times
@@ -92,7 +92,8 @@ def estimated_time(stem: str) -> Markdown:
     """The "Estimated time" paragraph of chapter ``stem``."""
     t = estimated_minutes(stem)
     exercises = exercise_count(_chapter(stem))
-    return prose(f"About **{t['total']} minutes**: {t['reading']} to read, {t['running']} for the cells to run "
+    running = f"{t['running']} minute{'s' if t['running'] != 1 else ''}"
+    return prose(f"About **{t['total']} minutes**: {t['reading']} to read, {running} for the cells to run "
                  f"(measured in the last build of the book), {t['exercises']} for the {exercises} exercises "
                  f"(about {EXERCISE_MINUTES} minutes each).")
 

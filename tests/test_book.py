@@ -90,6 +90,6 @@ def test_the_start_page_times_every_chapter():
         total = bookdata.estimated_minutes(stem)["total"]
         assert re.search(rf"^{stem}\s.*\s{total}\s*$", table, re.M), (stem, total, table)
         chapter = _cells(NOTEBOOKS / f"{stem}.ipynb")
-        shown = "".join(o.get("data", {}).get("text/markdown", "") for c in chapter if c["cell_type"] == "code"
-                        and "estimated_time(" in "".join(c["source"]) for o in c["outputs"])
+        shown = "".join("".join(o.get("data", {}).get("text/markdown", "")) for c in chapter
+                        if c["cell_type"] == "code" and "estimated_time(" in "".join(c["source"]) for o in c["outputs"])
         assert f"About **{total} minutes**" in shown, (stem, shown)
