@@ -18,7 +18,18 @@ from pathlib import Path
 from IPython.display import Markdown
 
 NOTEBOOKS = Path(__file__).resolve().parent
-RESULTS = NOTEBOOKS.parent / "benchmarks" / "results"
+
+
+def _results_folder() -> Path:
+    # beside the chapters in the repository; for a copy of the chapters elsewhere, beside the installed package
+    import tensoradbook
+
+    beside = NOTEBOOKS.parent / "benchmarks" / "results"
+    installed = Path(tensoradbook.__file__).resolve().parents[1] / "benchmarks" / "results"
+    return beside if beside.is_dir() or not installed.is_dir() else installed
+
+
+RESULTS = _results_folder()
 #: Words a minute of technical prose with formulas (about half a novel's pace).
 READING_PACE = 120
 #: Minutes a student spends on one exercise, on average, trying and reading the feedback.
