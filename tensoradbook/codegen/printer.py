@@ -467,6 +467,11 @@ class VectorPrinter(KernelPrinter):
 
     def template(self, op: str) -> str:
         row = OPERATIONS[op]  # numpy's ufunc for a function, Python's operators (numpy overloads them)
+        if op == "**":
+            # not the operator: on numpy scalars it is libm's pow, on arrays numpy's vectorised loop, and the two
+            # differ in the last bit for 1 input in 20 on AVX-512; a max/min's adjoint recomputes its terms and must
+            # reach the forward's extremum in the same bits, whichever of the two shapes a term has there
+            return f"np.{row.numpy}({{0}}, {{1}})"
         if not row.is_function:
             return row.scalar
         operands = ", ".join(f"{{{k}}}" for k in range(row.arity))
