@@ -9,6 +9,9 @@ and stderr, at /dev/null, so what the cells print cannot mix with the answers):
 * ``{"op": "get", "names": [...]}`` answers the values of those names, encoded by :func:`wire.encode`;
 * ``{"op": "call", "id": n, "args": ..., "kwargs": ...}`` calls a function sent earlier as handle ``n``.
 
+Every answer repeats its request's ``seq``, so that the grader can tell an answer forged by a cell (written into
+the channel ahead of the real one) from the real one: the one out of turn ends the process.
+
 Every answer carries ``flags``: what the audit hook refused since the last answer (opening a hidden path,
 starting a process), for the instructor's grading report. Run as root inside the sandbox it first becomes
 the unprivileged user named by ``--uid``/``--gid``, before any cell runs.
@@ -187,7 +190,7 @@ def main() -> int:
             reply = worker.answer(request)
         except Exception as error:  # a malformed request, or an answer that cannot be encoded
             reply = {"error": _error(error), "stdout": "", "stderr": "", "dropped": 0, "flags": guard.take()}
-        wire.send(answers, reply)
+        wire.send(answers, {**reply, "seq": request.get("seq")})  # the grader matches replies to requests
 
 
 if __name__ == "__main__":

@@ -132,6 +132,9 @@ class AnswerProcess:
     def __init__(self, hidden: list[Path], timeout: float = 120.0, memory: int = 8 * 2 ** 30,
                  cpu_seconds: int = 1800, deadline: float = float("inf")):
         self.timeout, self.deadline = timeout, deadline
+        self._pending = b""  # bytes read from the channel past the last whole answer
+        self._sequence = 0  # of the last request: its answer must say the same
+        self._scratch: Path | None = None  # the working folder of a worker outside bubblewrap
         self.isolation = "bubblewrap" if bwrap_works() else "process"
         hidden = [Path(p) for p in hidden]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
@@ -173,22 +176,48 @@ class AnswerProcess:
                 raise AnswerProcessDied(f"the sandboxed process did not start ({self.isolation}): "
                                         + " / ".join(why)) from None
 
-    def _receive(self, timeout: float) -> dict:
+    def _receive(self, timeout: float, sequence: int | None = None) -> dict:
         deadline = time.monotonic() + timeout
-        while True:
+        try:
+            size = wire.body_size(self._read(wire.HEADER_SIZE, deadline, timeout))
+            reply = self._checked(wire.parse(self._read(size, deadline, timeout)))
+            if reply.get("seq") != sequence:  # a reply a cell wrote ahead of the real one, or that real one late
+                raise wire.WireError("a reply out of turn")
+            return reply
+        except wire.WireError as error:  # the student's code wrote into the channel: no answer to trust
+            self.close()
+            raise AnswerProcessDied(f"sent something that is not an answer ({error})") from None
+
+    def _read(self, size: int, deadline: float, timeout: float) -> bytes:
+        """``size`` bytes of the channel by the deadline: a message announced and never finished is a hang."""
+        while len(self._pending) < size:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or not select.select([self._from], [], [], left)[0]:
                 self.close()
                 raise AnswerTimeout(f"no answer within {timeout:g} s")
-            readable, _, _ = select.select([self._from], [], [], left)
-            if readable:
-                break
-        try:
-            return wire.receive(self._from)
-        except (EOFError, wire.WireError) as error:
-            status = self.close()
-            raise AnswerProcessDied(f"the process ended (exit status {status})"
-                                    if isinstance(error, EOFError) else str(error)) from None
+            chunk = os.read(self._from, 2 ** 20)
+            if not chunk:
+                status = self.close()
+                raise AnswerProcessDied(f"the process ended (exit status {status})")
+            self._pending += chunk
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    @staticmethod
+    def _checked(reply: dict) -> dict:
+        """A reply in the shape the worker sends, or a WireError: the grader indexes it without fear."""
+        texts = ("stdout", "stderr")
+        error = reply.get("error")
+        if not (all(isinstance(reply.get(k, ""), str) for k in texts)
+                and isinstance(reply.get("dropped", 0), int)
+                and isinstance(reply.get("flags", []), list) and all(isinstance(f, str) for f in reply.get("flags", []))
+                and isinstance(reply.get("values", {}), dict)
+                and (error is None or (isinstance(error, dict) and isinstance(error.get("ename"), str)
+                                       and isinstance(error.get("evalue"), str)
+                                       and isinstance(error.get("traceback"), list)
+                                       and all(isinstance(t, str) for t in error["traceback"])))):
+            raise wire.WireError("a reply of the wrong shape")
+        return reply
 
     def request(self, message: dict) -> dict:
         """Send one request and wait (at most ``timeout`` seconds, and not past the deadline) for its answer."""
@@ -196,12 +225,13 @@ class AnswerProcess:
         if left <= 0:
             self.close()
             raise AnswerTimeout("the time for the whole submission is spent")
+        self._sequence += 1
         try:
-            wire.send(self._to, message)
+            wire.send(self._to, {**message, "seq": self._sequence})
         except OSError:
             status = self.close()
             raise AnswerProcessDied(f"the process ended (exit status {status})") from None
-        return self._receive(min(self.timeout, left))
+        return self._receive(min(self.timeout, left), self._sequence)
 
     def run(self, code: str, name: str) -> dict:
         """Run a cell; the answer has ``error`` (None or ename/evalue/traceback), ``stdout``, ``stderr``,
@@ -222,7 +252,13 @@ class AnswerProcess:
                 raise student_exception(reply["error"])
             return wire.decode(reply["value"], call)
 
-        return {name: wire.decode(data, call) for name, data in answer["values"].items()}
+        values = {}
+        for name, data in answer.get("values", {}).items():
+            try:
+                values[name] = wire.decode(data, call)
+            except wire.WireError as error:  # a forged value: an answer the checks refuse by its type
+                values[name] = wire.UnsupportedAnswer(f"unreadable ({error})")
+        return values
 
     def close(self) -> int | None:
         """Stop the process (and everything it started); its exit status."""
@@ -233,7 +269,7 @@ class AnswerProcess:
         for stream in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(OSError):
                 stream.close()
-        if hasattr(self, "_scratch"):
+        if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
         return status
 

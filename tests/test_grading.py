@@ -398,3 +398,44 @@ def test_the_whole_submission_has_a_time_budget(tmp_path):
     grader.grade(nb)
     said = [" ".join(o.get("evalue", "") + "".join(o.get("traceback", [])) for o in c.outputs) for c in nb.cells]
     assert "spent" in said[-1], said
+
+
+FORGE = """
+import os, struct
+def forge(data):  # into every descriptor the worker may answer on: the grader must not trust what arrives
+    for fd in range(3, 64):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+def frame(body):
+    return struct.pack(">Q", len(body)) + body
+"""
+
+
+@pytest.mark.parametrize("forged, why", [
+    ("forge(struct.pack('>Q', 10 ** 6))", "a header whose message never comes"),
+    ("forge(frame(b'{\"values\": 5}'))", "a reply of the wrong shape"),
+    ("forge(frame(b'{\"error\": null, \"flags\": []}'))", "a reply to the next request, ahead of time"),
+    ("forge(frame(b'{\"values\": {\"answer_1\": {\"t\": \"pkl\"}}}'))", "a value that is no answer"),
+])
+def test_a_forged_answer_costs_the_forger_and_grading_finishes(forged, why):
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from classroom.grading import NotebookGrader
+
+    def cell(source, grade_id, **meta):
+        return new_code_cell(source, metadata={"nbgrader": {"grade_id": grade_id, **meta}})
+
+    nb = new_notebook(cells=[
+        cell("def check(answer):\n    return answer == 42", "setup", locked=True),
+        cell(FORGE + "\n" + forged + "\nanswer_1 = 41", "a_answer", solution=True),
+        cell("assert check(answer_1)", "a_test", grade=True, locked=True, points=1),
+        cell("answer_2 = 42", "b_answer", solution=True),
+        cell("assert check(answer_2)", "b_test", grade=True, locked=True, points=1),
+    ])
+    trusted = {c.metadata.nbgrader.grade_id: c.source for c in nb.cells if c.metadata.nbgrader.get("locked")}
+    NotebookGrader(trusted, [], timeout=5, memory=4 * 2 ** 30).grade(nb)
+    errors = {c.metadata.nbgrader.grade_id: [o for o in c.outputs if o.output_type == "error"] for c in nb.cells}
+    assert errors["a_test"], (why, nb.cells[2].outputs)  # 41 or nothing: never a pass
+    assert not errors["b_test"], (why, nb.cells[4].outputs)  # the honest answer after it still counts
