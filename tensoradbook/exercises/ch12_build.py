@@ -51,7 +51,7 @@ from ..lang.printer import atom_text, expr_text
 from ..lang.simplify import ZERO, atom_truth
 from ..lang.tokens import TOKEN
 from .answers import _ATOL, _RTOL, _function, _index_text, _number, _Wrong
-from .feedback import CheckResult, _pending
+from .feedback import CheckResult, _element_problems, _pending
 
 __all__ = ["check_reads", "check_adjoints", "check_index_solve", "check_box_solutions", "check_algorithm4",
            "index_matrix", "kernel_loops"]
@@ -687,31 +687,13 @@ def check_box_solutions(answer, cases=None) -> CheckResult:
 
 def _gradient_problems(label: str, argument: str, fn_name: str, yours: np.ndarray, right: np.ndarray) -> list[str]:
     """What is wrong where ``yours`` differs from ``right``, the most telling first; never a right value."""
-    close = _close(yours, right)
     zero_atol = _ATOL * max(float(np.abs(right).max(initial=0)), 1e-300)
-    wrong = [tuple(int(v) for v in idx) for idx in np.argwhere(~close)] if np.ndim(right) else [()]
-    unread = [b for b in wrong if abs(right[b]) <= zero_atol]
-    lost = [b for b in wrong if abs(yours[b]) <= zero_atol and b not in unread]
-    factor = _constant_factor(yours, right)
-    if unread:
-        b = unread[0]
-        problems = [f"{label}{_index_text(b)} is {_number(yours[b])}, but no element of {fn_name} reads "
-                    f"{argument}{_index_text(b)}: a condition (C (beta - a) = 0, eq. 16; I (beta - a) integral, "
-                    f"eq. 17; eq. 34) or a bound of the sums over z (eq. 45) is missing"]
-    elif lost:
-        b = lost[0]
-        problems = [f"yours gives 0 at {label}{_index_text(b)}, where {fn_name} reads {argument}{_index_text(b)}: "
-                    f"are your sums over z or your conditions too narrow?"]
-    elif factor is not None:
-        problems = [f"every element is {_number(factor)} times the right value: a constant factor (or the sign) "
-                    f"is off"]
-    else:
-        b = wrong[0]
-        problems = [f"{label}{_index_text(b)} is not right (on random inputs; yours is {_number(yours[b])}): "
-                    f"check the substitution alpha = I (beta - a) + K z into each read's adjoint (eq. 47)"]
-    if len(wrong) > 1:
-        problems.append(f"{len(wrong)} of {max(1, np.size(right))} elements differ")
-    return problems
+    return _element_problems(
+        label, yours, right, _close(yours, right), zero_atol,
+        lambda b: f"no element of {fn_name} reads {argument}{_index_text(b)}",
+        "a condition (C (beta - a) = 0, eq. 16; I (beta - a) integral, eq. 17; eq. 34) or a bound of the sums "
+        "over z (eq. 45) is missing",
+        hint="check the substitution alpha = I (beta - a) + K z into each read's adjoint (eq. 47)")
 
 
 def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, seed: int = 0) -> CheckResult:

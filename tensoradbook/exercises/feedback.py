@@ -50,10 +50,11 @@ def _pending(exercise: str, hint: str = "") -> CheckResult:
 
 
 def _element_problems(label: str, yours, right, close, zero_atol: float, why_zero, missing: str,
-                      ratio_rtol: float = 1e-6) -> list[str]:
+                      ratio_rtol: float = 1e-6, hint: str | None = None) -> list[str]:
     """What is wrong with the tensor ``yours`` where it is not ``close`` to ``right``, the most telling
     first: an element that must be 0 (``why_zero(index)`` says why, ``missing`` what is missing), one that
-    is wrongly 0, a constant factor, or else the first wrong element; then how many differ."""
+    is wrongly 0, a constant factor, or else the first wrong element; then how many differ. With a ``hint``
+    no right value is shown (where the answer itself is a tensor's values): the last case says the hint."""
     wrong = [tuple(int(v) for v in idx) for idx in np.argwhere(~close)] if np.ndim(right) else [()]
     zero_should = [b for b in wrong if abs(right[b]) <= zero_atol]
     zero_yours = [b for b in wrong if abs(yours[b]) <= zero_atol and b not in zero_should]
@@ -64,15 +65,17 @@ def _element_problems(label: str, yours, right, close, zero_atol: float, why_zer
         problems = [f"{label}{_index_text(b)} must be 0 ({why_zero(b)}), yours is {_number(yours[b])}: {missing}"]
     elif zero_yours:
         b = zero_yours[0]
-        problems = [f"yours gives 0 at {label}{_index_text(b)}, but the right value is {_number(right[b])}: "
+        right_value = "not 0" if hint else _number(right[b])
+        problems = [f"yours gives 0 at {label}{_index_text(b)}, but the right value is {right_value}: "
                     f"are your sum ranges or conditions too narrow?"]
     elif ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=ratio_rtol):
         problems = [f"every element is {_number(ratio[0])} times the right value: a constant factor "
                     f"(or the sign) is off"]
     else:
         b = wrong[0]
-        problems = [f"{label}{_index_text(b)} is {_number(yours[b])} but should be {_number(right[b])} "
-                    f"(on random inputs)"]
+        problems = [f"{label}{_index_text(b)} is not right (on random inputs; yours is {_number(yours[b])}): {hint}"
+                    if hint else f"{label}{_index_text(b)} is {_number(yours[b])} but should be "
+                    f"{_number(right[b])} (on random inputs)"]
     if len(wrong) > 1:
         problems.append(f"{len(wrong)} of {max(1, np.size(right))} elements differ")
     return problems
