@@ -22,11 +22,10 @@ from classroom import wire
 from feedback import feedback, hides, messages
 from tensoradbook import exercises as ex
 from tensoradbook.ad.derive import extended_domain
-from tensoradbook.ad.reverse import local_partials
 from tensoradbook.exercises.ch12_build import BOX_CASES, INDEX_MATRICES, index_matrix, kernel_loops
 from tensoradbook.lang.expr import Affine, Atom, Binary, Element, Number, Sum, Unary, substitute
 from tensoradbook.lang.printer import expr_text
-from tensoradbook.lang.simplify import ZERO, add, if_, mul
+from tensoradbook.lang.simplify import ZERO, add, if_
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -51,7 +50,7 @@ MORE = [  # Algorithm 4's cases beyond sec. 6: a sum, an index equation, strides
 
 def _instructor_answers() -> dict:
     """The assignment's own solutions (classroom/course.py), run on its setup and data as nbgrader's source does:
-    the tree walk, the index solve and the affine combination are used as they are there."""
+    the tree walk, the sweep, the index solve and the affine combination are used as they are there."""
     assignment = cc.BY_STEM["12_build_it_yourself"]
     namespace: dict = {}
     exec(assignment.setup, namespace)
@@ -63,7 +62,7 @@ def _instructor_answers() -> dict:
 
 
 _INSTRUCTOR = _instructor_answers()
-reads, index_solve, combine = _INSTRUCTOR["reads"], _INSTRUCTOR["index_solve"], _INSTRUCTOR["combine"]
+reads, sweep, index_solve, combine = (_INSTRUCTOR[name] for name in ("reads", "sweep", "index_solve", "combine"))
 
 
 def reads_by_stack(fn):  # another walk, another order, lists for tuples, another spelling of the indices
@@ -73,23 +72,6 @@ def reads_by_stack(fn):  # another walk, another order, lists for tuples, anothe
         if isinstance(node, Element):
             found.append([expr_text(node).replace(" ", "  "), list(scope)])
         pending += [(child, scope + ([node.index] if isinstance(node, Sum) else [])) for child in node.children()]
-    return found
-
-
-def sweep(node, seed):
-    """{(read, sums around it): adjoint} (eqs. 1-2; a sum passes its adjoint to its body, sec. 5.2)."""
-    found = {}
-
-    def visit(node, adjoint, sums):
-        if isinstance(node, Element):
-            found[node, sums] = add(found.get((node, sums), ZERO), adjoint)
-        elif isinstance(node, Sum):
-            visit(node.body, adjoint, sums + (node,))
-        else:
-            for child, partial in local_partials(node):
-                visit(child, mul(adjoint, partial), sums)
-
-    visit(node, seed, ())
     return found
 
 
