@@ -30,9 +30,9 @@ def _results_folder() -> Path:
 
 
 RESULTS = _results_folder()
-#: Words a minute of technical prose with formulas (about half a novel's pace).
+#: Words a minute of technical prose with formulas: an assumption (about half a novel's pace), not measured.
 READING_PACE = 120
-#: Minutes a student spends on one exercise, on average, trying and reading the feedback.
+#: Minutes a student spends on one exercise, trying and reading the feedback: an assumption, not measured.
 EXERCISE_MINUTES = 10
 
 
