@@ -16,29 +16,16 @@ import datetime
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks.* beside this file
 
 from benchmarks.gradients import machine  # noqa: E402
+from classroom.warm_cache import execute  # noqa: E402  (a chapter in place, in the venv's kernel)
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 RECORD = ROOT / "benchmarks" / "results" / "book.json"
-
-
-def execute(path: Path) -> float:
-    """Execute a chapter in place in the venv's kernel; its wall time in seconds."""
-    import nbformat
-    from nbconvert.preprocessors import ExecutePreprocessor
-
-    nb = nbformat.read(path, as_version=4)
-    start = time.perf_counter()
-    ExecutePreprocessor(timeout=900, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path.parent)}})
-    seconds = time.perf_counter() - start
-    nbformat.write(nb, path)
-    return seconds
 
 
 def estimates() -> dict[str, int]:

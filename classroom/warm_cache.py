@@ -1,0 +1,203 @@
+"""A warm kernel cache for a class: every chapter's and demo's kernels compiled once, for every user to read.
+
+``python -m classroom.warm_cache --into DIR [--only STEM ...] [--jobs N]`` executes every chapter
+(``notebooks/*.ipynb``, copies in a temporary folder: the committed notebooks are not touched) and every demo (its
+widget and first interaction, :func:`classroom.demo.warm`) with ``TENSORADBOOK_CACHE=DIR``, so that ``DIR`` holds
+the generated modules and Numba's machine code for them. ``DIR`` is then left readable by all and writable by its
+owner alone (folders 0755, files 0644), as :mod:`tensoradbook.codegen.cache` trusts a shared cache: point
+``TENSORADBOOK_SHARED_CACHE`` at it and a user's kernels are copied from it with their machine code instead of
+compiled. A stamp in ``DIR`` (the package's sources, the notebooks, the Python, Numba and NumPy versions and Numba's
+target CPU) makes a second run with nothing changed a no-op.
+
+Not covered: kernels that only an interaction other than a demo's first one compiles, and the package's own
+``numba.njit(cache=True)`` functions (``tensoradbook/inverse/engine.py``, ``tensoradbook/chaining/programs.py``),
+whose machine code Numba keeps beside the package, where a user who cannot write it does not look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from importlib.metadata import version
+from multiprocessing import get_context
+from pathlib import Path
+
+from classroom.demo import DEMOS, NOTEBOOK_DIR, REPO
+
+STAMP = ".warm-stamp.json"
+#: the sources whose change can change a kernel: the package, its widgets, and the demos' widget expressions
+SOURCES = [REPO / "tensoradbook", REPO / "widgets", REPO / "classroom" / "demo.py"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A chapter (``path``, its notebook) or a demo (``path`` None: :data:`classroom.demo.DEMOS` names it)."""
+
+    stem: str
+    path: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        return "demo" if self.path is None else "chapter"
+
+
+def jobs(only=None) -> list[Job]:
+    """Every chapter with code, then every demo; with ``only``, those of these stems (each must name one)."""
+    import nbformat
+
+    chapters = [Job(path.stem, path) for path in sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+                if any(cell.cell_type == "code" for cell in nbformat.read(path, as_version=4).cells)]
+    every = chapters + [Job(demo.stem) for demo in DEMOS]
+    if only is None:
+        return every
+    unknown = set(only) - {job.stem for job in every}
+    if unknown:
+        names = ", ".join(job.stem for job in every)
+        raise SystemExit(f"error: no chapter or demo {', '.join(sorted(unknown))}; there are: {names}")
+    return [job for job in every if job.stem in only]
+
+
+def execute(path: Path, timeout: int = 900) -> float:
+    """Execute a notebook in place, in its folder, in the ``python3`` kernel; its wall time in seconds."""
+    import nbformat
+    from nbconvert.preprocessors import ExecutePreprocessor
+
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path.parent)}})
+    seconds = time.perf_counter() - start
+    nbformat.write(nb, path)
+    return seconds
+
+
+def _digest(paths) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def stamp(selected: list[Job]) -> dict:
+    """What the kernels in a warm cache depend on: a change in any of it means warming again."""
+    sources = [p for root in SOURCES for p in ([root] if root.is_file() else root.rglob("*.py"))]
+    return {
+        "sources": _digest(sources),
+        "chapters": {job.stem: _digest([job.path]) for job in selected if job.path},
+        "demos": [job.stem for job in selected if job.path is None],
+        "python": sys.version, "numba": version("numba"), "numpy": version("numpy"),
+        # Numba's cache keys hold its target CPU: NUMBA_CPU_NAME=generic makes them portable (a built image)
+        "cpu": [platform.machine(), os.environ.get("NUMBA_CPU_NAME"), os.environ.get("NUMBA_CPU_FEATURES")],
+    }
+
+
+def _enter(directory: str, scratch: str) -> None:
+    """A worker's set-up: the kernels compile into ``directory``; chapters run beside the helpers they import."""
+    os.environ["TENSORADBOOK_CACHE"] = directory
+    # Numba would keep the kernels' machine code in NUMBA_CACHE_DIR, not beside the modules where the cache looks
+    os.environ.pop("NUMBA_CACHE_DIR", None)
+    os.chdir(scratch)
+
+
+def _run(job: Job) -> tuple[Job, float]:
+    if job.path is None:
+        from classroom.demo import warm as warm_demos
+
+        (seconds,) = warm_demos([demo for demo in DEMOS if demo.stem == job.stem]).values()
+        return job, seconds
+    copy = Path.cwd() / job.path.name
+    shutil.copyfile(job.path, copy)
+    return job, execute(copy)
+
+
+def _share(directory: Path) -> None:
+    """Leave ``directory`` writable by this user alone and readable by all: folders 0755, files 0644."""
+    uid, gid = os.getuid(), os.getgid()
+    for path in [directory, *directory.rglob("*")]:
+        status = os.lstat(path)
+        if stat.S_ISLNK(status.st_mode):  # never made here; the cache refuses links anyway
+            continue
+        if status.st_uid != uid:  # a file of another user: only root may take it over
+            os.chown(path, uid, gid)
+        path.chmod(0o755 if stat.S_ISDIR(status.st_mode) else 0o644)
+
+
+def _unreachable(directory: Path) -> Path | None:
+    """The first folder above ``directory`` that other users cannot enter, else None."""
+    return next((p for p in reversed(directory.parents) if not p.stat().st_mode & stat.S_IXOTH), None)
+
+
+def summary(directory: Path) -> dict:
+    """The generated modules, Numba's compiled kernels (one data file each) and the bytes in ``directory``."""
+    files = [p for p in directory.rglob("*") if p.is_file()]
+    return {"modules": len(list(directory.glob("k_*.py"))),
+            "kernels": sum(p.suffix == ".nbc" for p in files),
+            "bytes": sum(p.stat().st_size for p in files)}
+
+
+def warm(directory, only=None, workers: int | None = None) -> dict:
+    """Compile every chapter's and demo's kernels (or those of the stems ``only``) into ``directory`` and share it
+    read-only; a no-op where its stamp says it is warm for these sources already. Returns :func:`summary`'s
+    figures with ``seconds``, ``warmed`` (the stems run, none for a no-op) and ``failed`` (stem: error)."""
+    directory = Path(os.path.realpath(directory))
+    selected = jobs(only)
+    wanted = stamp(selected)
+    stamp_file = directory / STAMP
+    if stamp_file.exists() and json.loads(stamp_file.read_text()) == wanted:
+        print(f"{directory} is warm already (same sources, notebooks and versions as in {STAMP}): nothing to do")
+        return {**summary(directory), "seconds": 0.0, "warmed": [], "failed": {}}
+    stamp_file.unlink(missing_ok=True)  # an interrupted run leaves no stamp behind
+    directory.mkdir(mode=0o755, parents=True, exist_ok=True)
+    start = time.perf_counter()
+    failed = {}
+    with tempfile.TemporaryDirectory(prefix="tensoradbook-warm-") as scratch:
+        for helper in NOTEBOOK_DIR.glob("*.py"):  # bookdata.py: the chapters import it from their folder
+            shutil.copy(helper, scratch)
+        context = get_context("spawn")  # fresh workers: nothing of this process (a cache, a warning) carries over
+        with ProcessPoolExecutor(workers or min(os.cpu_count(), len(selected)), mp_context=context, initializer=_enter,
+                                 initargs=(str(directory), scratch)) as pool:
+            futures = {pool.submit(_run, job): job for job in selected}
+            for done, future in enumerate(as_completed(futures), 1):
+                job = futures[future]
+                try:
+                    _, seconds = future.result()
+                    print(f"[{done}/{len(selected)}] {job.kind} {job.stem}: {seconds:.1f} s", flush=True)
+                except Exception as error:  # a chapter that fails still leaves the others' kernels
+                    failed[job.stem] = f"{type(error).__name__}: {error}"
+                    print(f"[{done}/{len(selected)}] {job.kind} {job.stem}: FAILED {failed[job.stem][:500]}",
+                          file=sys.stderr, flush=True)
+    if not failed:
+        stamp_file.write_text(json.dumps(wanted, indent=1) + "\n")
+    _share(directory)
+    figures = {**summary(directory), "seconds": round(time.perf_counter() - start, 1),
+               "warmed": [job.stem for job in selected], "failed": failed}
+    print(f"{directory}: {figures['modules']} modules, {figures['kernels']} kernels, "
+          f"{figures['bytes'] / 2 ** 20:.1f} MiB, {figures['seconds']:.0f} s for {len(selected)} chapters and demos"
+          + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    blocked = _unreachable(directory)
+    if blocked:
+        print(f"warning: other users cannot reach {directory}: {blocked} is mode {blocked.stat().st_mode & 0o777:o}",
+              file=sys.stderr)
+    return figures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m classroom.warm_cache", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--into", required=True, type=Path, help="the shared cache to warm (made where missing)")
+    parser.add_argument("--only", nargs="+", metavar="STEM", help="these chapters or demos only (file stems)")
+    parser.add_argument("--jobs", type=int, help="chapters and demos run at once (default: one per CPU)")
+    args = parser.parse_args(argv)
+    return 1 if warm(args.into, args.only, args.jobs)["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

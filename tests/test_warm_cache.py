@@ -1,0 +1,177 @@
+"""The warm kernel cache of a class (classroom/warm_cache.py, issue 25): compiled once, read by every user.
+
+One demo (06_gradient_lab, the smallest with kernels of its own: one module, five kernels) is warmed into a folder
+as ``make hub`` warms every chapter and demo. Then another Unix user, with an empty private cache and
+``TENSORADBOOK_SHARED_CACHE`` naming the warm one, does what the demo's page does: no Numba dispatcher of that process
+missed its disk cache (Numba counts a miss for every signature it compiles), the private cache holds the shared
+module and Numba's files for it byte for byte and nothing else, and the user cannot write the shared cache.
+
+Acting as another user needs root (CI runs the tests as root): elsewhere those tests skip, saying so, and under
+``CI=true`` they fail.
+"""
+
+import json
+import re
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import IN_CI
+from test_cache import system_user
+
+from classroom.hub import thread_environment
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = "06_gradient_lab"
+
+#: The demo's first interaction as its page does it, run by another user: what Numba compiled meanwhile, what the
+#: private cache holds and which writes into the shared cache were refused. The process starts as root and does it
+#: once on a cache of its own, so that what Python imports on the way is imported (the venv's interpreter may live
+#: where the user cannot reach, under /root); then it forgets every kernel it loaded (the widgets' memos, the cache's
+#: modules), becomes the user with a home of its own and does it again.
+STUDENT = """
+import functools, gc, json, os, sys
+from pathlib import Path
+
+import numba.core.dispatcher
+
+from classroom.demo import DEMOS, warm
+from tensoradbook.codegen import cache
+
+demo = [d for d in DEMOS if d.stem == sys.argv[1]]
+uid, gid, home = json.loads(sys.argv[2])
+
+def misses():
+    return {d: sum(d.stats.cache_misses.values()) for d in gc.get_objects()
+            if isinstance(d, numba.core.dispatcher.Dispatcher)}
+
+warm(demo)
+for memo in gc.get_objects():
+    if isinstance(memo, functools._lru_cache_wrapper):
+        memo.cache_clear()
+cache._MODULES.clear()
+before = misses()  # holding the dispatchers: none is freed and its id reused
+os.environ.pop("TENSORADBOOK_CACHE")
+os.environ["HOME"] = home
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
+warm(demo)
+private = cache.cache_directory()
+after = misses()
+kernels = [d for d in after if d.py_func.__code__.co_filename.startswith(str(private))]
+shared = Path(os.environ["TENSORADBOOK_SHARED_CACHE"])
+refused = []
+for attempt in [lambda: (shared / "planted.py").write_text(""),
+                lambda: (shared / "__pycache__" / "planted.nbi").write_bytes(b""),
+                lambda: open(next(shared.glob("k_*.py")), "a").close(),
+                lambda: next(shared.glob("k_*.py")).unlink()]:
+    try:
+        attempt()
+    except PermissionError:
+        refused.append(True)
+    else:
+        refused.append(False)
+print(json.dumps({
+    "kernels": sum(len(d.overloads) for d in kernels),
+    "hits": sum(sum(d.stats.cache_hits.values()) for d in kernels),
+    "compiled": {d.py_func.__qualname__: n - before.get(d, 0) for d, n in after.items() if n > before.get(d, 0)},
+    "private": str(private),
+    "files": {str(p.relative_to(private)): p.read_bytes().hex() for p in private.rglob("*")
+              if p.is_file() and p.suffix != ".pyc"},
+    "refused": refused,
+}))
+"""
+
+
+def listing(directory: Path) -> dict:
+    """Every file and folder under ``directory``: owner, mode and modification time."""
+    return {str(p.relative_to(directory)): (p.stat().st_uid, p.stat().st_mode & 0o7777, p.stat().st_mtime_ns)
+            for p in [directory, *directory.rglob("*")]}
+
+
+def warm(directory: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "classroom.warm_cache", "--into", str(directory), "--only", DEMO],
+                          cwd=REPO, capture_output=True, text=True, check=True)
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """A warm cache of the demo, in a folder every user can reach (pytest's own temporary folders are private)."""
+    parent = Path(tempfile.mkdtemp(prefix="tab-warm-test-", dir=os.path.realpath(tempfile.gettempdir())))
+    parent.chmod(0o755)
+    directory = parent / "kernel-cache"
+    done = warm(directory)
+    yield directory, done.stdout
+    shutil.rmtree(parent)
+
+
+def test_the_warm_cache_holds_the_demos_kernels_and_only_its_owner_may_write_it(shared):
+    directory, output = shared
+    assert f"{DEMO}:" in output
+    modules, kernels = re.fullmatch(rf"{directory}: (\d+) modules, (\d+) kernels, .*", output.splitlines()[-1]).groups()
+    assert int(modules) >= 1 and int(kernels) >= 1
+    assert list(directory.glob("k_*.py")) and list(directory.glob("__pycache__/k_*.nbi"))
+    entries = listing(directory)
+    for name, (owner, mode, _) in entries.items():
+        assert owner == os.getuid(), name
+        assert mode == (0o755 if (directory / name).is_dir() else 0o644), name
+    again = warm(directory)
+    assert "is warm already" in again.stdout and f"{DEMO}:" not in again.stdout
+    assert listing(directory) == entries
+
+
+def test_an_unknown_stem_is_refused_with_the_names_there_are():
+    done = subprocess.run([sys.executable, "-m", "classroom.warm_cache", "--into", "/nonexistent", "--only", "nope"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "no chapter or demo nope" in done.stderr and DEMO in done.stderr and "06a_kernels" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def student(shared):
+    """The demo's page run by another user with an empty private cache and the warm cache shared: STUDENT's report."""
+    if os.getuid() != 0:
+        message = "needs root: to make another user and act as one"
+        if IN_CI:
+            pytest.fail(f"CI runs the tests as root: {message}")
+        pytest.skip(message)
+    user = system_user("tab-warm-student")
+    directory, _ = shared
+    home = Path(tempfile.mkdtemp(prefix="tab-warm-home-", dir=os.path.realpath(tempfile.gettempdir())))
+    os.chown(home, user.pw_uid, user.pw_gid)
+    before = listing(directory)
+    # a student's server: the hub's thread settings, the warm cache shared, no cache of its own yet
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("XDG_CACHE_HOME", "NUMBA_CACHE_DIR", "MPLCONFIGDIR")}
+    env.update(thread_environment(1), TENSORADBOOK_SHARED_CACHE=str(directory),
+               TENSORADBOOK_CACHE=str(home.with_name(home.name + "-root")))
+    try:
+        done = subprocess.run([sys.executable, "-c", STUDENT, DEMO, json.dumps([user.pw_uid, user.pw_gid, str(home)])],
+                              cwd=REPO, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        yield directory, before, home, json.loads(done.stdout.splitlines()[-1])
+    finally:
+        shutil.rmtree(home)
+        shutil.rmtree(env["TENSORADBOOK_CACHE"], ignore_errors=True)
+
+
+def test_another_user_runs_the_demo_on_the_warm_kernels_without_compiling_one(student):
+    directory, before, home, report = student
+    assert report["kernels"] >= 5 and report["hits"] >= 5  # the demo's kernels ran, loaded from Numba's disk cache
+    assert report["compiled"] == {}  # Numba compiled nothing: every signature came from its disk cache
+    assert report["private"] == str(home / ".cache" / "tensoradbook" / "kernels")
+    copied = {name: bytes.fromhex(data) for name, data in report["files"].items()}
+    assert copied == {str(p.relative_to(directory)): p.read_bytes() for p in directory.rglob("*")
+                      if p.is_file() and p.suffix != ".pyc" and p.name != ".warm-stamp.json"}
+    assert listing(directory) == before
+
+
+def test_another_user_cannot_write_the_warm_cache(student):
+    directory, before, _, report = student
+    assert report["refused"] == [True] * 4
+    assert listing(directory) == before
