@@ -12,6 +12,9 @@ them into nbgrader assignments in ``course/`` (nbgrader's layout; its config is 
   (student versions in ``course/release/``, gradebook entries in ``course/gradebook.db``).
 * ``python -m classroom.course grade`` autogrades ``course/submitted/<student>/<chapter>/``, writes the
   feedback HTML (``course/feedback/``) and exports the scores to ``course/grades.csv``.
+* On the class server (``make hub``, classroom/hub.py; ``--hub``, or by default once its course directory exists),
+  ``assignments`` also releases every assignment into nbgrader's exchange and ``grade`` first collects the
+  submissions from it and afterwards releases the feedback, all in the hub's course directory.
 
 Every answer cell assigns an answer variable (``answer_1 = None`` in the release) and every graded cell calls the
 chapter's check function on it, prints the verdict and asserts it: the student sees the check's own words
@@ -794,11 +797,20 @@ def nbgrader_env() -> dict:
     return env
 
 
-def nbgrader(*args: str, course: Path = COURSE, check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``nbgrader <args>`` inside ``course`` (which holds nbgrader_config.py), output passed through."""
+def nbgrader(*args: str, course: Path = COURSE, check: bool = True, user: str | None = None
+             ) -> subprocess.CompletedProcess:
+    """Run ``nbgrader <args>`` inside ``course`` (which holds nbgrader_config.py), output passed through; as the
+    Unix ``user`` when given and run as root (nbgrader's exchange accepts releases only from the course's owner)."""
     cmd = [sys.executable, "-m", "nbgrader", *args]
     print("$", " ".join(cmd[2:]), flush=True)
-    return subprocess.run(cmd, cwd=course, env=nbgrader_env(), check=check)
+    env = nbgrader_env()
+    if user and os.geteuid() == 0:
+        import pwd
+
+        entry = pwd.getpwnam(user)
+        cmd = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", *cmd]
+        env.update(HOME=entry.pw_dir, USER=user, LOGNAME=user)
+    return subprocess.run(cmd, cwd=course, env=env, check=check)
 
 
 def generate_assignments(course: Path = COURSE) -> None:
@@ -900,14 +912,101 @@ def _sandbox_events(course: Path, graded: list[tuple[str, str]]) -> list[dict]:
     return rows
 
 
+# --- the class server's course (make hub; classroom/hub.py) ----------------------------------------------------
+
+def _hub_options(settings) -> list[str]:
+    return [f"--CourseDirectory.course_id={settings.course_id}", f"--Exchange.root={settings.exchange}"]
+
+
+def _give_to_instructors(settings) -> None:
+    """Generating and grading as root leaves root's files: the course directory and what the course has in the
+    exchange (releases, feedback; not the students' submissions) go back to the instructors, who release and
+    collect (nbgrader wants the course's owner) and use the formgrader in their own server."""
+    import grp
+    import pwd
+
+    if os.geteuid() != 0:
+        return
+    uid, gid = pwd.getpwnam(settings.instructors[0]).pw_uid, grp.getgrnam(settings.staff_group).gr_gid
+    exchange = settings.exchange / settings.course_id
+    for top in (settings.course, exchange / "outbound", exchange / "feedback"):
+        if top.exists():
+            os.chown(top, uid, gid)
+            for root, dirs, files in os.walk(top):
+                for name in dirs + files:
+                    os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+
+
+def hub_course(settings_path: Path | None = None):
+    """The hub's settings, when its course directory is set up (``make hub`` ran), else None."""
+    from classroom import hub
+
+    settings = hub.load_settings(settings_path)
+    return settings if (settings.course / "nbgrader_config.py").exists() else None
+
+
+def hub_assignments(settings, only: str | None = None) -> None:
+    """Generate every assignment (or ``only`` one) in the hub's course directory and release it into the
+    exchange."""
+    os.environ[EXCHANGE_ENV] = str(settings.exchange)
+    stems = [only] if only else [a.stem for a in ASSIGNMENTS]
+    if only:
+        nbgrader("generate_assignment", only, "--force", course=settings.course)
+    else:
+        generate_assignments(settings.course)
+    _give_to_instructors(settings)
+    for stem in stems:
+        nbgrader("release_assignment", stem, "--force", *_hub_options(settings), course=settings.course,
+                 user=settings.instructors[0])
+    print(f"Released {len(stems)} assignment(s) into {settings.exchange / settings.course_id / 'outbound'}: "
+          "students fetch them in their Assignments tab.")
+
+
+def hub_grade(settings, only: str | None = None) -> int:
+    """Collect the submissions from the exchange, autograde them (:func:`grade`), release the feedback."""
+    os.environ[EXCHANGE_ENV] = str(settings.exchange)
+    stems = [only] if only else [a.stem for a in ASSIGNMENTS]
+    instructor = settings.instructors[0]
+    _give_to_instructors(settings)
+    for stem in stems:
+        nbgrader("collect", stem, "--update", *_hub_options(settings), course=settings.course, check=False,
+                 user=instructor)
+    # graded as root: the answers then run in bubblewrap as nobody (classroom/sandbox.py)
+    status = grade(settings.course, only)
+    _give_to_instructors(settings)
+    for stem in submissions(settings.course):
+        if only in (None, stem):
+            nbgrader("release_feedback", stem, *_hub_options(settings), course=settings.course, check=False,
+                     user=instructor)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m classroom.course", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["build-source", "assignments", "grade"])
-    parser.add_argument("assignment", nargs="?", help="grade: only this assignment (e.g. 04a_integer_equations)")
-    parser.add_argument("--course", type=Path, default=COURSE,
-                        help="the course folder with nbgrader_config.py (default: course/ of the repository)")
+    parser.add_argument("assignment", nargs="?",
+                        help="only this assignment (e.g. 04a_integer_equations): grade, and on the class server also "
+                             "assignments")
+    parser.add_argument("--course", type=Path, default=None,
+                        help="the course folder with nbgrader_config.py (default: the class server's course when "
+                             "`make hub` set it up, else course/ of the repository)")
+    parser.add_argument("--hub", action="store_true",
+                        help="the class server's course (hub/course.toml): release into its exchange, collect from it")
+    parser.add_argument("--settings", type=Path, default=None, help="--hub: another settings file than hub/course.toml")
     args = parser.parse_args(argv)
-    course = args.course.resolve()
+    if args.command != "build-source" and args.course is None:
+        settings = hub_course(args.settings)
+        if args.hub and settings is None:
+            print("error: the class server's course directory is not set up: run `make hub` first (as root).",
+                  file=sys.stderr)
+            return 1
+        if settings is not None:
+            print(f"The class server's course ({settings.path}): {settings.course}, exchange {settings.exchange}")
+            if args.command == "assignments":
+                hub_assignments(settings, args.assignment)
+                return 0
+            return hub_grade(settings, args.assignment)
+    course = (args.course or COURSE).resolve()
     if args.command == "build-source":
         for path in build_source(course):
             print("wrote", path.relative_to(course.parent) if course.parent in path.parents else path)

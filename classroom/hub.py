@@ -1,0 +1,493 @@
+"""The class server: JupyterHub with nbgrader's multi-user exchange, one Unix user per student (``make hub``).
+
+Everything a lecturer sets is in ``hub/course.toml`` (:func:`load_settings`); ``hub/jupyterhub_config.py`` reads it
+through this module. ``python -m classroom.hub serve`` (``make hub``), as root:
+
+* creates the instructors and the students of the CSV as Unix users with private homes (0700), the instructors
+  in one group (``<course id>-staff``);
+* lays out nbgrader's exchange with the modes nbgrader itself gives it (root 0777 plus the sticky bit, so no one
+  removes another's folder; ``<course>/outbound`` 0755; ``<course>/inbound`` 2733: students write into it but cannot
+  list or read it, each submission in a folder named with a random suffix; ``<course>/feedback`` 0711, files named
+  by a hash of the submission);
+* copies ``course/`` (sources, ``nbgrader_config.py``) to the course directory, owned by the instructors, 0700;
+* writes the user servers' Jupyter configuration per role (``paths.jupyter``): students get the Assignments tab
+  and Validate but no formgrader or "create assignment"; instructors get the formgrader in their own server (not as
+  a hub service, whose proxying is what 404s in nbgrader's tracker), rooted in the course directory; both get a
+  ``python3`` kernel that runs under a CPU-time limit;
+* warms the shared kernel cache (``python -m classroom.warm_cache``) so that no student compiles a kernel;
+* then starts JupyterHub, its database, cookie secret and passwords in ``paths.state`` (root, 0700).
+
+``python -m classroom.hub setup`` does all but the last; ``remove-users`` removes the CSV's users again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import grp
+import importlib.util
+import json
+import os
+import pwd
+import re
+import resource
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+HUB = REPO / "hub"
+DEFAULT_SETTINGS = HUB / "course.toml"
+#: The environment variable that names another settings file (the tests and the benchmark use their own).
+SETTINGS_ENV = "TENSORADBOOK_HUB_SETTINGS"
+#: configurable-http-proxy, fetched from the npm registry at install time into the environment (never global).
+PROXY_VERSION = "5.3.0"
+PROXY_PREFIX = Path(sys.prefix) / "share" / "tensoradbook" / "configurable-http-proxy"
+PROXY = PROXY_PREFIX / "node_modules" / ".bin" / "configurable-http-proxy"
+AUTHENTICATORS = ("native", "dummy-testing-only", "oauth", "lti13")
+USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,30}$")
+_UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+
+
+def parse_bytes(text: str) -> int:
+    """``"1G"`` -> 1073741824 (K, M, G, T are powers of 1024; a plain number is bytes)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", str(text), re.IGNORECASE)
+    if not match:
+        raise ValueError(f"not an amount of memory: {text!r} (e.g. 1G, 512M)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+@dataclass(frozen=True)
+class Student:
+    username: str
+    first_name: str
+    last_name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """``hub/course.toml``, checked, with paths made absolute."""
+
+    path: Path
+    course_id: str
+    instructors: tuple[str, ...]
+    students_csv: Path
+    ip: str
+    port: int
+    hub_port: int
+    proxy_api_port: int
+    authenticator: str
+    exchange: Path
+    course: Path
+    kernel_cache: Path
+    jupyter: Path
+    state: Path
+    memory: str
+    memory_bytes: int
+    kernel_cpu_seconds: int
+    processes: int
+    cull_idle_seconds: int
+    threads: int
+
+    @property
+    def staff_group(self) -> str:
+        return f"{self.course_id}-staff"[:32]
+
+    def students(self) -> list[Student]:
+        with open(self.students_csv, newline="") as f:
+            rows = list(csv.DictReader(f))
+        students = [Student(r["username"].strip(), (r.get("first_name") or "").strip(),
+                            (r.get("last_name") or "").strip(), (r.get("email") or "").strip()) for r in rows]
+        for s in students:
+            if not USERNAME.match(s.username):
+                raise ValueError(f"{self.students_csv}: {s.username!r} is not a Unix user name (lower-case letters, "
+                                 "digits, _ and -, at most 31)")
+        clash = {s.username for s in students} & set(self.instructors)
+        if clash:
+            raise ValueError(f"{sorted(clash)} are both students and instructors")
+        return students
+
+    def usernames(self) -> list[str]:
+        return list(self.instructors) + [s.username for s in self.students()]
+
+    def role(self, username: str) -> str:
+        return "instructor" if username in self.instructors else "student"
+
+
+def load_settings(path: str | os.PathLike | None = None) -> HubSettings:
+    """Read the settings: ``path``, else ``$TENSORADBOOK_HUB_SETTINGS``, else ``hub/course.toml``."""
+    path = Path(path or os.environ.get(SETTINGS_ENV) or DEFAULT_SETTINGS).resolve()
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    course, server, paths, limits = (data.get(k, {}) for k in ("course", "server", "paths", "limits"))
+
+    def where(value: str) -> Path:
+        return (path.parent / value).resolve()
+
+    settings = HubSettings(
+        path=path,
+        course_id=course.get("id", "tensoradbook"),
+        instructors=tuple(course.get("instructors", ["instructor"])),
+        students_csv=where(course.get("students", "students.csv")),
+        ip=server.get("ip", "127.0.0.1"),
+        port=int(server.get("port", 8000)),
+        hub_port=int(server.get("hub_port", 8081)),
+        proxy_api_port=int(server.get("proxy_api_port", 8001)),
+        authenticator=server.get("authenticator", "native"),
+        exchange=where(paths.get("exchange", "/srv/tensoradbook/exchange")),
+        course=where(paths.get("course", "/srv/tensoradbook/course")),
+        kernel_cache=where(paths.get("kernel_cache", "/srv/tensoradbook/kernel-cache")),
+        jupyter=where(paths.get("jupyter", "/srv/tensoradbook/jupyter")),
+        state=where(paths.get("state", "/var/lib/tensoradbook-hub")),
+        memory=str(limits.get("memory", "1G")),
+        memory_bytes=parse_bytes(limits.get("memory", "1G")),
+        kernel_cpu_seconds=int(limits.get("kernel_cpu_seconds", 3600)),
+        processes=int(limits.get("processes", 256)),
+        cull_idle_seconds=int(limits.get("cull_idle_seconds", 3600)),
+        threads=int(limits.get("threads", 1)),
+    )
+    if settings.authenticator not in AUTHENTICATORS:
+        raise ValueError(f"{path}: server.authenticator is {settings.authenticator!r}, not one of {AUTHENTICATORS}")
+    for name in settings.instructors:
+        if not USERNAME.match(name):
+            raise ValueError(f"{path}: instructor {name!r} is not a Unix user name")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", settings.course_id):
+        raise ValueError(f"{path}: course.id {settings.course_id!r}: letters, digits, _ and - only")
+    return settings
+
+
+# --- what each user server gets ---------------------------------------------------------------------------
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """One thread per student by default: on a shared machine, N students each starting a pool of all cores'
+    threads only fight over the cores (and each idle pool costs memory). Numba's ``workqueue`` layer is its own,
+    needs neither TBB nor an OpenMP runtime in the process, and is all a single thread needs."""
+    n = str(threads)
+    return {"NUMBA_NUM_THREADS": n, "NUMBA_THREADING_LAYER": "workqueue", "OMP_NUM_THREADS": n,
+            "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n, "NUMEXPR_NUM_THREADS": n,
+            # glibc gives each thread a malloc arena of 64 MB of address space; the memory limit counts it
+            "MALLOC_ARENA_MAX": "2"}
+
+
+def user_environment(settings: HubSettings, username: str) -> dict[str, str]:
+    """The environment of ``username``'s server (and so of its kernels)."""
+    role = settings.role(username)
+    env = thread_environment(settings.threads)
+    env.update({
+        "TENSORADBOOK_SHARED_CACHE": str(settings.kernel_cache),
+        # the course's nbgrader_config.py and the kernels' limits wrapper import classroom/ from the repository
+        "PYTHONPATH": str(REPO),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "JUPYTER_CONFIG_PATH": str(settings.jupyter / role),
+        "JUPYTER_PATH": str(settings.jupyter / "share"),
+        "TENSORADBOOK_EXCHANGE": str(settings.exchange),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    })
+    return env
+
+
+def notebook_dir(settings: HubSettings, username: str) -> str:
+    """Students start in their home; instructors in the course directory (the formgrader wants the course
+    inside the server's root)."""
+    return str(settings.course) if settings.role(username) == "instructor" else pwd.getpwnam(username).pw_dir
+
+
+def apply_server_limits(settings: HubSettings) -> None:
+    """Hard limits for a user server and everything it starts, set as root before the switch to the user (so the
+    user cannot raise them): memory per process (RLIMIT_DATA: heap and private mappings, what a process really
+    fills; the address space would also count shared libraries and reservations) and processes per user."""
+    resource.setrlimit(resource.RLIMIT_DATA, (settings.memory_bytes, settings.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_NPROC, (settings.processes, settings.processes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def kernel_main(argv: list[str]) -> None:
+    """``python -m classroom.hub kernel --cpu-seconds N -- <ipykernel args>``: the hub's python3 kernel, an
+    ipykernel under a CPU-time limit (SIGXCPU at N seconds, killed at N + 5): a cell that loops forever is
+    stopped, the student restarts the kernel, the others never noticed more than its share of a core."""
+    parser = argparse.ArgumentParser(prog="python -m classroom.hub kernel")
+    parser.add_argument("--cpu-seconds", type=int, required=True)
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    limit = args.cpu_seconds if hard == resource.RLIM_INFINITY else min(args.cpu_seconds, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5 if hard == resource.RLIM_INFINITY else hard))
+    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *rest])
+
+
+# --- setting up the machine (root) -----------------------------------------------------------------------
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise SystemExit(
+            f"error: {what} needs root: it creates the course's Unix users (useradd), the exchange and the course "
+            "directory with their owners and modes, and JupyterHub's LocalProcessSpawner switches to each user. "
+            "Run it as root (sudo make hub), on a machine (or VM, container) that is the class server.")
+
+
+def _run(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def ensure_group(name: str) -> int:
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        _run("groupadd", name)
+        return grp.getgrnam(name).gr_gid
+
+
+def ensure_user(name: str, comment: str = "", groups: tuple[str, ...] = ()) -> pwd.struct_passwd:
+    """A Unix user with a home only they can read (0700), no password (they log in through the hub)."""
+    try:
+        user = pwd.getpwnam(name)
+    except KeyError:
+        _run("useradd", "--create-home", "--shell", "/bin/bash", "--comment", comment[:60] or name,
+             *(("--groups", ",".join(groups)) if groups else ()), name)
+        user = pwd.getpwnam(name)
+    for group in groups:
+        if name not in grp.getgrnam(group).gr_mem:
+            _run("usermod", "--append", "--groups", group, name)
+    home = Path(user.pw_dir)
+    home.mkdir(parents=True, exist_ok=True)
+    os.chown(home, user.pw_uid, user.pw_gid)
+    home.chmod(0o700)
+    return user
+
+
+def _chown_tree(path: Path, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+
+
+def _mkdir(path: Path, mode: int, uid: int = 0, gid: int = 0) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, uid, gid)
+    path.chmod(mode)  # after mkdir: the umask would drop bits
+
+
+def setup_exchange(settings: HubSettings) -> None:
+    """nbgrader's exchange as nbgrader's release lays it out, made before the first release so a student who
+    fetches early is told "no assignments" rather than "the exchange does not exist"."""
+    staff = grp.getgrnam(settings.staff_group).gr_gid
+    owner = pwd.getpwnam(settings.instructors[0]).pw_uid
+    shared = len(settings.instructors) > 1
+    for parent in reversed(settings.exchange.parents):
+        if not parent.exists():
+            _mkdir(parent, 0o755)
+    _mkdir(settings.exchange, 0o1777)
+    course = settings.exchange / settings.course_id
+    _mkdir(course, 0o2775 if shared else 0o755, owner, staff)
+    _mkdir(course / "outbound", 0o2775 if shared else 0o755, owner, staff)
+    _mkdir(course / "inbound", 0o2773 if shared else 0o2733, owner, staff)
+    _mkdir(course / "feedback", 0o2771 if shared else 0o711, owner, staff)  # files named by a hash, not listed
+
+
+def setup_course(settings: HubSettings) -> None:
+    """The instructors' copy of course/: only the instructors reach it (0700; 2770 for several, by group)."""
+    user = pwd.getpwnam(settings.instructors[0])
+    staff = grp.getgrnam(settings.staff_group).gr_gid
+    target = settings.course
+    if not (target / "nbgrader_config.py").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / "course" / "nbgrader_config.py", target / "nbgrader_config.py")
+    if not (target / "source").exists():
+        shutil.copytree(REPO / "course" / "source", target / "source")
+    _chown_tree(target, user.pw_uid, staff)
+    target.chmod(0o2770 if len(settings.instructors) > 1 else 0o700)
+    for parent in target.parents:
+        if parent.stat().st_mode & 0o005 != 0o005 and parent.stat().st_uid == 0 and parent != Path("/"):
+            parent.chmod(parent.stat().st_mode | 0o055)  # the instructors must reach it (not read it)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o644)
+
+
+def setup_jupyter(settings: HubSettings) -> None:
+    """The user servers' configuration, per role (``JUPYTER_CONFIG_PATH``), and the hub's python3 kernel
+    (``JUPYTER_PATH``): read-only to the users, nothing in the machine-wide /etc/jupyter."""
+    root = settings.jupyter
+    nbgrader_common = (f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
+                       f"c.Exchange.root = {str(settings.exchange)!r}\n")
+    kernel_culling = {"MappingKernelManager": {"cull_idle_timeout": settings.cull_idle_seconds,
+                                               "cull_interval": 60, "cull_connected": False}}
+    quiet_lab = {"LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}}
+    # students: the Assignments tab and Validate; no formgrader, course list or "create assignment"
+    _write(root / "student" / "nbgrader_config.py", "# written by `make hub` (classroom/hub.py)\n" + nbgrader_common)
+    _write(root / "student" / "jupyter_server_config.json", json.dumps({
+        "ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
+                                              "nbgrader.server_extensions.course_list": False}},
+        **kernel_culling, **quiet_lab}, indent=1))
+    _write(root / "student" / "labconfig" / "page_config.json", json.dumps({"disabledExtensions": {
+        "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
+        "@jupyter/nbgrader:course-list": True}}, indent=1))
+    # instructors: the formgrader in their own server, on the course directory
+    _write(root / "instructor" / "nbgrader_config.py", "# written by `make hub` (classroom/hub.py)\n"
+           + nbgrader_common + f"c.CourseDirectory.root = {str(settings.course)!r}\n"
+           + f"c.CourseDirectory.groupshared = {len(settings.instructors) > 1}\n")
+    _write(root / "instructor" / "jupyter_server_config.json", json.dumps({**kernel_culling, **quiet_lab}, indent=1))
+    kernel = {"argv": [sys.executable, "-m", "classroom.hub", "kernel", "--cpu-seconds",
+                       str(settings.kernel_cpu_seconds), "--", "-f", "{connection_file}"],
+              "display_name": "Python 3 (ipykernel)", "language": "python", "metadata": {"debugger": True}}
+    _write(root / "share" / "kernels" / "python3" / "kernel.json", json.dumps(kernel, indent=1))
+    for path in [root, *root.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+
+
+def install_proxy(npm: str = "npm") -> Path | None:
+    """configurable-http-proxy into the environment (``npm install --prefix``), once per version."""
+    if importlib.util.find_spec("jupyterhub") is None:
+        print("classroom.hub: jupyterhub is not installed (the hub extra): no proxy fetched")
+        return None
+    stamp = PROXY_PREFIX / ".version"
+    if PROXY.exists() and stamp.exists() and stamp.read_text() == PROXY_VERSION:
+        return PROXY
+    if shutil.which(npm) is None:
+        raise SystemExit("error: npm is needed once, at install time, to fetch configurable-http-proxy (JupyterHub's "
+                         "proxy): apt-get install -y npm")
+    PROXY_PREFIX.mkdir(parents=True, exist_ok=True)
+    subprocess.run([npm, "install", "--silent", "--no-fund", "--no-audit", "--prefix", str(PROXY_PREFIX),
+                    f"configurable-http-proxy@{PROXY_VERSION}"], check=True, stdout=subprocess.DEVNULL)
+    stamp.write_text(PROXY_VERSION)
+    return PROXY
+
+
+def warm_cache(settings: HubSettings) -> None:
+    """The shared kernel cache: every chapter's and demo's kernels compiled once (classroom/warm_cache.py)."""
+    if importlib.util.find_spec("classroom.warm_cache") is None:
+        print("note: classroom/warm_cache.py is not there yet: the shared kernel cache is not warmed, "
+              "students compile their own kernels")
+        settings.kernel_cache.mkdir(parents=True, exist_ok=True)
+        settings.kernel_cache.chmod(0o755)
+        return
+    subprocess.run([sys.executable, "-m", "classroom.warm_cache", "--into", str(settings.kernel_cache)],
+                   check=True, cwd=REPO)
+
+
+def unreachable(paths: list[Path]) -> list[Path]:
+    """The folders above ``paths`` that other users cannot enter (no o+x): the students' servers run this
+    environment's Python and import the repository, as the students."""
+    found = []
+    for path in paths:
+        for folder in [*reversed(Path(os.path.realpath(path)).parents), Path(os.path.realpath(path))]:
+            if folder.is_dir() and not folder.stat().st_mode & stat.S_IXOTH and folder not in found:
+                found.append(folder)
+    return found
+
+
+def runtime_paths() -> list[Path]:
+    """What every user server runs: the interpreter (its real place: a venv links to it), the environment, the
+    repository."""
+    return [Path(os.path.realpath(sys.executable)).parent, Path(sys.prefix), REPO]
+
+
+def setup(settings: HubSettings, *, warm: bool = True) -> None:
+    require_root("setting up the class server")
+    closed = unreachable(runtime_paths())
+    if closed:
+        raise SystemExit(
+            "error: the students' servers run as the students, but they cannot enter "
+            + ", ".join(f"{p} (mode {p.stat().st_mode & 0o7777:o})" for p in closed)
+            + f", on the way to this Python ({os.path.realpath(sys.executable)}), its environment or the repository. "
+            "Install Python and the repository where every user can read them (e.g. under /opt or /usr/local), or "
+            "let others through without listing: chmod o+x " + " ".join(str(p) for p in closed))
+    ensure_group(settings.staff_group)
+    for name in settings.instructors:
+        ensure_user(name, f"{settings.course_id} instructor", groups=(settings.staff_group,))
+    students = settings.students()
+    for s in students:
+        ensure_user(s.username, f"{s.first_name} {s.last_name}".strip())
+    setup_exchange(settings)
+    setup_course(settings)
+    setup_jupyter(settings)
+    _mkdir(settings.state, 0o700)
+    if warm:
+        warm_cache(settings)
+    elif not settings.kernel_cache.exists():
+        _mkdir(settings.kernel_cache, 0o755)
+    print(f"{len(settings.instructors)} instructor(s), {len(students)} student(s); exchange {settings.exchange}, "
+          f"course {settings.course}, kernel cache {settings.kernel_cache}, hub state {settings.state}")
+
+
+def remove_users(settings: HubSettings) -> None:
+    """Remove the CSV's students and the instructors (their homes too): the end of a test or a course."""
+    require_root("removing the course's users")
+    for name in [s.username for s in settings.students()] + list(settings.instructors):
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        subprocess.run(["userdel", "--remove", name], check=False, stderr=subprocess.DEVNULL)
+    subprocess.run(["groupdel", settings.staff_group], check=False, stderr=subprocess.DEVNULL)
+
+
+def secret_file(settings: HubSettings, name: str, nbytes: int = 32) -> str:
+    """A secret kept in the state directory (the proxy's token: a restarted hub finds its proxy again)."""
+    path = settings.state / name
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(nbytes))
+    if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SystemExit(f"error: {path} is readable by others than root: chmod 600 it (and renew it)")
+    return path.read_text().strip()
+
+
+def jupyterhub_command(settings: HubSettings) -> list[str]:
+    return [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")]
+
+
+def serve(settings: HubSettings, *, warm: bool = True) -> None:
+    """Set up, then replace this process by JupyterHub (in the state directory, with these settings)."""
+    setup(settings, warm=warm)
+    if not PROXY.exists():
+        install_proxy()
+    os.environ[SETTINGS_ENV] = str(settings.path)
+    os.chdir(settings.state)
+    print(f"JupyterHub on http://{settings.ip}:{settings.port}/ (Ctrl-C to stop; students' servers keep running "
+          "and are found again at the next start)", flush=True)
+    command = jupyterhub_command(settings)
+    os.execv(command[0], command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["kernel"]:
+        kernel_main(argv[1:])
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m classroom.hub", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["serve", "setup", "remove-users", "install-proxy", "settings"])
+    parser.add_argument("--settings", type=Path, default=None,
+                        help=f"the settings file (default: ${SETTINGS_ENV} or hub/course.toml)")
+    parser.add_argument("--no-warm", action="store_true", help="do not warm the shared kernel cache")
+    args = parser.parse_args(argv)
+    if args.command == "install-proxy":
+        install_proxy()
+        return 0
+    settings = load_settings(args.settings)
+    if args.command == "settings":
+        print(json.dumps({k: str(v) for k, v in settings.__dict__.items()}, indent=1))
+    elif args.command == "setup":
+        setup(settings, warm=not args.no_warm)
+    elif args.command == "remove-users":
+        remove_users(settings)
+    else:
+        serve(settings, warm=not args.no_warm)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,351 @@
+"""The class server (``make hub``, classroom/hub.py, hub/): a real JupyterHub, real Unix users, a real browser.
+
+One hub for the module (tests/hub_support.running_hub): an instructor and :data:`N_STUDENTS` students (users
+``tabst01``..., removed afterwards), the 04a assignment released into the exchange by ``python -m classroom.course
+assignments --hub`` (what ``make assignments`` runs on the class server). Then, in order:
+
+* a class: every student logs in through the login form, starts a server, fetches the assignment (one student in
+  JupyterLab's Assignments tab with chromium, the others through the same endpoints), runs its cells in a kernel,
+  answers (some right, some wrong, one blank) and submits; ``classroom.course grade --hub`` collects, autogrades
+  and exports, and every grade is exactly the points of the right answers;
+* isolation, each tried and refused: another's home, another's submission in the exchange, the instructor's
+  sources and gradebook, a login with another's password, a student's server without the hub's auth, a listening
+  socket beyond loopback;
+* survival: a kernel that loops forever is stopped by its CPU limit and one that fills memory by the memory limit
+  while the others keep working; the hub restarted finds the servers and the submissions again.
+
+Needs root (it creates Unix users): skipped with the reason otherwise, failed instead when CI=true. Generous hang
+timeouts, no duration asserted.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+import pytest
+
+from classroom import course as cc
+from tests.browser_support import IN_CI, chromium, offline_context
+from tests.hub_support import Student, password, run_as, running_hub
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOTS = REPO / "screenshots"
+PREFIX = "tab"
+#: at least 20 (the issue); HUB_TEST_STUDENTS=3 for a quick look while changing the hub
+N_STUDENTS = int(os.environ.get("HUB_TEST_STUDENTS", "20"))
+CHAPTER = "04a_integer_equations"
+NOTEBOOK = f"{CHAPTER}/{CHAPTER}.ipynb"
+#: CPU seconds per kernel in this class: a kernel of the class needs a few, the endless loop is stopped soon
+KERNEL_CPU_SECONDS = 40
+WORKERS = 6  # students acting at once: enough to overlap, few enough for 2 cores
+
+
+def _require_root():
+    if os.geteuid() != 0:
+        why = "the hub tests create Unix users and run JupyterHub's LocalProcessSpawner: they need root"
+        if IN_CI:
+            pytest.fail(f"CI=true and {why}", pytrace=False)
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def klass():
+    _require_root()
+    with running_hub(PREFIX, N_STUDENTS, kernel_cpu_seconds=KERNEL_CPU_SECONDS) as the_hub:
+        s = the_hub.settings
+        proc = cc.subprocess.run([cc.sys.executable, "-m", "classroom.course", "assignments", CHAPTER, "--hub",
+                                  "--settings", str(s.path)], cwd=REPO, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        yield the_hub
+
+
+def _students(the_hub) -> list[str]:
+    return [st.username for st in the_hub.settings.students()]
+
+
+# --- the answers: right, wrong or blank per part, and the points they deserve ----------------------------
+
+ASSIGNMENT = cc.BY_STEM[CHAPTER]
+PARTS = [(f"ex{e.number}{p.label}_answer", p) for e in ASSIGNMENT.exercises for p in e.parts]
+
+
+def plan(i: int, n: int) -> dict[str, str]:
+    """Student i's answer per part: "right", "wrong" or "blank" (the last student submits the release as is)."""
+    if i == n - 1:
+        return {grade_id: "blank" for grade_id, _ in PARTS}
+    return {grade_id: ("wrong" if (i + k) % 3 == 0 else "right") for k, (grade_id, _) in enumerate(PARTS)}
+
+
+def answer_cell(part, kind: str) -> str:
+    if kind == "right":
+        return part.solution
+    if "{answer}" not in part.call:  # a function the student writes
+        return f"def {part.answer}(*args):\n    return (1, 0, 0)"
+    return f"{part.answer} = (1, 2, 3)"
+
+
+def deserved(choices: dict[str, str]) -> int:
+    return sum(p.points for grade_id, p in PARTS if choices[grade_id] == "right")
+
+
+def answer(nb: dict, choices: dict[str, str]) -> dict:
+    for cell in nb["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in choices and choices[grade_id] != "blank":
+            part = dict(PARTS)[grade_id]
+            cell["source"] = answer_cell(part, choices[grade_id])
+    return nb
+
+
+def work(the_hub, name: str, choices: dict[str, str], *, fetched: bool = False) -> dict:
+    """One student's session over HTTP: log in, start, fetch, run every cell, answer, submit."""
+    student = Student(the_hub.url, name)
+    assert student.login(), f"{name} could not log in"
+    student.make_token()
+    student.start_server()
+    course_id = the_hub.settings.course_id
+    if not fetched:
+        listed = {a["assignment_id"]: a["status"] for a in student.list_assignments(course_id)}
+        assert listed.get(CHAPTER) == "released", listed
+        student.fetch(course_id, CHAPTER)
+    nb = answer(student.read_notebook(NOTEBOOK), choices)
+    kernel = student.kernel()
+    outcomes = []
+    try:
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+                outcomes.append(kernel.execute(source)["status"])
+    finally:
+        kernel.close()
+    student.write_notebook(NOTEBOOK, nb)
+    student.submit(course_id, CHAPTER)
+    return {"name": name, "outcomes": outcomes}
+
+
+def fetch_in_browser(the_hub, name: str) -> None:
+    """The Assignments tab in JupyterLab: log in on the hub's page (the first login sets the password), open
+    Nbgrader > Assignment List, fetch the chapter; the notebook is then in the student's home."""
+    with chromium() as browser:
+        context = offline_context(browser, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(f"{the_hub.url}/hub/login", timeout=120_000)
+        page.fill("input[name=username]", name)
+        page.fill("input[name=password]", password(name))
+        page.click("input[type=submit], button[type=submit]")
+        # the hub spawns the server and sends the browser on to JupyterLab
+        page.wait_for_url(f"**/user/{name}/lab**", timeout=300_000)
+        page.wait_for_selector(".jp-LabShell", timeout=180_000)
+        page.get_by_text("Nbgrader", exact=True).first.click(timeout=60_000)
+        page.get_by_text("Assignment List", exact=True).first.click(timeout=60_000)
+        row = page.locator("#released_assignments_list .list_item, .jp-Nbgrader-released .list_item, "
+                           f"div.list_item:has-text('{CHAPTER}')").filter(has_text=CHAPTER).first
+        row.wait_for(state="visible", timeout=120_000)
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "hub-assignments.png"))
+        row.get_by_role("button", name="Fetch").click(timeout=60_000)
+        page.locator(f"#fetched_assignments_list :text('{CHAPTER}'), "
+                     f"div.list_item:has-text('{CHAPTER}') :text('Submit')").first.wait_for(timeout=120_000)
+        assert not context.blocked, context.blocked
+        context.close()
+
+
+def test_class_end_to_end(klass):
+    names = _students(klass)
+    plans = {name: plan(i, len(names)) for i, name in enumerate(names)}
+    fetch_in_browser(klass, names[0])
+    assert Path(os.path.expanduser(f"~{names[0]}"), NOTEBOOK).exists()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        done = list(pool.map(lambda n: work(klass, n, plans[n], fetched=(n == names[0])), names))
+    for result in done:
+        # the setup cell always runs; a wrong or blank answer fails its test cell, and execution stops there
+        assert result["outcomes"][0] == "ok", result
+    submitted = [p for p in (klass.settings.exchange / klass.settings.course_id / "inbound").iterdir()]
+    assert {p.name.split("+")[0] for p in submitted} == set(names)
+
+    # the instructor: their server has the formgrader on the course
+    instructor = Student(klass.url, klass.settings.instructors[0])
+    assert instructor.login()
+    instructor.make_token()
+    instructor.start_server()
+    r = instructor.api("GET", "/formgrader/api/assignments")
+    assert r.status_code == 200 and CHAPTER in r.text, (r.status_code, r.text[:500])
+    # make grade on the class server: collect, autograde, feedback, export
+    proc = cc.subprocess.run([cc.sys.executable, "-m", "classroom.course", "grade", CHAPTER, "--hub",
+                              "--settings", str(klass.settings.path)], cwd=REPO, capture_output=True, text=True,
+                             timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(klass.settings.course / "grades.csv", newline="") as f:
+        scores = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)
+                  if row["assignment"] == CHAPTER}
+    assert scores == {name: float(deserved(plans[name])) for name in names}
+    assert scores[names[-1]] == 0.0 and max(scores.values()) < ASSIGNMENT.points + 0.5
+    # the feedback went back through the exchange, owned by the instructor, and the course stays private
+    assert any((klass.settings.exchange / klass.settings.course_id / "feedback").iterdir())
+    assert klass.settings.course.stat().st_mode & 0o077 == 0
+
+
+# --- isolation ---------------------------------------------------------------------------------------------
+
+def _refused(user: str, *cmd: str) -> str:
+    proc = run_as(user, *cmd)
+    assert proc.returncode != 0, f"{user} could run {cmd}: {proc.stdout[:300]}"
+    return proc.stderr
+
+
+def test_students_cannot_read_each_other(klass):
+    a, b = _students(klass)[:2]
+    home_b = os.path.expanduser(f"~{b}")
+    assert "Permission denied" in _refused(a, "ls", home_b)
+    assert "Permission denied" in _refused(a, "cat", f"{home_b}/{NOTEBOOK}")
+    # the exchange's inbound: written into, never listed; a submission's folder carries a random suffix
+    inbound = klass.settings.exchange / klass.settings.course_id / "inbound"
+    assert "Permission denied" in _refused(a, "ls", str(inbound))
+    theirs = next(p for p in inbound.iterdir() if p.name.startswith(f"{b}+"))
+    guessed = "+".join(theirs.name.split("+")[:3]) + "+"
+    _refused(a, "cat", str(inbound / guessed / f"{CHAPTER}.ipynb"))
+    # nbgrader's own cache of a submission is in the student's private home
+    assert oct(Path(home_b).stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_students_cannot_read_the_course(klass):
+    student = _students(klass)[0]
+    course = klass.settings.course
+    assert (course / "source" / NOTEBOOK).exists() and (course / "gradebook.db").exists()
+    assert "Permission denied" in _refused(student, "cat", str(course / "source" / NOTEBOOK))
+    assert "Permission denied" in _refused(student, "cat", str(course / "gradebook.db"))
+    assert "Permission denied" in _refused(student, "ls", str(course))
+    # nor through their server: it runs as them
+    other = Student(klass.url, student)
+    assert other.login()
+    other.make_token()
+    r = other.api("GET", f"/api/contents{course}/source")
+    assert r.status_code in (403, 404), r.status_code
+
+
+def test_no_login_as_another(klass):
+    a, b = _students(klass)[:2]
+    assert not Student(klass.url, b).login(secret=password(a))
+    assert not Student(klass.url, "root").login(secret=password(a))
+    assert not Student(klass.url, "nosuchstudent").login(secret=password(a))
+
+
+def test_servers_need_the_hubs_auth(klass):
+    a, b = _students(klass)[:2]
+    alice = Student(klass.url, a)
+    assert alice.login()
+    alice.make_token()
+    # b's server through the proxy with a's token: refused
+    r = alice.api("GET", "/api/status")
+    assert r.status_code == 200
+    import requests
+
+    r = requests.get(f"{klass.url}/user/{b}/api/contents", headers={"Authorization": f"token {alice.token}"},
+                     timeout=60, allow_redirects=False)
+    assert r.status_code in (302, 403, 404), r.status_code
+    # b's server directly on its loopback port, without a token: refused
+    routes = requests.get(f"http://127.0.0.1:{klass.settings.proxy_api_port}/api/routes", timeout=30, headers={
+        "Authorization": f"token {(klass.settings.state / 'proxy_auth_token').read_text().strip()}"}).json()
+    target = routes[f"/user/{b}"]["target"]
+    for path in ("/api/contents", "/api/kernels", "/lab"):
+        r = requests.get(f"{target}/user/{b}{path}", timeout=60, allow_redirects=False)
+        assert r.status_code in (302, 403), (path, r.status_code)
+        assert "location" not in r.headers or "/hub/" in r.headers["location"]
+
+
+def test_nothing_listens_beyond_loopback(klass):
+    names = set(klass.settings.usernames())
+    ours = {p.pid for p in psutil.process_iter(["username"]) if p.info["username"] in names}
+    hub_proc = psutil.Process(klass.proc.pid)
+    ours |= {hub_proc.pid, *(c.pid for c in hub_proc.children(recursive=True))}
+    proxy_pid = klass.settings.state / "jupyterhub-proxy.pid"
+    if proxy_pid.exists():
+        ours.add(int(proxy_pid.read_text()))
+    listening = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in ours]
+    assert listening, "found no listening socket of the hub at all"
+    assert all(c.laddr.ip in ("127.0.0.1", "::1") for c in listening), listening
+
+
+# --- survival ------------------------------------------------------------------------------------------------
+
+def test_endless_loop_and_memory_hog_are_stopped(klass):
+    looper, hog, bystander = _students(klass)[2:5]
+    sessions = {}
+    for name in (looper, hog, bystander):
+        s = Student(klass.url, name)
+        assert s.login()
+        s.make_token()
+        s.start_server()
+        sessions[name] = s
+    loop_kernel = sessions[looper].kernel()
+    hog_kernel = sessions[hog].kernel()
+    calm = sessions[bystander].kernel()
+    try:
+        # memory: the limit refuses the allocation; the kernel lives on
+        result = hog_kernel.execute("chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 2 ** 20))", 300)
+        assert result["status"] == "error" and "MemoryError" in result["error"], result
+        assert hog_kernel.execute("del chunks\nprint('still here')", 120)["stdout"].strip() == "still here"
+        # CPU: the endless loop is killed at the kernel's CPU limit; the others answer meanwhile
+        msg_id = loop_kernel_id = loop_kernel.id
+        assert msg_id
+        loop_kernel.ws.send(json.dumps({
+            "header": {"msg_id": "endless", "username": looper, "session": loop_kernel.session,
+                       "msg_type": "execute_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": "while True:\n    pass", "silent": False, "store_history": True,
+                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+        assert calm.execute("print(6 * 7)", 120)["stdout"].strip() == "42"
+        deadline = time.monotonic() + KERNEL_CPU_SECONDS * 4 + 240
+        states = []
+        while time.monotonic() < deadline:
+            loop_kernel.ws.settimeout(max(1.0, deadline - time.monotonic()))
+            msg = json.loads(loop_kernel.ws.recv())
+            if msg["header"]["msg_type"] == "status":
+                states.append(msg["content"]["execution_state"])
+                if states[-1] in ("restarting", "autorestarting", "dead"):
+                    break
+        assert states and states[-1] in ("restarting", "autorestarting", "dead"), states
+        assert calm.execute("print(6 * 7)", 120)["stdout"].strip() == "42"
+        r = sessions[looper].api("GET", f"/api/kernels/{loop_kernel_id}")
+        assert r.status_code in (200, 404)
+    finally:
+        for k in (loop_kernel, hog_kernel, calm):
+            k.close()
+
+
+def test_the_culler_runs_as_a_service(klass):
+    instructor = Student(klass.url, klass.settings.instructors[0])
+    assert instructor.login()
+    instructor.make_token()
+    services = instructor.hub_api("GET", "/services").json()
+    assert "idle-culler" in services, services
+    hub_proc = psutil.Process(klass.proc.pid)
+    assert any("jupyterhub_idle_culler" in " ".join(c.cmdline()) for c in hub_proc.children(recursive=True))
+
+
+def test_hub_restart_keeps_servers_and_submissions(klass):
+    name = _students(klass)[5]
+    s = Student(klass.url, name)
+    assert s.login()
+    s.make_token()
+    s.start_server()
+    before = s.api("GET", "/api/status").json()["started"]
+    inbound = klass.settings.exchange / klass.settings.course_id / "inbound"
+    submissions = sorted(p.name for p in inbound.iterdir())
+    klass.stop()
+    klass.start()
+    assert sorted(p.name for p in inbound.iterdir()) == submissions
+    # the same server (started at the same time) behind the new hub, the student's token still good
+    model = s.hub_api("GET", f"/users/{name}").json()
+    assert model["servers"][""]["ready"], model
+    assert s.api("GET", "/api/status").json()["started"] == before
+    listed = {a["assignment_id"]: a["status"] for a in s.list_assignments(klass.settings.course_id)}
+    assert listed.get(CHAPTER) == "submitted", listed
