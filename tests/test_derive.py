@@ -434,11 +434,34 @@ def test_a_sum_empty_everywhere_adds_no_bounds_past_max_integer():
     assert_gradients_right(fn, grads)
 
 
-@pytest.mark.xfail(strict=True, raises=ExpressionError, reason="open: the sum index reaches 2**53 - 1, and the "
-                   "gradient's Fourier-Motzkin bound -dy_z1 - 1 of it reaches 2**53 = MAX_INTEGER")
 def test_a_sum_up_to_max_integer_derives_within_it():
-    """Found by the grammar fuzzer (FUZZ_SEED=777001, edge numbers): accepted, but its gradient's text is refused."""
+    """Found by the grammar fuzzer (FUZZ_SEED=777001, edge numbers): the sum index reaches 2**53 - 1, and the
+    gradient's Fourier-Motzkin bounds -dy_z1 - 1 and dy_z1 - (2**53 - 1) of it reached 2**53 = MAX_INTEGER, though
+    0 decides that bound everywhere; the simplified form counted its 2**53 + 1 equal terms as a literal."""
     fn = tab.parse("f[j] = if {j * -2 = -j and j <= 0} then (sum{m}_(-j - 1)^(j + 9007199254740991) (y[] * y[])) "
                    "else (0)", {"f": (1,), "y": ()})
-    gradient = tab.derive(fn)["y"]
-    assert tab.parse(str(gradient), gradient.shapes) == gradient
+    grads = tab.derive(fn)
+    for form in (grads, grads.simplified):
+        assert tab.parse(str(form["y"]), form["y"].shapes) == form["y"]
+    assert "9007199254740991])" not in str(grads["y"])  # the bound list is [0] alone
+
+
+def test_a_derivative_drops_the_bounds_fourier_motzkin_scaled_past_max_integer():
+    """Found by the mutation fuzzer (FUZZ_SEED=992486399 and 443535849): ``k >= ceil((3 - n) / D)`` beside
+    ``k >= 1`` became ``D k >= 3 - n``, and the gradient's bound ``3 - D dx_z1`` reached 2 D, D = 2**53 - 1."""
+    fn = tab.parse("loss[n]=sum{k}_(max[ceil((1)/2),ceil((-n+3)/9007199254740991),ceil((1-n)/3)])^2"
+                   "(sum{u}_(-1)^4503599627370496(cosh(.25+x[])))", {"loss": (1,), "x": ()})
+    grads = tab.derive(fn)
+    for form in (grads, grads.simplified):
+        assert tab.parse(str(form["x"]), form["x"].shapes) == form["x"]
+
+
+def test_bounds_that_never_decide_go_and_the_values_stay():
+    """``_without_dominated`` keeps the sums: a gradient with max/min bound lists, some terms beaten on the box,
+    against finite differences; and its bound lists are shorter than Fourier-Motzkin's."""
+    fn = tab.parse("f[i] = sum{k}_(max [0; i - 7; ceil((i - 20) / 3)])^(min [i + 2; 9; floor((i + 30) / 2)]) "
+                   "(x[k] * x[k])", {"f": (6,), "x": (10,)})
+    grads = tab.derive(fn)
+    # Fourier-Motzkin's lists: max [0; dx_0 - 2; 2 * dx_0 - 30] and min [5; dx_0 + 7; 3 * dx_0 + 20]
+    assert "max [0; dx_0 - 2])^5 " in str(grads["x"])
+    assert_gradients_right(fn, grads)

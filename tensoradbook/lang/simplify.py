@@ -33,6 +33,13 @@ def _folded(value, op: str, a: Expr, b: Expr) -> Expr:
     return number(value)
 
 
+def _count(node: Sum) -> int:
+    """How many terms a sum with constant bounds has."""
+    low = max(math.ceil(a.offset) for a in node.lower)
+    high = min(math.floor(a.offset) for a in node.upper)
+    return max(high - low + 1, 0)
+
+
 def value_of(e: Expr):
     return e.value if isinstance(e, Number) else None
 
@@ -452,11 +459,9 @@ def _hoisted(node: Expr, children: list[Expr], sums: tuple, ranges: dict) -> Exp
     inside = [f for f, v in zip(factors, varies) if v]
     if inside:
         summed = node.renewed(body=_product(inside))
-    elif all(a.is_constant for a in node.lower + node.upper):  # n equal terms: n times one
-        low = max(math.ceil(a.offset) for a in node.lower)
-        high = min(math.floor(a.offset) for a in node.upper)
-        summed = number(max(high - low + 1, 0))
-    else:  # equal terms, but how many depends on other indices
+    elif all(a.is_constant for a in node.lower + node.upper) and _count(node) < MAX_INTEGER:
+        summed = number(_count(node))  # n equal terms: n times one
+    else:  # equal terms, but how many depends on other indices (or past what an integer literal may be)
         summed = node.renewed(body=_product(outside))
         outside = []
     out = _product([*outside, summed])
