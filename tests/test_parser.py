@@ -10,12 +10,13 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tensoradbook.lang.expr import Affine, Atom, Binary, Element, ExpressionError, Number, Sum, Unary
 from tensoradbook.ad.derive import derive
 from tensoradbook.lang.parser import parse
+from tensoradbook.lang.scope import lattice_implies_divisible
 from tensoradbook.lang.tokens import CUT, SHOWN_LINE, caret_block
 import contextlib
 
@@ -562,6 +563,11 @@ def test_a_guard_that_differs_by_multiples_shows_a_division_whole_at_once():
     ("f[i] = if {i % 1000001 = 0} then (0) else (x[i - 1])", {"f": (1000002,), "x": (1000002,)}, True),
     ("f[i] = if {i % 9007199254740991 = 0} then (0) else (x[i - 1])", {"f": (4,), "x": (3,)}, True),
     ("f[i] = if {i % 1000001 = 0} then (0) else (x[i - 1])", {"f": (1000003,), "x": (1000000,)}, False),
+    # the guard's multiple is not the numerator's: the search of the box took 27 s, the equations settle it
+    ("f[i; j] = if {i % 5 = 0} then (b[2 * i / 5 + j]) else (0)", {"f": (1000, 1000), "b": (1400,)}, True),
+    ("f[i; j] = if {i - 2 * j = 0 and j % 5 = 0} then (b[(i + 3 * j) / 25]) else (0)", {"f": (1000, 500), "b": (100,)},
+     True),
+    ("f[i; j] = if {i % 5 = 0} then (b[(2 * i + j) / 5]) else (0)", {"f": (1000, 1000), "b": (1400,)}, False),
 ])
 def test_a_division_is_checked_whole_in_time_independent_of_the_divisor(text, shapes, whole):
     with time_limit():
@@ -572,3 +578,22 @@ def test_a_division_is_checked_whole_in_time_independent_of_the_divisor(text, sh
             assert "is not an integer" in str(error) or "leaves x's shape" in str(error), str(error)
             accepted = False
     assert accepted == whole, text
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(-4, 4), st.sampled_from([0, 2, 3, 4])),
+                min_size=0, max_size=2),
+       st.tuples(st.integers(-6, 6), st.integers(-6, 6), st.integers(-6, 6)), st.integers(2, 6))
+def test_the_equations_imply_divisibility_only_where_every_solution_has_it(equations, numerator, d):
+    """``scope.lattice_implies_divisible`` against every point of a box wide enough to hold the lattice's periods:
+    where it says the equations make ``n`` a multiple of ``d``, no solution in the box has ``n % d != 0``, and
+    where it says not, some solution does."""
+    def affine(a, b, c):
+        return Affine.of({"i": a, "j": b}, c)
+
+    atoms = tuple(Atom(affine(a, b, c), m) for a, b, c, m in equations)
+    divisible = Atom(affine(*numerator), d)
+    solutions = [(i, j) for i in range(-60, 61) for j in range(-60, 61)
+                 if all(atom.holds({"i": i, "j": j}) for atom in atoms)]
+    failing = [p for p in solutions if not divisible.holds({"i": p[0], "j": p[1]})]
+    assert lattice_implies_divisible(atoms, divisible) == (not failing), (atoms, divisible, failing[:3])

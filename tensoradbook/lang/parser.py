@@ -52,7 +52,7 @@ from .program import HEAD, Program, definition_lines
 from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS, MAX_SOURCE_CHARS
 from .ops import COMPARISONS, FUNCTIONS, OPERATIONS, REDUCTIONS
 from .evaluate import upper_bound
-from .scope import Polytope, Scope, SumFrame, failures, implies_divisible, index_box
+from .scope import Polytope, Scope, SumFrame, failures, index_box, lattice_implies_divisible
 from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block, character_name, shown
 from .printer import affine_text, atom_text
 
@@ -400,8 +400,8 @@ class _Parser:
         its denominator at every point of the output box, the sums and the conditions (exactly, as the
         range check: ``if {-b % 2 = 0}`` or an else of ``b % 2 = 1`` guard ``b / 2`` too)."""
         divisible = Atom(affine.numerator, affine.denominator)
-        if divisible in scope.conditions or any(implies_divisible(atom, divisible) for atom in scope.conditions):
-            return True  # the guard as the derivation writes it, or one that differs by multiples
+        if divisible in scope.conditions or lattice_implies_divisible(scope.conditions, divisible):
+            return True  # the guard as the derivation writes it, or what the equations alone imply
         failure = failures(divisible, "%div")[0]
         return all(Polytope(scope, self.out_shape, piece.conditions + failure).empty
                    for piece in self.reachable(scope))

@@ -12,7 +12,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from ..integer.fourier_motzkin import fourier_motzkin
+from ..integer.smith import integer_inverse
 from .evaluate import sum_range
 from .expr import Affine, Atom
 
@@ -89,18 +92,33 @@ def index_box(scope: Scope, out_shape: tuple) -> dict | None:
     return intervals
 
 
-def implies_divisible(atom: Atom, divisible: Atom) -> bool:
-    """Whether ``atom``, ``a % m = 0`` with ``m`` a multiple of ``d``, shows ``n % d = 0`` at once: ``n - a``
-    or ``n + a`` has every coefficient and its constant divisible by ``d``. A cheap sufficient test that
-    spares the exact one (Fourier-Motzkin over the whole scope, which can take minutes on a derivative's
-    nested sums with many bounds)."""
-    if atom.inequality or not atom.modulus or atom.modulus % divisible.modulus:
-        return False
-    d = divisible.modulus
-    for rest in (divisible.affine - atom.affine, divisible.affine + atom.affine):
-        if rest.denominator == 1 and rest.constant % d == 0 and all(c % d == 0 for _, c in rest.terms):
-            return True
-    return False
+def lattice_implies_divisible(conditions: tuple[Atom, ...], divisible: Atom) -> bool:
+    """Whether the equations and congruences among ``conditions`` alone make ``n % d = 0`` hold: every integer
+    solution of them (``a = 0``; ``a % m = 0`` as ``a = m q``), ``particular + K t`` by the Smith normal form (eq.
+    41), gives ``n`` a multiple of ``d``, as do the columns of ``K``. Sufficient, as the inequalities only remove
+    points; it spares the exact search, whose time grows with the box (27 s for ``if {i % 5 = 0} then
+    (b[2 * i / 5 + j])`` on 1000 x 1000, where no point fails)."""
+    equations = [atom for atom in conditions if not atom.inequality]
+    names = sorted({name for atom in (*equations, divisible) for name in atom.affine.names})
+    columns = names + [f"%q{k}" for k, atom in enumerate(equations) if atom.modulus]
+    rows, rhs, multiples = [], [], iter(columns[len(names):])
+    for atom in equations:
+        affine = atom.affine.numerator
+        row = [int(affine.coefficient(name)) for name in names] + [0] * (len(columns) - len(names))
+        if atom.modulus:
+            row[columns.index(next(multiples))] = -atom.modulus
+        rows.append(row)
+        rhs.append(-int(affine.constant))
+    n, d = divisible.affine.numerator, divisible.modulus
+    weights = [int(n.coefficient(name)) for name in names] + [0] * (len(columns) - len(names))
+    if not rows:
+        return all(w % d == 0 for w in weights) and n.constant % d == 0
+    solutions = integer_inverse(np.array(rows, dtype=object).reshape(len(rows), len(columns))).solve(rhs)
+    if solutions is None:  # no integer point at all
+        return True
+    at_particular = sum(w * p for w, p in zip(weights, solutions.particular)) + int(n.constant)
+    steps = [sum(w * int(k) for w, k in zip(weights, column)) for column in solutions.kernel.T.tolist()]
+    return at_particular % d == 0 and all(step % d == 0 for step in steps)
 
 
 class Polytope:
@@ -163,10 +181,15 @@ def first_point(rows: list[Affine], variables: tuple[str, ...]) -> dict | None:
     return None if point is None else dict(zip(variables, point))
 
 
-# Boxes of at most this many integer points are searched point by point: Fourier-Motzkin's rows can grow
-# doubly exponentially with the variables (a derivative's nested sums and else-conditions), while the boxes
-# of teaching-sized shapes hold a few hundred points.
-ENUMERATED_POINTS = 1 << 14
+# A finite box is searched value by value first, for at most this many partial points: Fourier-Motzkin's rows
+# can grow doubly exponentially with the variables (a derivative's nested sums and else-conditions: 7 s for one
+# system of 6 variables and 26 rows, in a box of 17,280 points that the search settles in a few hundred), while
+# the search narrows each range by the values chosen, so it visits far fewer points than the box holds.
+SEARCHED_POINTS = 1 << 16
+
+
+class _SearchTooLong(Exception):
+    """The search visited SEARCHED_POINTS partial points: Fourier-Motzkin decides instead."""
 
 
 @lru_cache(maxsize=4096)
@@ -175,8 +198,11 @@ def _cached_first_point(A: tuple, b: tuple, variables: tuple) -> tuple | None:
     box = _propagated_box(A, b, len(variables))
     if box is None:
         return None
-    if math.prod(high - low + 1 for low, high in box) <= ENUMERATED_POINTS:
-        return _enumerated_first_point(A, b, box)
+    if all(math.isfinite(low) and math.isfinite(high) for low, high in box):
+        try:
+            return _enumerated_first_point(A, b, box)
+        except _SearchTooLong:
+            pass
     return next(fourier_motzkin(A, names=variables).iter_integer_points(b), None)
 
 
@@ -218,12 +244,17 @@ def _propagated_box(A: tuple, b: tuple, n: int) -> list | None:
 def _enumerated_first_point(A: tuple, b: tuple, box: list) -> tuple | None:
     """The first integer point of ``A x >= b`` in Fourier-Motzkin's loop order (``x_{M-1}`` outermost, each
     variable upwards), by a depth-first search of the finite ``box`` that narrows each variable's range by
-    the rows given the values chosen so far."""
+    the rows given the values chosen so far; :class:`_SearchTooLong` past SEARCHED_POINTS partial points."""
     n = len(box)
     order = list(range(n - 1, -1, -1))
     value: list = [None] * n
+    visited = 0
 
     def search(depth: int) -> bool:
+        nonlocal visited
+        visited += 1
+        if visited > SEARCHED_POINTS:
+            raise _SearchTooLong
         if depth == n:
             return all(sum(c * v for c, v in zip(row, value)) >= rhs for row, rhs in zip(A, b))
         k = order[depth]
