@@ -24,6 +24,12 @@ above it, such as ``/tmp``, is fine); a file in it likewise. Directories named b
 then used resolved; the per-uid temporary directory must not be a link at all, and files are opened without following
 links. Group members count as other users; access control lists are not read.
 
+The package's own ``numba.njit(cache=True)`` functions (``inverse/engine.py``, ``chaining/programs.py``): Numba keeps
+their machine code in the package's ``__pycache__``, and a user who cannot write there (a package installed by root,
+on a class server) would compile them again into ``~/.cache/numba``. For such a user they are cached in the private
+cache under ``package/`` instead, first filled from the package's ``__pycache__`` (warmed by whoever installed it, and
+trusted as the package's code is) where that holds a newer index.
+
 Healing: before a module is imported, its files are checked: the module's text against its source, the ``.pyc`` this
 Python would read (a code object after the header), Numba's index and data files for this Python (complete, well-formed
 pickles). A file that fails, or is not trusted, is removed from the private cache with a warning naming it, and
@@ -53,6 +59,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from numba.core import caching as numba_caching
+
 _MODULES: dict[str, object] = {}
 _WARNED: set[str] = set()
 #: the private directory of this process, where no other is trusted (made once, removed at exit)
@@ -62,6 +70,8 @@ _process_directory: Path | None = None
 _GROUP, _OTHERS = 0o070, 0o007
 #: how Numba's file names tell this Python (``.py311.nbi``) from others sharing the cache
 _NUMBA_TAG = f"py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}"
+#: the package, whose own njit(cache=True) functions :class:`PackageCacheLocator` serves
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 class KernelCacheWarning(UserWarning):
@@ -337,3 +347,60 @@ def _warn(message: str) -> None:
     if message not in _WARNED:
         _WARNED.add(message)
         warnings.warn(f"tensoradbook: {message}", KernelCacheWarning, stacklevel=2)
+
+
+class PackageCacheLocator(numba_caching.InTreeCacheLocator):
+    """Where Numba caches the package's own ``njit(cache=True)`` functions for a user who cannot write the package's
+    ``__pycache__``: the private cache's ``package/`` (see the module's docstring). Tried after ``NUMBA_CACHE_DIR``'s
+    locator and before Numba's own; anything else, or a package this user can write, is left to Numba's."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        source = Path(os.path.realpath(py_file))
+        tree = source.parent / "__pycache__"
+        if _PACKAGE not in source.parents or os.access(tree if tree.is_dir() else source.parent, os.W_OK | os.X_OK):
+            return None
+        self = cls(py_func, str(source))
+        self._cache_path = str(_places()[0].path / "package" / self.get_suitable_cache_subpath(str(source)))
+        try:
+            self.ensure_cache_path()
+        except OSError:
+            return None
+        _seed(tree, Path(self._cache_path), source)
+        return self
+
+
+def _seed(tree: Path, target: Path, source: Path) -> None:
+    """Copy Numba's index and data files of ``source``'s functions from the package's ``__pycache__`` into
+    ``target`` where ``target`` has no index of that function or an older one (the package upgraded and warmed
+    again); a function whose files are not trusted or not sound is left to compile."""
+    place = _trusted_place(tree, frozenset({os.getuid(), os.stat(source.parent).st_uid}))
+    if place is None:
+        return
+    numba_file = re.compile(rf"({re.escape(source.stem)}\..+\.{re.escape(_NUMBA_TAG)})(\.\d+\.nbc|\.nbi)")
+    functions: dict[str, list[os.DirEntry]] = {}
+    with suppress(OSError):
+        for entry in os.scandir(tree):
+            match = numba_file.fullmatch(entry.name)
+            if match:
+                functions.setdefault(match.group(1), []).append(entry)
+    for base, entries in functions.items():
+        index, mine = tree / f"{base}.nbi", target / f"{base}.nbi"
+        try:
+            newer = not mine.exists() or index.stat().st_mtime > mine.stat().st_mtime
+        except FileNotFoundError:  # no index there: its data files alone are never loaded
+            newer = False
+        if not newer:
+            continue
+        try:
+            files = {entry.name: _read(Path(entry.path), place.owners, place.reach) for entry in entries}
+        except (_Fault, OSError):
+            continue
+        if any(_corruption(name, data) for name, data in files.items()):
+            continue
+        for name in sorted(files, key=lambda name: name.endswith(".nbi")):  # the index last: it names the data
+            _write(target / name, files[name])
+
+
+if PackageCacheLocator not in numba_caching.CacheImpl._locator_classes:
+    numba_caching.CacheImpl._locator_classes.insert(1, PackageCacheLocator)  # after NUMBA_CACHE_DIR's
