@@ -9,9 +9,11 @@ owner alone (folders 0755, files 0644), as :mod:`tensoradbook.codegen.cache` tru
 compiled. A stamp in ``DIR`` (the package's sources, the notebooks, the Python, Numba and NumPy versions and Numba's
 target CPU) makes a second run with nothing changed a no-op.
 
-Not covered: kernels that only an interaction other than a demo's first one compiles, and the package's own
-``numba.njit(cache=True)`` functions (``tensoradbook/inverse/engine.py``, ``tensoradbook/chaining/programs.py``),
-whose machine code Numba keeps beside the package, where a user who cannot write it does not look.
+The same run leaves the machine code of the package's own ``numba.njit(cache=True)`` functions
+(``tensoradbook/inverse/engine.py``, ``tensoradbook/chaining/programs.py``) beside the package, in its
+``__pycache__``, where a user who cannot write the package is served from (``PackageCacheLocator`` in
+:mod:`tensoradbook.codegen.cache`). Not covered: kernels that only an interaction other than a demo's first one
+compiles (a widget moved to a case its chapter does not run).
 """
 
 from __future__ import annotations
@@ -137,11 +139,13 @@ def _unreachable(directory: Path) -> Path | None:
 
 
 def summary(directory: Path) -> dict:
-    """The generated modules, Numba's compiled kernels (one data file each) and the bytes in ``directory``."""
+    """The generated modules, Numba's compiled kernels (one data file each) and the bytes in ``directory``, and the
+    package's own compiled functions beside it."""
     files = [p for p in directory.rglob("*") if p.is_file()]
     return {"modules": len(list(directory.glob("k_*.py"))),
             "kernels": sum(p.suffix == ".nbc" for p in files),
-            "bytes": sum(p.stat().st_size for p in files)}
+            "bytes": sum(p.stat().st_size for p in files),
+            "package_kernels": len(list((REPO / "tensoradbook").rglob("__pycache__/*.nbc")))}
 
 
 def warm(directory, only=None, workers: int | None = None) -> dict:
@@ -181,7 +185,8 @@ def warm(directory, only=None, workers: int | None = None) -> dict:
     figures = {**summary(directory), "seconds": round(time.perf_counter() - start, 1),
                "warmed": [job.stem for job in selected], "failed": failed}
     print(f"{directory}: {figures['modules']} modules, {figures['kernels']} kernels, "
-          f"{figures['bytes'] / 2 ** 20:.1f} MiB, {figures['seconds']:.0f} s for {len(selected)} chapters and demos"
+          f"{figures['bytes'] / 2 ** 20:.1f} MiB ({figures['package_kernels']} of the package's own beside it), "
+          f"{figures['seconds']:.0f} s for {len(selected)} chapters and demos"
           + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     blocked = _unreachable(directory)
     if blocked:

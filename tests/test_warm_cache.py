@@ -133,17 +133,28 @@ def test_an_unknown_stem_is_refused_with_the_names_there_are():
 
 
 @pytest.fixture(scope="module")
-def student(shared):
-    """The demo's page run by another user with an empty private cache and the warm cache shared: STUDENT's report."""
+def another_user():
     if os.getuid() != 0:
         message = "needs root: to make another user and act as one"
         if IN_CI:
             pytest.fail(f"CI runs the tests as root: {message}")
         pytest.skip(message)
-    user = system_user("tab-warm-student")
+    return system_user("tab-warm-student")
+
+
+@pytest.fixture
+def home(another_user):
+    """A home of the other user's own (empty: no cache of theirs yet), where every user can reach it."""
+    directory = Path(tempfile.mkdtemp(prefix="tab-warm-home-", dir=os.path.realpath(tempfile.gettempdir())))
+    os.chown(directory, another_user.pw_uid, another_user.pw_gid)
+    yield directory
+    shutil.rmtree(directory)
+
+
+@pytest.fixture
+def student(shared, another_user, home):
+    """The demo's page run by another user with an empty private cache and the warm cache shared: STUDENT's report."""
     directory, _ = shared
-    home = Path(tempfile.mkdtemp(prefix="tab-warm-home-", dir=os.path.realpath(tempfile.gettempdir())))
-    os.chown(home, user.pw_uid, user.pw_gid)
     before = listing(directory)
     # a student's server: the hub's thread settings, the warm cache shared, no cache of its own yet
     env = {key: value for key, value in os.environ.items()
@@ -151,13 +162,13 @@ def student(shared):
     env.update(thread_environment(1), TENSORADBOOK_SHARED_CACHE=str(directory),
                TENSORADBOOK_CACHE=str(home.with_name(home.name + "-root")))
     try:
-        done = subprocess.run([sys.executable, "-c", STUDENT, DEMO, json.dumps([user.pw_uid, user.pw_gid, str(home)])],
+        done = subprocess.run([sys.executable, "-c", STUDENT, DEMO, json.dumps([another_user.pw_uid,
+                                                                                another_user.pw_gid, str(home)])],
                               cwd=REPO, env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        yield directory, before, home, json.loads(done.stdout.splitlines()[-1])
     finally:
-        shutil.rmtree(home)
         shutil.rmtree(env["TENSORADBOOK_CACHE"], ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    return directory, before, home, json.loads(done.stdout.splitlines()[-1])
 
 
 def test_another_user_runs_the_demo_on_the_warm_kernels_without_compiling_one(student):
@@ -175,3 +186,43 @@ def test_another_user_cannot_write_the_warm_cache(student):
     directory, before, _, report = student
     assert report["refused"] == [True] * 4
     assert listing(directory) == before
+
+
+#: The package's own njit(cache=True) function mark_useful, called as root (Numba caches it beside the package, which
+#: a package installed by root keeps from other users), then as the other user through a new dispatcher of the same
+#: function: Numba picks the cache where a function is decorated, as the user's own import of the package would.
+PACKAGE_PROBE = """
+import json, os, sys
+
+import numba
+import numpy as np
+
+from tensoradbook.inverse import engine
+
+uid, gid, home = json.loads(sys.argv[1])
+args = (np.array([engine.INPUT, engine.INPUT, engine.ADD]), np.array([0, 0, 0]), np.array([0, 0, 1]), 2, np.array([2]))
+engine.mark_useful(*args)
+os.environ["HOME"] = home
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
+fresh = numba.njit(cache=True, error_model="numpy")(engine.mark_useful.py_func)
+useful = fresh(*args)
+print(json.dumps({"useful": useful.tolist(), "locator": type(fresh._cache._impl.locator).__name__,
+                  "path": fresh._cache._cache_path, "hits": sum(fresh.stats.cache_hits.values()),
+                  "misses": sum(fresh.stats.cache_misses.values())}))
+"""
+
+
+def test_another_user_loads_the_packages_own_kernels_from_beside_the_package(another_user, home):
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("TENSORADBOOK_CACHE", "XDG_CACHE_HOME", "NUMBA_CACHE_DIR")}
+    done = subprocess.run([sys.executable, "-c", PACKAGE_PROBE,
+                           json.dumps([another_user.pw_uid, another_user.pw_gid, str(home)])],
+                          cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["useful"] == [1, 1, 1]
+    assert report["locator"] == "PackageCacheLocator"
+    assert Path(report["path"]).parent == home / ".cache" / "tensoradbook" / "kernels" / "package"
+    assert report["hits"] == 1 and report["misses"] == 0  # the package's machine code, copied, not compiled
