@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from classroom.hub import thread_environment
+from classroom.hub import load_settings, thread_environment, user_environment
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO / "hub"
@@ -123,6 +123,19 @@ def test_the_limits_and_threads_are_the_settings(settings, values, image):
     assert singleuser["cpu"]["limit"] == limits["threads"]
     assert values["cull"]["enabled"] is True and values["cull"]["timeout"] == limits["cull_idle_seconds"]
     assert thread_environment(limits["threads"]).items() <= environment(image).items()
+
+
+def test_a_server_gets_the_environment_make_hub_gives_it(settings, values, image):
+    """All but what depends on the machine: where Python and the book are (PATH, PYTHONPATH, checked above) and the
+    role's configuration folder, which values.yaml's course_role sets per user as classroom/hub.py does."""
+    with open(HUB / settings["course"]["students"], newline="") as f:
+        student = next(csv.DictReader(f))["username"]
+    wanted = user_environment(load_settings(HUB / "course.toml"), student)
+    expected = {key: value for key, value in wanted.items() if key not in ("PATH", "PYTHONPATH", "JUPYTER_CONFIG_PATH")}
+    env = environment(image)
+    assert {key: env.get(key) for key in expected} == expected
+    assert "JUPYTER_CONFIG_PATH" not in env
+    assert 'spawner.environment["JUPYTER_CONFIG_PATH"] = f"{JUPYTER}/' in values["hub"]["extraConfig"]["tensoradbook"]
 
 
 def test_the_instructors_students_and_authenticator_are_the_settings(settings, values):
