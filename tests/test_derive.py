@@ -465,3 +465,15 @@ def test_bounds_that_never_decide_go_and_the_values_stay():
     # Fourier-Motzkin's lists: max [0; dx_0 - 2; 2 * dx_0 - 30] and min [5; dx_0 + 7; 3 * dx_0 + 20]
     assert "max [0; dx_0 - 2])^5 " in str(grads["x"])
     assert_gradients_right(fn, grads)
+
+
+def test_a_select_under_an_else_stays_inside_the_forwards_gate():
+    """Found by the grammar fuzzer (FUZZ_SEED=93728746): under an else the adjoint's gate reads if {c} then (0) else
+    (...), and the select around it read x[dy_0 / 2] at odd dy_0, where the forward never reads it."""
+    fn = tab.parse("f[i] = if {i % 2 = 1} then (0) else (if {x[i / 2] >= 0} then (y[i]) else (0))",
+                   {"f": (6,), "x": (3,), "y": (6,)})
+    grads = tab.derive(fn)
+    assert str(grads["y"]).startswith("dy[dy_0] = if {(dy_0 - 1) % 2 = 0} then (0) else (if {x[dy_0 / 2] >= 0}")
+    for form in (grads, grads.simplified):
+        assert tab.parse(str(form["y"]), form["y"].shapes) == form["y"]
+    assert_gradients_right(fn, grads)

@@ -211,6 +211,13 @@ FOUND_CASES = [
          "j+1)%4=1}then(w[(3*j+2-2*i)/4])else(x2[3*j+2*i;i+2-j;4-j*2]))else(if{3*j<=0}then(x2[j+2*i;j;(i)*2])"
          "else(x2[-i+1;j+1-i;0]))))**2.5e-1", {"g": (3, 2), "a": (5,), "x2": (9, 4, 5), "w": (4,)},
          valid=True, positive=True, derivable=True),
+    # FUZZ_SEED=93728746, grammar: dx2's select read b[t / 3] outside the gate t % 3 = 0, which the forward's
+    # outermost if puts around it: under an else the adjoint's gate is if {c} then (0) else (...), and the select
+    # kept it inside (simplify.select moves both forms out now)
+    Case("grammar", "f[p] = max{t}_((p) * 2)^2 (if {2 * p - t >= 2 and p >= -p - 1 and (2 + t) % 3 = 2} then (if {t = "
+         "2 - t} then (b[2 * t + p]) else (if {-p = -2 + p and -t >= -1} then (1) else (if {x2[] <= b[t / 3]} then ("
+         "x2[]) else (W[t / 3])))) else (sign(0.5)))", {"f": (3,), "b": (7,), "x2": (), "W": (1,)},
+         valid=True, positive=True, derivable=True),
     # FUZZ_SEED=992486399 and 443535849, mutated: the gradient's bound 3 - (2**53 - 1) * dx_z1 passed MAX_INTEGER
     # and did not read back (derive._without_dominated drops it: 0 decides that bound)
     Case("mutated", "loss[n]=sum{k}_(max[ceil((1)/2),ceil((-n+3)/9007199254740991),ceil((1-n)/3)])^2(sum{u}_("

@@ -187,12 +187,15 @@ def select(op: str, left: Expr, right: Expr, then: Expr, otherwise: Expr) -> Exp
     x, y = value_of(left), value_of(right)
     if x is not None and y is not None:
         return then if _COMPARE[op](x, y) else otherwise
-    # An index condition gating the only non-zero branch gates the whole select: the compared values may read
-    # elements that exist only where it holds (if {n % 2 = 0} then (if {x[n / 2] > 0} ...) in the forward).
+    # An index condition around the only non-zero branch goes around the whole select, whichever of its branches
+    # is 0: the compared values may read elements that exist only where it holds (if {n % 2 = 0} then (if
+    # {x[n / 2] > 0} ...) in the forward; under an else of the forward the adjoint is if {c} then (0) else (...)).
     for gated, other in ((then, otherwise), (otherwise, then)):
-        if other == ZERO and _gate(gated):
-            branches = (gated.then, ZERO) if gated is then else (ZERO, gated.then)
-            return if_(gated.condition, select(op, left, right, *branches), ZERO)
+        if other == ZERO and isinstance(gated, If) and ZERO in (gated.then, gated.otherwise):
+            def inner(branch: Expr, gated=gated) -> Expr:
+                return select(op, left, right, *((branch, ZERO) if gated is then else (ZERO, branch)))
+
+            return if_(gated.condition, inner(gated.then), inner(gated.otherwise))
     return Select(op, left, right, then, otherwise)
 
 
