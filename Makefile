@@ -9,8 +9,8 @@ PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# models: PyTorch (CPU build) and JAX, which chapters 10 and 11 and tensoradbook.torch / .jax use
-EXTRAS ?= lab,test,models
+# models: PyTorch (CPU build) and JAX, which chapters 10 and 11 and tensoradbook.torch / .jax use; hub: make hub
+EXTRAS ?= lab,test,models,hub
 
 # make lab PORT=9999 IP=0.0.0.0
 IP   ?= 127.0.0.1
@@ -31,7 +31,7 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install lab test lint fuzz book notebooks assignments grade demo slides site clean
+.PHONY: help install lab test lint fuzz book notebooks assignments grade demo slides site hub clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE) (IP=$(IP) PORT=$(PORT))"
@@ -45,6 +45,7 @@ help:
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
 	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
 	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets)"
+	@echo "make hub        as root: the class server, JupyterHub for the course of hub/course.toml (users, nbgrader exchange, warm kernel cache)"
 	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
 	@echo "make clean      remove $(VENV)/ and build leftovers"
 
@@ -69,6 +70,8 @@ $(STAMP): pyproject.toml Makefile
 	$(VPY) -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (ipykernel)' >/dev/null
 	@# reveal.js, the widget manager, require.js and jQuery for offline slides and the static site (npm pack)
 	$(VPY) -m classroom.assets
+	@# configurable-http-proxy (JupyterHub's proxy, for make hub) from npm into the venv, when the hub extra is in
+	$(VPY) -m classroom.hub install-proxy
 	@touch $@
 	@echo "Installed into $(VENV)/"
 
@@ -125,6 +128,13 @@ slides: install
 
 site: install
 	$(VPY) -m classroom.site
+
+# The class server: as root, the users of hub/students.csv, nbgrader's exchange, the course, the warm kernel cache,
+# then JupyterHub on hub/course.toml's address (HUB_SETTINGS=other.toml for another course). make assignments and
+# make grade then release into and collect from its exchange.
+HUB_SETTINGS ?=
+hub: install
+	$(VPY) -m classroom.hub serve $(if $(HUB_SETTINGS),--settings $(HUB_SETTINGS))
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .hypothesis

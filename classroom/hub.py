@@ -324,12 +324,16 @@ def setup_jupyter(settings: HubSettings) -> None:
     kernel_culling = {"MappingKernelManager": {"cull_idle_timeout": settings.cull_idle_seconds,
                                                "cull_interval": 60, "cull_connected": False}}
     quiet_lab = {"LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}}
+    no_news = json.dumps({"@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
+                                                                          "checkForUpdates": False}}, indent=1)
     # students: the Assignments tab and Validate; no formgrader, course list or "create assignment"
     _write(root / "student" / "nbgrader_config.py", "# written by `make hub` (classroom/hub.py)\n" + nbgrader_common)
     _write(root / "student" / "jupyter_server_config.json", json.dumps({
         "ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
                                               "nbgrader.server_extensions.course_list": False}},
         **kernel_culling, **quiet_lab}, indent=1))
+    for role in ("student", "instructor"):  # no "would you like news?" on a server without a network
+        _write(root / role / "labconfig" / "default_setting_overrides.json", no_news)
     _write(root / "student" / "labconfig" / "page_config.json", json.dumps({"disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
         "@jupyter/nbgrader:course-list": True}}, indent=1))
@@ -365,16 +369,17 @@ def install_proxy(npm: str = "npm") -> Path | None:
     return PROXY
 
 
-def warm_cache(settings: HubSettings) -> None:
-    """The shared kernel cache: every chapter's and demo's kernels compiled once (classroom/warm_cache.py)."""
+def warm_cache(settings: HubSettings, only: list[str] | None = None) -> None:
+    """The shared kernel cache: every chapter's and demo's kernels (or those of ``only``, file stems) compiled
+    once (classroom/warm_cache.py; a second run with nothing changed does nothing)."""
     if importlib.util.find_spec("classroom.warm_cache") is None:
         print("note: classroom/warm_cache.py is not there yet: the shared kernel cache is not warmed, "
               "students compile their own kernels")
         settings.kernel_cache.mkdir(parents=True, exist_ok=True)
         settings.kernel_cache.chmod(0o755)
         return
-    subprocess.run([sys.executable, "-m", "classroom.warm_cache", "--into", str(settings.kernel_cache)],
-                   check=True, cwd=REPO)
+    subprocess.run([sys.executable, "-m", "classroom.warm_cache", "--into", str(settings.kernel_cache),
+                    *(["--only", *only] if only else [])], check=True, cwd=REPO)
 
 
 def unreachable(paths: list[Path]) -> list[Path]:
@@ -394,7 +399,7 @@ def runtime_paths() -> list[Path]:
     return [Path(os.path.realpath(sys.executable)).parent, Path(sys.prefix), REPO]
 
 
-def setup(settings: HubSettings, *, warm: bool = True) -> None:
+def setup(settings: HubSettings, *, warm: bool = True, warm_only: list[str] | None = None) -> None:
     require_root("setting up the class server")
     closed = unreachable(runtime_paths())
     if closed:
@@ -415,7 +420,7 @@ def setup(settings: HubSettings, *, warm: bool = True) -> None:
     setup_jupyter(settings)
     _mkdir(settings.state, 0o700)
     if warm:
-        warm_cache(settings)
+        warm_cache(settings, warm_only)
     elif not settings.kernel_cache.exists():
         _mkdir(settings.kernel_cache, 0o755)
     print(f"{len(settings.instructors)} instructor(s), {len(students)} student(s); exchange {settings.exchange}, "
@@ -450,9 +455,9 @@ def jupyterhub_command(settings: HubSettings) -> list[str]:
     return [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")]
 
 
-def serve(settings: HubSettings, *, warm: bool = True) -> None:
+def serve(settings: HubSettings, *, warm: bool = True, warm_only: list[str] | None = None) -> None:
     """Set up, then replace this process by JupyterHub (in the state directory, with these settings)."""
-    setup(settings, warm=warm)
+    setup(settings, warm=warm, warm_only=warm_only)
     if not PROXY.exists():
         install_proxy()
     os.environ[SETTINGS_ENV] = str(settings.path)
@@ -473,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", type=Path, default=None,
                         help=f"the settings file (default: ${SETTINGS_ENV} or hub/course.toml)")
     parser.add_argument("--no-warm", action="store_true", help="do not warm the shared kernel cache")
+    parser.add_argument("--warm-only", nargs="+", metavar="STEM", help="warm these chapters or demos only")
     args = parser.parse_args(argv)
     if args.command == "install-proxy":
         install_proxy()
@@ -481,11 +487,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "settings":
         print(json.dumps({k: str(v) for k, v in settings.__dict__.items()}, indent=1))
     elif args.command == "setup":
-        setup(settings, warm=not args.no_warm)
+        setup(settings, warm=not args.no_warm, warm_only=args.warm_only)
     elif args.command == "remove-users":
         remove_users(settings)
     else:
-        serve(settings, warm=not args.no_warm)
+        serve(settings, warm=not args.no_warm, warm_only=args.warm_only)
     return 0
 
 

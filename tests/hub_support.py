@@ -105,11 +105,13 @@ class Hub:
         self.url = f"http://127.0.0.1:{self.settings.port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, *, warm: bool = False, start_s: float = 180) -> None:
+    def start(self, *, warm_only: list[str] | None = None, start_s: float = 180) -> None:
+        """Start (``warm_only``: warm the shared kernel cache for these stems first, which can take minutes)."""
         env = dict(os.environ, PYTHONPATH=str(REPO), **{hub.SETTINGS_ENV: str(self.settings_path)})
         cmd = [sys.executable, "-m", "classroom.hub", "serve", "--settings", str(self.settings_path)]
-        if not warm:
-            cmd.append("--no-warm")
+        cmd += ["--warm-only", *warm_only] if warm_only else ["--no-warm"]
+        if warm_only:
+            start_s += 1800
         log = open(self.log_path, "a")  # noqa: SIM115 -- the hub's log, kept while it runs
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
@@ -159,7 +161,8 @@ def passable():
 
 
 @contextlib.contextmanager
-def running_hub(prefix: str, n_students: int, *, keep_root: bool = False, **options):
+def running_hub(prefix: str, n_students: int, *, keep_root: bool = False, warm_only: list[str] | None = None,
+                **options):
     """A hub for a throw-away class of ``n_students``; users, processes and files removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix=f"tensoradbook-{prefix}-"))
     root.chmod(0o755)  # the users reach the exchange and the configuration below it
@@ -168,7 +171,7 @@ def running_hub(prefix: str, n_students: int, *, keep_root: bool = False, **opti
     names = set(the_hub.settings.usernames())
     try:
         with passable():
-            the_hub.start()
+            the_hub.start(warm_only=warm_only)
             yield the_hub
     finally:
         the_hub.stop()
@@ -297,7 +300,10 @@ class Kernel:
         while not (idle and result["status"]):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.student.name}: no reply within {timeout:.0f} s to {code[:60]!r}")
-            msg = json.loads(self.ws.recv())
+            raw = self.ws.recv()
+            if isinstance(raw, bytes):  # a message with binary buffers (a widget's comm): not one of ours
+                continue
+            msg = json.loads(raw)
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind = msg["header"]["msg_type"]
