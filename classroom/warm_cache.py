@@ -11,8 +11,8 @@ target CPU) makes a second run with nothing changed a no-op.
 
 The same run leaves the machine code of the package's own ``numba.njit(cache=True)`` functions
 (``tensoradbook/inverse/engine.py``, ``tensoradbook/chaining/programs.py``) beside the package, in its
-``__pycache__``, where a user who cannot write the package is served from (``PackageCacheLocator`` in
-:mod:`tensoradbook.codegen.cache`). Not covered: kernels that only an interaction other than a demo's first one
+``__pycache__``, from where :func:`tensoradbook.codegen.cache.package_jit` serves the functions it decorates to a
+user who cannot write the package. Not covered: kernels that only an interaction other than a demo's first one
 compiles (a widget moved to a case its chapter does not run).
 """
 
@@ -177,7 +177,8 @@ def warm(directory, only=None, workers: int | None = None) -> dict:
                     print(f"[{done}/{len(selected)}] {job.kind} {job.stem}: {seconds:.1f} s", flush=True)
                 except Exception as error:  # a chapter that fails still leaves the others' kernels
                     failed[job.stem] = f"{type(error).__name__}: {error}"
-                    print(f"[{done}/{len(selected)}] {job.kind} {job.stem}: FAILED {failed[job.stem][:500]}",
+                    # the end of it: a failed cell's message ends with its traceback's last lines
+                    print(f"[{done}/{len(selected)}] {job.kind} {job.stem}: FAILED ...{failed[job.stem][-1500:]}",
                           file=sys.stderr, flush=True)
     if not failed:
         stamp_file.write_text(json.dumps(wanted, indent=1) + "\n")

@@ -189,14 +189,14 @@ def test_another_user_cannot_write_the_warm_cache(student):
 
 
 #: The package's own njit(cache=True) function mark_useful, called as root (Numba caches it beside the package, which
-#: a package installed by root keeps from other users), then as the other user through a new dispatcher of the same
-#: function: Numba picks the cache where a function is decorated, as the user's own import of the package would.
+#: a package installed by root keeps from other users), then as the other user decorated anew with package_jit:
+#: Numba picks the cache where a function is decorated, as the user's own import of the package would.
 PACKAGE_PROBE = """
 import json, os, sys
 
-import numba
 import numpy as np
 
+from tensoradbook.codegen.cache import package_jit
 from tensoradbook.inverse import engine
 
 uid, gid, home = json.loads(sys.argv[1])
@@ -206,7 +206,7 @@ os.environ["HOME"] = home
 os.setgroups([])
 os.setgid(gid)
 os.setuid(uid)
-fresh = numba.njit(cache=True, error_model="numpy")(engine.mark_useful.py_func)
+fresh = package_jit(error_model="numpy")(engine.mark_useful.py_func)
 useful = fresh(*args)
 print(json.dumps({"useful": useful.tolist(), "locator": type(fresh._cache._impl.locator).__name__,
                   "path": fresh._cache._cache_path, "hits": sum(fresh.stats.cache_hits.values()),
@@ -223,6 +223,6 @@ def test_another_user_loads_the_packages_own_kernels_from_beside_the_package(ano
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["useful"] == [1, 1, 1]
-    assert report["locator"] == "PackageCacheLocator"
+    assert report["locator"] == "PackageCacheLocator"  # tensoradbook.codegen.cache.package_jit's
     assert Path(report["path"]).parent == home / ".cache" / "tensoradbook" / "kernels" / "package"
     assert report["hits"] == 1 and report["misses"] == 0  # the package's machine code, copied, not compiled

@@ -26,9 +26,9 @@ links. Group members count as other users; access control lists are not read.
 
 The package's own ``numba.njit(cache=True)`` functions (``inverse/engine.py``, ``chaining/programs.py``): Numba keeps
 their machine code in the package's ``__pycache__``, and a user who cannot write there (a package installed by root,
-on a class server) would compile them again into ``~/.cache/numba``. For such a user they are cached in the private
-cache under ``package/`` instead, first filled from the package's ``__pycache__`` (warmed by whoever installed it, and
-trusted as the package's code is) where that holds a newer index.
+on a class server) would compile them again into ``~/.cache/numba``. Decorated with :func:`package_jit`, they are
+cached for such a user in the private cache under ``package/`` instead, first filled from the package's
+``__pycache__`` (warmed by whoever installed it, and trusted as the package's code is) where that holds a newer index.
 
 Healing: before a module is imported, its files are checked: the module's text against its source, the ``.pyc`` this
 Python would read (a code object after the header), Numba's index and data files for this Python (complete, well-formed
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import functools
 import hashlib
 import importlib.util
 import io
@@ -59,8 +60,6 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from numba.core import caching as numba_caching
-
 _MODULES: dict[str, object] = {}
 _WARNED: set[str] = set()
 #: the private directory of this process, where no other is trusted (made once, removed at exit)
@@ -70,7 +69,7 @@ _process_directory: Path | None = None
 _GROUP, _OTHERS = 0o070, 0o007
 #: how Numba's file names tell this Python (``.py311.nbi``) from others sharing the cache
 _NUMBA_TAG = f"py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}"
-#: the package, whose own njit(cache=True) functions :class:`PackageCacheLocator` serves
+#: the package, whose own njit(cache=True) functions :func:`package_jit` caches
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
@@ -349,25 +348,43 @@ def _warn(message: str) -> None:
         warnings.warn(f"tensoradbook: {message}", KernelCacheWarning, stacklevel=2)
 
 
-class PackageCacheLocator(numba_caching.InTreeCacheLocator):
-    """Where Numba caches the package's own ``njit(cache=True)`` functions for a user who cannot write the package's
-    ``__pycache__``: the private cache's ``package/`` (see the module's docstring). Tried after ``NUMBA_CACHE_DIR``'s
-    locator and before Numba's own; anything else, or a package this user can write, is left to Numba's."""
+def package_jit(**options):
+    """``numba.njit(cache=True, **options)`` for the package's own functions, with :func:`_package_locator` among
+    Numba's cache locators (see the module's docstring). Numba is imported here, not with this module: a chapter
+    sets ``NUMBA_ENABLE_CUDASIM`` before Numba's first import."""
+    import numba
+    from numba.core.caching import CacheImpl
 
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        source = Path(os.path.realpath(py_file))
-        tree = source.parent / "__pycache__"
-        if _PACKAGE not in source.parents or os.access(tree if tree.is_dir() else source.parent, os.W_OK | os.X_OK):
-            return None
-        self = cls(py_func, str(source))
-        self._cache_path = str(_places()[0].path / "package" / self.get_suitable_cache_subpath(str(source)))
-        try:
-            self.ensure_cache_path()
-        except OSError:
-            return None
-        _seed(tree, Path(self._cache_path), source)
-        return self
+    if _package_locator() not in CacheImpl._locator_classes:
+        CacheImpl._locator_classes.insert(1, _package_locator())  # after NUMBA_CACHE_DIR's, before Numba's own
+    return numba.njit(cache=True, **options)
+
+
+@functools.cache
+def _package_locator() -> type:
+    """Numba's cache locator for the package's own functions, where this user cannot write the package's
+    ``__pycache__``: the private cache's ``package/``; anything else, or a package this user can write, is left to
+    Numba's own locators."""
+    from numba.core.caching import InTreeCacheLocator
+
+    class PackageCacheLocator(InTreeCacheLocator):
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            source = Path(os.path.realpath(py_file))
+            tree = source.parent / "__pycache__"
+            if _PACKAGE not in source.parents or os.access(tree if tree.is_dir() else source.parent,
+                                                           os.W_OK | os.X_OK):
+                return None
+            self = cls(py_func, str(source))
+            self._cache_path = str(_places()[0].path / "package" / self.get_suitable_cache_subpath(str(source)))
+            try:
+                self.ensure_cache_path()
+            except OSError:
+                return None
+            _seed(tree, Path(self._cache_path), source)
+            return self
+
+    return PackageCacheLocator
 
 
 def _seed(tree: Path, target: Path, source: Path) -> None:
@@ -401,6 +418,3 @@ def _seed(tree: Path, target: Path, source: Path) -> None:
         for name in sorted(files, key=lambda name: name.endswith(".nbi")):  # the index last: it names the data
             _write(target / name, files[name])
 
-
-if PackageCacheLocator not in numba_caching.CacheImpl._locator_classes:
-    numba_caching.CacheImpl._locator_classes.insert(1, PackageCacheLocator)  # after NUMBA_CACHE_DIR's
