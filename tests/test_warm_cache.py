@@ -142,19 +142,25 @@ def another_user():
     return system_user("tab-warm-student")
 
 
+def new_home(user) -> Path:
+    """A home of ``user``'s own (empty: no cache of theirs yet), where every user can reach it."""
+    directory = Path(tempfile.mkdtemp(prefix="tab-warm-home-", dir=os.path.realpath(tempfile.gettempdir())))
+    os.chown(directory, user.pw_uid, user.pw_gid)
+    return directory
+
+
 @pytest.fixture
 def home(another_user):
-    """A home of the other user's own (empty: no cache of theirs yet), where every user can reach it."""
-    directory = Path(tempfile.mkdtemp(prefix="tab-warm-home-", dir=os.path.realpath(tempfile.gettempdir())))
-    os.chown(directory, another_user.pw_uid, another_user.pw_gid)
+    directory = new_home(another_user)
     yield directory
     shutil.rmtree(directory)
 
 
-@pytest.fixture
-def student(shared, another_user, home):
+@pytest.fixture(scope="module")
+def student(shared, another_user):
     """The demo's page run by another user with an empty private cache and the warm cache shared: STUDENT's report."""
     directory, _ = shared
+    home = new_home(another_user)
     before = listing(directory)
     # a student's server: the hub's thread settings, the warm cache shared, no cache of its own yet
     env = {key: value for key, value in os.environ.items()
@@ -165,10 +171,11 @@ def student(shared, another_user, home):
         done = subprocess.run([sys.executable, "-c", STUDENT, DEMO, json.dumps([another_user.pw_uid,
                                                                                 another_user.pw_gid, str(home)])],
                               cwd=REPO, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        yield directory, before, home, json.loads(done.stdout.splitlines()[-1])
     finally:
         shutil.rmtree(env["TENSORADBOOK_CACHE"], ignore_errors=True)
-    assert done.returncode == 0, done.stderr
-    return directory, before, home, json.loads(done.stdout.splitlines()[-1])
+        shutil.rmtree(home)
 
 
 def test_another_user_runs_the_demo_on_the_warm_kernels_without_compiling_one(student):
