@@ -26,6 +26,8 @@ NPM_PACKAGES = {
     "@jupyter-widgets/html-manager": ("1.0.15", ["dist/embed-amd.js"]),
     "requirejs": ("2.3.7", ["require.js"]),
     "jquery": ("3.7.1", ["dist/jquery.min.js"]),
+    # MathJax 3's components, which `make site` runs in node to typeset the pages at build time (classroom/site_math.js)
+    "mathjax": ("3.2.2", ["es5"]),
 }
 
 

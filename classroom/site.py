@@ -3,17 +3,23 @@
 Every ``notebooks/*.ipynb`` becomes ``site/<stem>.html`` through nbconvert's lab template, **without executing**
 anything: the committed outputs are what the pages show. A widget of the book displays a PNG of what it shows
 beside its live view (``widgets/picture.py``); without a kernel the view could only look live and do nothing, so
-a page shows that picture with a caption saying so (:func:`show_widget_pictures`). A widget view without a
+a page shows that picture with a badge saying so (:func:`show_widget_pictures`). A widget view without a
 picture is drawn from the stored widget state (``metadata.widgets``) in the browser by
-``@jupyter-widgets/html-manager``.
-``site/index.html`` is the chapter map. Every chapter page links to its neighbours, to the index and to Binder,
-which runs the chapter live from ``environment.yml``.
+``@jupyter-widgets/html-manager``. Every image has alt text: a widget's names its class and what its controls
+and text say, a figure's its titles and axes (or the sentence that introduces it).
+``site/index.html`` is the chapter map. Every chapter page links to its neighbours, to the index and, where the
+book's repository is on GitHub or GitLab (``--binder-repo``, else the checkout's ``origin`` remote), to Binder,
+which runs the chapter live from ``environment.yml``; without one there is no live link rather than a wrong one.
+
+The math is typeset once, at build time, into SVG (``site_math.js``, MathJax 3 in node): a reader never sees raw
+TeX while a browser works through a chapter, and SVG needs no web font (fonts do not load over file://). Only a
+page that still draws widget views live loads MathJax 2 (the widget manager typesets their math with it).
 
 The pages must work in a lecture hall without a network, so nothing comes from a CDN: the exporter's default
 URLs (cdnjs, unpkg) are replaced by relative ones into ``site/assets/``, filled from what ``make install`` put
 in place (:mod:`classroom.assets`) and from the PyPI package ``jupyter-server-mathjax`` (MathJax 2.7). The
 template ``site_templates/site`` extends nbconvert's ``lab`` template to drop its mermaid import (from cdnjs;
-the book has no diagrams) and to add the navigation.
+the book has no diagrams), to add the navigation and to give images their alt text.
 
 The site is built in a temporary folder next to the target and swapped in at the end, so that a failed build
 leaves the previous site as it was.
@@ -22,10 +28,13 @@ leaves the previous site as it was.
 from __future__ import annotations
 
 import argparse
+import ast
+import base64
 import html
 import json
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,8 +56,8 @@ NOTEBOOKS = REPO / "notebooks"
 SITE = REPO / "site"
 TEMPLATES = Path(__file__).resolve().parent / "site_templates"
 START_PAGE = "00_start_here"
-#: GitHub owner/repository that Binder builds (from its environment.yml); ``--binder-repo`` overrides it.
-BINDER_REPO = "tensoradbook/tensoradbook"
+#: The git hosts whose repositories Binder builds by name, and Binder's name for each.
+BINDER_PROVIDERS = {"github.com": "gh", "gitlab.com": "gl"}
 BOOK_TITLE = "Automatic differentiation for tensor algebras"
 
 #: Where each asset goes under site/assets/, and where the pages find it (relative to site/).
@@ -64,26 +73,37 @@ MATHJAX_URL = f"{MATHJAX}/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 # The package carries only the STIX-Web web fonts (no TeX fonts, no image fonts), as the classic notebook
 # configured it; without this MathJax asks for the TeX fonts' data and the font check files, and gets 404s.
 # The fast preview (PreviewHTML) would ask for the TeX fonts too: the math is typeset once, by HTML-CSS.
+# The page's own math is typeset already (site_math.js): MathJax 2 only typesets what the widget views ask it to.
 MATHJAX_CONFIG = """MathJax.Hub.Config({
+  skipStartupTypeset: true,
+  tex2jax: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]],
+            processEscapes: true, processEnvironments: true},
   "HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, preferredFont: null},
-  "fast-preview": {disabled: true}
+  "fast-preview": {disabled: true},
+  messageStyle: "none"
 });"""
+#: Typesets the pages' TeX at build time (node, with MathJax 3 from classroom.assets).
+SITE_MATH = Path(__file__).resolve().parent / "site_math.js"
 
 # The widget manager's icons (a Button's icon="play") use Font Awesome 5, whose font files the fetched
 # html-manager (only dist/embed-amd.js) does not carry; Voila's wheel ships the same fonts (FA 5.15) under
-# hashed names. Found by the font's own name, they are declared again at the end of each page: the last
-# @font-face with the same family and weight wins, so the manager's own rule (which points at files that are
-# not there) is never used and the browser asks for nothing that is missing.
-ICON_FONTS = {  # the font's full name -> (CSS family, weight, file name in site/assets/fonts/)
-    "Font Awesome 5 Free Solid": ("Font Awesome 5 Free", 900, "fa-solid-900.woff"),
-    "Font Awesome 5 Free Regular": ("Font Awesome 5 Free", 400, "fa-regular-400.woff"),
-    "Font Awesome 5 Brands Regular": ("Font Awesome 5 Brands", 400, "fa-brands-400.woff"),
+# hashed names. Found by the font's own name, they are declared again at the end of each page that draws widget
+# views: the last @font-face with the same family and weight wins, so the manager's own rule (which points at
+# files that are not there) is never used. They are inlined as data: URLs, since chromium refuses a font file
+# from another file:// page (CORS), and a site opened from a USB stick is on file://.
+ICON_FONTS = {  # the font's full name -> (CSS family, weight)
+    "Font Awesome 5 Free Solid": ("Font Awesome 5 Free", 900),
+    "Font Awesome 5 Free Regular": ("Font Awesome 5 Free", 400),
+    "Font Awesome 5 Brands Regular": ("Font Awesome 5 Brands", 400),
 }
-FONTS = f"{ASSETS}/fonts"
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURE_CLASS = "site-widget-picture"
+#: The badge on every widget picture: the page cannot move its controls.
+STATIC_BADGE = "static picture — run the chapter to use it"
+#: An alt text's length at most (a screen reader reads all of it).
+ALT_LENGTH = 240
 
 
 @dataclass(frozen=True)
@@ -103,9 +123,54 @@ class Chapter:
         return f"{self.stem}.html"
 
 
-def binder_url(repo: str, stem: str = START_PAGE) -> str:
-    """Binder's URL that opens ``notebooks/<stem>.ipynb`` in JupyterLab, built from ``repo``'s environment.yml."""
-    return f"https://mybinder.org/v2/gh/{repo}/HEAD?labpath={quote(f'notebooks/{stem}.ipynb', safe='')}"
+@dataclass(frozen=True)
+class Repository:
+    """The book's repository on a git host that Binder builds from (:data:`BINDER_PROVIDERS`)."""
+
+    host: str  # "github.com"
+    path: str  # "owner/name"; on GitLab "group/subgroup/name"
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}/{self.path}"
+
+    def binder_url(self, stem: str = START_PAGE) -> str:
+        """Binder's URL that opens ``notebooks/<stem>.ipynb`` in JupyterLab, built from the environment.yml of
+        the repository's default branch."""
+        provider = BINDER_PROVIDERS[self.host]
+        spec = self.path if provider == "gh" else quote(self.path, safe="")  # GitLab's groups nest: one segment
+        return f"https://mybinder.org/v2/{provider}/{spec}/HEAD?labpath={quote(f'notebooks/{stem}.ipynb', safe='')}"
+
+
+_NAME = r"\w[\w.-]*"
+# https://host/path(.git), ssh://user@host:port/path, user@host:path (scp-like); credentials in the URL are dropped
+_REMOTE = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:[^@/]+@)?(?P<host>[\w.-]+)(?::\d+)?[:/]"
+                     rf"(?P<path>{_NAME}(?:/{_NAME})+)", re.I)
+
+
+def parse_repository(text: str, *, shorthand: bool = True) -> Repository | None:
+    """A GitHub or GitLab remote URL, or with ``shorthand`` ``owner/name`` on GitHub (as a remote, a relative
+    path), as a :class:`Repository`; None for a remote elsewhere or not a remote at all."""
+    text = re.sub(r"(?:\.git)?/?$", "", text.strip())
+    if shorthand and re.fullmatch(rf"{_NAME}/{_NAME}", text):
+        return Repository("github.com", text)
+    m = _REMOTE.fullmatch(text)
+    if not m or m["host"].lower() not in BINDER_PROVIDERS:
+        return None
+    host, path = m["host"].lower(), m["path"]
+    if host == "github.com" and path.count("/") != 1:
+        return None
+    return Repository(host, path)
+
+
+def origin_remote(checkout: Path = REPO) -> str | None:
+    """The URL of the checkout's ``origin`` remote (``git remote get-url origin``), or None."""
+    try:
+        done = subprocess.run(["git", "-C", str(checkout), "remote", "get-url", "origin"], capture_output=True,
+                              text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _paragraphs(markdown: str) -> list[str]:
@@ -198,14 +263,9 @@ def rewrite_links(page: str, stems: set[str]) -> str:
     return _LINK.sub(replace, page)
 
 
-def copy_assets(assets: Path) -> str:
-    """The scripts and styles the pages load, into ``assets`` (site/assets/); returns the icon fonts' CSS."""
+def copy_assets(assets: Path) -> None:
+    """The style sheets every page loads, into ``assets`` (site/assets/)."""
     assets.mkdir(parents=True)
-    shutil.copy2(asset("requirejs", "require.js"), assets / "require.js")
-    shutil.copy2(asset("jquery", "dist/jquery.min.js"), assets / "jquery.min.js")
-    shutil.copy2(asset("@jupyter-widgets/html-manager", "dist/embed-amd.js"), assets / "embed-amd.js")
-    # All of it (12 MB, under a second): MathJax loads the translation of the reader's browser language.
-    shutil.copytree(mathjax_dir(), assets / "mathjax")
     shutil.copy2(TEMPLATES / "site.css", assets / "site.css")
     # The index is not an nbconvert page, but shares the chapters' lab style sheets.
     lab = Path(HTMLExporter(template_name="lab").template_paths[0])
@@ -213,7 +273,17 @@ def copy_assets(assets: Path) -> str:
     (assets / "lab").mkdir()
     for css in ("index.css", "theme-light.css"):
         shutil.copy2(lab_static / css, assets / "lab" / css)
-    return copy_icon_fonts(assets)
+
+
+def copy_widget_assets(assets: Path) -> str:
+    """The scripts a page that draws widget views live loads (the widget manager, MathJax 2 for their math), into
+    ``assets``; returns the icon fonts' CSS."""
+    shutil.copy2(asset("requirejs", "require.js"), assets / "require.js")
+    shutil.copy2(asset("jquery", "dist/jquery.min.js"), assets / "jquery.min.js")
+    shutil.copy2(asset("@jupyter-widgets/html-manager", "dist/embed-amd.js"), assets / "embed-amd.js")
+    # All of it (12 MB, under a second): MathJax loads the translation of the reader's browser language.
+    shutil.copytree(mathjax_dir(), assets / "mathjax")
+    return icon_fonts_css()
 
 
 def find_icon_fonts() -> dict[str, Path]:
@@ -234,19 +304,18 @@ def find_icon_fonts() -> dict[str, Path]:
     return found
 
 
-def copy_icon_fonts(assets: Path) -> str:
-    """Copy the icon fonts into ``assets``/fonts/ and return the CSS that declares them (empty if none)."""
+def icon_fonts_css() -> str:
+    """The CSS that declares the icon fonts, each inlined (empty if none is found)."""
     found = find_icon_fonts()
     if len(found) < len(ICON_FONTS):
         missing = ", ".join(sorted(set(ICON_FONTS) - set(found)))
         print(f"warning: no {missing} font in Voila's templates: widget icons may not show", file=sys.stderr)
     css = []
     for name, path in found.items():
-        family, weight, file = ICON_FONTS[name]
-        (assets / "fonts").mkdir(exist_ok=True)
-        shutil.copy2(path, assets / "fonts" / file)
+        family, weight = ICON_FONTS[name]
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
         css.append(f'@font-face {{ font-family: "{family}"; font-style: normal; font-weight: {weight}; '
-                   f'font-display: block; src: url("{FONTS}/{file}") format("woff"); }}')
+                   f'font-display: block; src: url(data:font/woff;base64,{data}) format("woff"); }}')
     return "\n".join(css)
 
 
@@ -272,29 +341,142 @@ def _has_picture(output) -> bool:
     return WIDGET_VIEW in data and "image/png" in data
 
 
-def widget_picture_html(png_base64: str, binder: str) -> str:
-    """The figure a page shows for a widget: its picture, and a caption saying it is one."""
-    return (f'<figure class="{PICTURE_CLASS}" style="margin:0">'
-            f'<img src="data:image/png;base64,{png_base64}" alt="static picture of the widget">'
-            '<figcaption style="font-size:0.9em;color:#555;margin-top:4px">Static picture of the initial state; '
-            f'<a href="{html.escape(binder)}" target="_blank" rel="noopener">run the chapter</a> to use the widget.'
-            '</figcaption></figure>')
+def _shorten(text: str, length: int = ALT_LENGTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= length else text[: length - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
-def show_widget_pictures(nb, binder: str) -> int:
+def widget_picture_html(png_base64: str, alt: str, binder: str | None) -> str:
+    """The figure a page shows for a widget: a badge saying it is a picture, and the picture."""
+    run = (f'<a href="{html.escape(binder)}" target="_blank" rel="noopener">run the chapter</a>' if binder
+           else "run the chapter")
+    badge = html.escape(STATIC_BADGE).replace("run the chapter", run)
+    return (f'<figure class="{PICTURE_CLASS}"><figcaption class="site-static-badge">{badge}</figcaption>'
+            f'<img src="data:image/png;base64,{png_base64}" alt="{html.escape(alt)}"></figure>')
+
+
+def _widget_text(model_id: str, models: dict, seen: set) -> list[str]:
+    """What a widget's controls and text say, from the notebook's stored widget state, children in order."""
+    if model_id in seen or model_id not in models:
+        return []
+    seen.add(model_id)
+    name, state = models[model_id].get("model_name", ""), models[model_id].get("state", {})
+    if state.get("layout") and models.get(state["layout"].removeprefix("IPY_MODEL_"), {}).get(
+            "state", {}).get("display") == "none":
+        return []
+    words = []
+    if name in ("HTMLModel", "HTMLMathModel", "LabelModel"):
+        # the prose, without style sheets or displayed formulas (the picture shows them; TeX is no description)
+        text = re.sub(r"<(style|script)\b.*?</\1>|\$\$.*?\$\$", " ", str(state.get("value", "")), flags=re.S | re.I)
+        words.append(html.unescape(re.sub(r"<[^>]*>", " ", text)).replace("$", ""))
+    elif name not in ("ButtonModel", "ImageModel") and "value" in state and not isinstance(state["value"], dict):
+        label = state.get("description", "")
+        value = state["value"]
+        if "_options_labels" in state and isinstance(state.get("index"), int):
+            value = state["_options_labels"][state["index"]]
+        words.append(f"{label} {value}".strip())
+    for child in state.get("children", []):
+        words += _widget_text(str(child).removeprefix("IPY_MODEL_"), models, seen)
+    return [w for w in words if w.strip()]
+
+
+def widget_alt(output, models: dict) -> str:
+    """A widget picture's alt text: the widget's class and what its controls and text say."""
+    plain = "".join(output.get("data", {}).get("text/plain", ""))
+    cls = re.match(r"\s*(\w+)\(", plain)
+    words = _widget_text(output["data"][WIDGET_VIEW]["model_id"], models, set())
+    return _shorten(f"Static picture of the {cls[1] if cls else 'interactive'} widget"
+                    + (f": {'; '.join(' '.join(w.split()) for w in words)}" if words else ""))
+
+
+def show_widget_pictures(nb, binder: str | None) -> int:
     """Replace each widget output that carries a picture by :func:`widget_picture_html` (in place); a notebook
     left without widget views loses its stored widget state, so its page loads no widget manager. Returns how
     many outputs were replaced."""
+    models = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     replaced = 0
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             if _has_picture(output):
-                output["data"] = {"text/html": widget_picture_html(output["data"]["image/png"], binder)}
+                html_ = widget_picture_html(output["data"]["image/png"], widget_alt(output, models), binder)
+                output["data"] = {"text/html": html_}
                 output["metadata"] = {}
                 replaced += 1
     if not any(WIDGET_VIEW in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])):
         nb.metadata.pop("widgets", None)
     return replaced
+
+
+_FIGURE_TITLES = {"title", "set_title", "suptitle"}
+_FIGURE_AXES = {"xlabel": 0, "set_xlabel": 0, "ylabel": 1, "set_ylabel": 1}
+
+
+def _string(node) -> str | None:
+    """A string literal's text; an f-string's with "…" for what it fills in."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
+    return None
+
+
+def _plain(markdown: str) -> str:
+    """Markdown as the words a screen reader should say: no markup, math without its dollars."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    text = re.sub(r"<[^>]*>|[*_`#>]|\$", "", text)
+    return " ".join(text.split())
+
+
+def figure_alt(code: str, before: str) -> str:
+    """A figure's alt text: the titles and axis labels its code sets (matplotlib), else the code's first comment,
+    else the first sentence of the markdown ``before`` it, which introduces it."""
+    titles, axes = [], ([], [])
+    try:
+        tree = ast.parse(re.sub(r"^\s*[%!].*$", "", code, flags=re.M))  # IPython's magics are not Python
+    except SyntaxError:
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Attribute, ast.Name)):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            text = _string(node.args[0])
+            if text and name in _FIGURE_TITLES:
+                titles.append(text)
+            elif text and name in _FIGURE_AXES:
+                axes[_FIGURE_AXES[name]].append(text)
+    # a comment that says what the code draws, not a marker for a tool (NBVAL_IGNORE_OUTPUT)
+    comment = next((m[1] for m in re.finditer(r"^\s*#\s*(.+)$", code, flags=re.M)
+                    if not re.fullmatch(r"[A-Z_]+|noqa.*", m[1].strip())), "")
+    about = "; ".join(dict.fromkeys(titles)) or comment or _split_sentence(_plain(before))[0]
+    xs, ys = ("; ".join(dict.fromkeys(a)) for a in axes)
+    plotted = "; ".join(f"{axis} axis: {label}" for axis, label in (("x", xs), ("y", ys)) if label)
+    return _shorten(f"Figure: {about}" + (f" ({plotted})" if plotted else "") if about or plotted
+                    else "Figure drawn by the code above")
+
+
+def describe_figures(nb) -> None:
+    """Give each image output its alt text (``metadata.alt``, which the page's <img> shows)."""
+    before = ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            before = next((p for p in reversed(_paragraphs(cell.source)) if not p.startswith(("#", "|"))), before)
+        for output in cell.get("outputs", []):
+            if any(k.startswith("image/") for k in output.get("data", {})):
+                output.setdefault("metadata", {})["alt"] = figure_alt(cell.source, before)
+
+
+def typeset_math(pages: list[Path]) -> None:
+    """Typeset the TeX of ``pages`` in place (:data:`SITE_MATH`); warns of each formula MathJax rejects."""
+    node = shutil.which("node")
+    if node is None:
+        raise SystemExit("error: the site's math is typeset with node at build time: apt-get install -y nodejs")
+    done = subprocess.run([node, str(SITE_MATH), str(asset("mathjax", "es5")), *map(str, pages)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"error: typesetting the math failed:\n{done.stderr.strip()}")
+    for line in done.stdout.splitlines():
+        report = json.loads(line)
+        for tex in report["errors"]:
+            print(f"warning: {Path(report['page']).name}: MathJax rejects ${tex}$", file=sys.stderr)
 
 
 def _nav(chapter: Chapter | None) -> dict | None:
@@ -303,8 +485,9 @@ def _nav(chapter: Chapter | None) -> dict | None:
     return {"href": chapter.href, "number": chapter.number, "short": chapter.short, "title": chapter.title}
 
 
-def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder_repo: str = BINDER_REPO) -> Path:
-    """Build the static edition into ``output`` (replaced as a whole) and return its ``index.html``."""
+def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder: Repository | None = None) -> Path:
+    """Build the static edition into ``output`` (replaced as a whole) and return its ``index.html``. Its pages
+    link to Binder for the ``binder`` repository; without one, nowhere."""
     output = Path(output).resolve()
     book = chapters(notebooks)
     if not book:
@@ -317,25 +500,34 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder_repo: str 
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
     staging.chmod(0o755)  # mkdtemp's 0700 would hide the site from a web server running as another user
     try:
-        icon_fonts = copy_assets(staging / ASSETS)
+        copy_assets(staging / ASSETS)
+        icon_fonts = None  # the widget manager's assets, once a page draws widget views
         exporter = make_exporter()
         for i, chapter in enumerate(book):
             nb = with_solutions(nbformat.read(notebooks / f"{chapter.stem}.ipynb", as_version=4), chapter.stem)
-            show_widget_pictures(nb, binder_url(binder_repo, chapter.stem))
+            live_link = binder.binder_url(chapter.stem) if binder else None
+            show_widget_pictures(nb, live_link)
+            describe_figures(nb)
+            live = "widgets" in nb.metadata
+            if live and icon_fonts is None:
+                icon_fonts = copy_widget_assets(staging / ASSETS)
             resources = {
                 "metadata": {"name": chapter.title},
                 "site": {
                     "assets": ASSETS,
+                    "live_widgets": live,
+                    "mathjax_url": MATHJAX_URL,
                     "mathjax_config": MATHJAX_CONFIG,
-                    "icon_fonts": icon_fonts,
-                    "binder_url": binder_url(binder_repo, chapter.stem),
+                    "icon_fonts": icon_fonts if live else "",
+                    "binder_url": live_link,
                     "prev": _nav(book[i - 1] if i > 0 else None),
                     "next": _nav(book[i + 1] if i + 1 < len(book) else None),
                 },
             }
             page, _ = exporter.from_notebook_node(nb, resources=resources)
             (staging / chapter.href).write_text(rewrite_links(page, stems), encoding="utf-8")
-        write_index(staging / "index.html", book, binder_repo)
+        write_index(staging / "index.html", book, binder)
+        typeset_math(sorted(staging.glob("*.html")))
         if output.exists():
             old = output.with_name(f".{output.name}-old-{time.monotonic_ns()}")
             output.rename(old)
@@ -349,7 +541,7 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder_repo: str 
     return output / "index.html"
 
 
-def write_index(path: Path, book: list[Chapter], binder_repo: str) -> None:
+def write_index(path: Path, book: list[Chapter], repository: Repository | None) -> None:
     """The chapter map: number, title, the report's sections and one line about each chapter."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined)
@@ -370,10 +562,8 @@ def write_index(path: Path, book: list[Chapter], binder_repo: str) -> None:
         book_title=BOOK_TITLE,
         intro=_inline_markdown(intro) if intro else "",
         chapters=listed,
-        binder_url=binder_url(binder_repo),
-        binder_repo=binder_repo,
-        mathjax_url=MATHJAX_URL,
-        mathjax_config=MATHJAX_CONFIG,
+        binder_url=repository.binder_url() if repository else "",
+        repository_url=repository.url if repository else "",
     )
     path.write_text(page, encoding="utf-8")
 
@@ -397,13 +587,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m classroom.site", description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=SITE, help=f"the site's folder (default: {SITE})")
     parser.add_argument("--notebooks", type=Path, default=NOTEBOOKS, help="the chapters' folder")
-    parser.add_argument("--binder-repo", default=BINDER_REPO,
-                        help=f"GitHub owner/repository that the Binder links run (default: {BINDER_REPO})")
+    parser.add_argument("--binder-repo", help="the repository that the 'Run this chapter live' links open on Binder: "
+                        "owner/name on GitHub, or a GitHub or GitLab URL (default: the checkout's origin remote)")
     args = parser.parse_args(argv)
-    if not re.fullmatch(r"[\w.-]+/[\w.-]+", args.binder_repo):
-        parser.error(f"--binder-repo wants owner/repository, not {args.binder_repo!r}")
+    if args.binder_repo is not None:
+        binder = parse_repository(args.binder_repo)
+        if binder is None:
+            parser.error(f"--binder-repo wants owner/name (GitHub) or a GitHub or GitLab URL, not {args.binder_repo!r}")
+    else:
+        remote = origin_remote()
+        binder = parse_repository(remote, shorthand=False) if remote else None
+        if binder is None:
+            print("note: no live links (Binder builds from GitHub or GitLab; the checkout's origin remote is "
+                  f"{'not there' if remote is None else 'elsewhere'}): make site BINDER_REPO=owner/name sets one",
+                  file=sys.stderr)
     started = time.perf_counter()
-    index = build(args.output, notebooks=args.notebooks, binder_repo=args.binder_repo)
+    index = build(args.output, notebooks=args.notebooks, binder=binder)
     pages = len(list(index.parent.glob("*.html"))) - 1
     print(f"built {pages} chapters in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     print(index)

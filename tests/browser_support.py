@@ -90,7 +90,7 @@ def chromium():
 
 def is_loopback(url: str) -> bool:
     parts = urlsplit(url)
-    if parts.scheme in ("data", "blob", "about"):
+    if parts.scheme in ("data", "blob", "about", "file"):  # file: the static site opened from disk
         return True
     host = (parts.hostname or "").lower()
     return host in LOOPBACK_HOSTS or host.startswith("127.")
