@@ -305,8 +305,8 @@ def setup_course(settings: HubSettings) -> None:
     _chown_tree(target, user.pw_uid, staff)
     target.chmod(0o2770 if len(settings.instructors) > 1 else 0o700)
     for parent in target.parents:
-        if parent.stat().st_mode & 0o005 != 0o005 and parent.stat().st_uid == 0 and parent != Path("/"):
-            parent.chmod(parent.stat().st_mode | 0o055)  # the instructors must reach it (not read it)
+        if not parent.stat().st_mode & 0o001 and parent.stat().st_uid == 0 and parent != Path("/"):
+            parent.chmod(parent.stat().st_mode | 0o011)  # the instructors must reach it (not list it)
 
 
 def _write(path: Path, text: str) -> None:
