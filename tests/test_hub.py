@@ -14,6 +14,9 @@ assignments --hub`` (what ``make assignments`` runs on the class server). Then, 
 * survival: a kernel that loops forever is stopped by its CPU limit and one that fills memory by the memory limit
   while the others keep working; the hub restarted finds the servers and the submissions again.
 
+The settings, the user servers' environment and configuration, and the "needs root" message are tested without
+root too.
+
 Needs root (it creates Unix users): skipped with the reason otherwise, failed instead when CI=true. Generous hang
 timeouts, no duration asserted.
 """
@@ -349,3 +352,50 @@ def test_hub_restart_keeps_servers_and_submissions(klass):
     assert s.api("GET", "/api/status").json()["started"] == before
     listed = {a["assignment_id"]: a["status"] for a in s.list_assignments(klass.settings.course_id)}
     assert listed.get(CHAPTER) == "submitted", listed
+
+
+# --- without root: the settings and what make hub writes ------------------------------------------------------
+
+def test_settings_of_the_repository_load():
+    from classroom import hub
+
+    s = hub.load_settings(REPO / "hub" / "course.toml")
+    assert s.ip == "127.0.0.1" and s.authenticator == "native" and s.memory_bytes == 2 ** 30
+    assert s.students_csv == REPO / "hub" / "students.csv" and s.students()
+    assert s.exchange.is_absolute() and s.state.is_absolute()
+    assert hub.parse_bytes("512M") == 512 * 2 ** 20 and hub.parse_bytes("1.5G") == 3 * 2 ** 29
+    with pytest.raises(ValueError):
+        hub.parse_bytes("lots")
+
+
+def test_user_environment_and_configuration(tmp_path):
+    from classroom import hub
+
+    toml = (REPO / "hub" / "course.toml").read_text().replace('"/srv/tensoradbook/jupyter"',
+                                                                  f'"{tmp_path / "jupyter"}"')
+    (tmp_path / "course.toml").write_text(toml)
+    (tmp_path / "students.csv").write_text("username,first_name,last_name,email\nst1,A,B,c@d\n")
+    s = hub.load_settings(tmp_path / "course.toml")
+    env = hub.user_environment(s, "st1")
+    assert env["NUMBA_NUM_THREADS"] == env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "1"
+    assert env["TENSORADBOOK_SHARED_CACHE"] == str(s.kernel_cache)
+    assert env["JUPYTER_CONFIG_PATH"].endswith("student")
+    assert hub.user_environment(s, "instructor")["JUPYTER_CONFIG_PATH"].endswith("instructor")
+    hub.setup_jupyter(s)
+    server = json.loads((s.jupyter / "student" / "jupyter_server_config.json").read_text())
+    assert server["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"] is False
+    lab = json.loads((s.jupyter / "student" / "labconfig" / "page_config.json").read_text())
+    assert lab["disabledExtensions"]["@jupyter/nbgrader:formgrader"] is True
+    instructor = (s.jupyter / "instructor" / "nbgrader_config.py").read_text()
+    assert f"c.CourseDirectory.root = {str(s.course)!r}" in instructor
+    kernel = json.loads((s.jupyter / "share" / "kernels" / "python3" / "kernel.json").read_text())
+    assert kernel["argv"][2:5] == ["classroom.hub", "kernel", "--cpu-seconds"]
+
+
+def test_make_hub_says_it_needs_root(monkeypatch):
+    from classroom import hub
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SystemExit) as stop:
+        hub.setup(hub.load_settings(REPO / "hub" / "course.toml"))
+    assert "needs root" in str(stop.value) and "useradd" in str(stop.value)
