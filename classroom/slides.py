@@ -4,16 +4,24 @@
 chapter, by one rule (:func:`slide_types`), and nothing else; ``--check`` only says which chapters differ:
 
 * a ``#`` or ``##`` heading starts a slide, a ``###`` heading a subslide (reveal.js's vertical slides);
-* other prose after code starts a subslide too, so that no slide outgrows the screen;
+* other prose after code starts a subslide too;
+* a cell that would take the slide it continues past :data:`BUDGET_PX` starts a subslide, its height estimated
+  from its text and stored outputs (:func:`estimated_height`) with each block counted at most
+  :data:`FRAME_PX`: on the screen (``classroom/voila_slides``) a slide is 1280 x 720 pixels, and the tallest
+  blocks of a fuller one scroll or shrink in frames, so a long listing stays with the words that introduce it;
 * a code cell that shows a widget comes in as a fragment, after the words that introduce it;
-* code cells that only import, assign or define (no output) are skipped: they still run, the hall does not read them;
+* code cells that only import, assign or define (no output) are speaker notes: they still run, the hall does not
+  read them, the speaker view (S) shows them;
 * everything else continues the slide it is on (``-``).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import math
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -22,6 +30,16 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = REPO / "notebooks"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+#: A slide's height for its cells: 720 pixels less the slide's padding and some slack for the estimate.
+BUDGET_PX = 620
+#: The most one block (prose, code, an output) is counted at: the height a long one is framed to, about.
+FRAME_PX = 380
+# The slides' type (tensoradbook-slides.css): prose 24 px on 32 px lines, code 18 px on 24, output text 17 on 22,
+# in 1200 pixels of width.
+PROSE_LINE, PROSE_CHARS, CODE_LINE, CODE_CHARS, TEXT_LINE, TEXT_CHARS = 32, 95, 24, 105, 22, 110
+HEADING_PX = {1: 60, 2: 52, 3: 46}
+WIDTH_PX = 1200
 
 
 def _shows_widget(cell) -> bool:
@@ -37,9 +55,53 @@ def _setup_only(cell) -> bool:
         for line in top)
 
 
+def _lines(text: str, chars: int) -> int:
+    return sum(max(1, math.ceil(len(line) / chars)) for line in text.splitlines())
+
+
+def _png_height(data: str) -> int:
+    """The height a stored PNG is shown at: its own, or less where it is wider than the slide."""
+    width, height = struct.unpack(">II", base64.b64decode(data[:64])[16:24])
+    return round(height * min(1, WIDTH_PX / width))
+
+
+def _prose_height(markdown: str) -> int:
+    height = 0
+    for block in re.split(r"\n\s*\n", markdown.strip()):
+        heading = re.match(r"(#+) ", block)
+        if heading:
+            height += HEADING_PX.get(len(heading.group(1)), HEADING_PX[3])
+        else:
+            height += _lines(block, PROSE_CHARS) * PROSE_LINE + 10 * (1 + block.count("$$"))
+    return height
+
+
+def _output_height(output) -> int:
+    data = output.get("data", {})
+    if "image/png" in data:  # a figure, or a widget's picture of itself, under its controls
+        return _png_height(data["image/png"]) + (60 if WIDGET_MIME in data else 0)
+    if "text/html" in data:
+        html = "".join(data["text/html"])
+        return 30 + 30 * html.count("<tr") if "<tr" in html else _prose_height(html)
+    if "text/markdown" in data:
+        return _prose_height("".join(data["text/markdown"]))
+    if "text/latex" in data:
+        return 50
+    text = output.get("text") or "".join(data.get("text/plain", ""))
+    return _lines(text, TEXT_CHARS) * TEXT_LINE + 10
+
+
+def estimated_height(cell) -> int:
+    """About how tall ``cell`` is on a slide, each block counted at most :data:`FRAME_PX`."""
+    if cell.cell_type == "markdown":
+        return min(FRAME_PX, _prose_height(cell.source))
+    code = min(FRAME_PX, _lines(cell.source, CODE_CHARS) * CODE_LINE + 16)
+    return code + sum(min(FRAME_PX, _output_height(o)) for o in cell.get("outputs", []))
+
+
 def slide_types(notebook) -> list[str]:
     """The slide type of every cell of ``notebook``, by the rule of this module's docstring."""
-    types, after_code = [], False
+    types, after_code, height, holds = [], False, 0, False
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
             heading = re.match(r"(#+) ", cell.source.lstrip())
@@ -51,10 +113,19 @@ def slide_types(notebook) -> list[str]:
                 kind = "-"
             after_code = False
         elif cell.cell_type == "code":
-            kind = "fragment" if _shows_widget(cell) else "skip" if _setup_only(cell) else "-"
-            after_code = kind != "skip" or after_code
+            kind = "fragment" if _shows_widget(cell) else "notes" if _setup_only(cell) else "-"
+            after_code = kind != "notes" or after_code
         else:
             kind = "skip"
+        if kind in ("slide", "subslide", "-", "fragment"):
+            cell_height = estimated_height(cell)
+            if kind in ("-", "fragment") and holds and height + cell_height > BUDGET_PX:
+                kind = "subslide"
+            if kind in ("slide", "subslide"):
+                height, holds = 0, False
+            height += cell_height
+            # a heading alone holds nothing yet: what it heads stays with it
+            holds = holds or not (cell.cell_type == "markdown" and re.fullmatch(r"#+ [^\n]*", cell.source.strip()))
         types.append(kind)
     return types
 

@@ -34,4 +34,17 @@ def test_rule_on_a_small_notebook():
         v4.new_markdown_cell("## A section"),
         v4.new_code_cell("x = 1\nx", outputs=[v4.new_output("execute_result", data={"text/plain": "1"})]),
     ])
-    assert slides.slide_types(notebook) == ["slide", "skip", "-", "fragment", "subslide", "subslide", "slide", "-"]
+    assert slides.slide_types(notebook) == ["slide", "notes", "-", "fragment", "subslide", "subslide", "slide", "-"]
+
+
+def test_a_cell_that_would_overfill_its_slide_starts_a_subslide():
+    v4 = nbformat.v4
+    listing = "\n".join(f"line {k}" for k in range(40))  # 40 lines of output: framed, counted at FRAME_PX
+    notebook = v4.new_notebook(cells=[
+        v4.new_markdown_cell("## A section"),
+        v4.new_code_cell("print(listing)", outputs=[v4.new_output("stream", name="stdout", text=listing)]),
+        v4.new_code_cell("print(listing)", outputs=[v4.new_output("stream", name="stdout", text=listing)]),
+    ])
+    assert slides.estimated_height(notebook.cells[1]) <= slides.FRAME_PX + 40
+    # the heading keeps the first listing; the second would take the slide past BUDGET_PX
+    assert slides.slide_types(notebook) == ["slide", "-", "subslide"]
