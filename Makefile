@@ -15,7 +15,14 @@ EXTRAS ?= lab,test,models,hub
 # make lab PORT=9999 IP=0.0.0.0
 IP   ?= 127.0.0.1
 PORT ?= 8888
-START_PAGE ?= notebooks/00_start_here.ipynb
+# The chapters a reader runs and edits in make lab: a working copy of notebooks/ in the git-ignored work/ (at the
+# same depth, so the chapters' ../tensoradbook/... links and ../benchmarks/results/ still resolve). The committed
+# notebooks/ keep their outputs as nbval and the site need them.
+WORK ?= work
+START_PAGE ?= $(WORK)/00_start_here.ipynb
+# make site BINDER_REPO=owner/name: the repository the "Run this chapter live" links open on Binder (GitHub, or a
+# GitHub or GitLab URL); by default the checkout's origin remote, and no link where that is not on either
+BINDER_REPO ?=
 # make demo CHAPTER=04a_integer_equations, make slides CHAPTER=06a_kernels
 CHAPTER ?=
 # the widgets' presentation scale in demos and slides (figure size, dpi and fonts together)
@@ -31,10 +38,10 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install lab test lint fuzz book notebooks assignments grade demo slides site hub clean
+.PHONY: help install lab work test lint fuzz book notebooks assignments grade demo slides site hub clean
 
 help:
-	@echo "make lab        install, then start JupyterLab on $(START_PAGE) (IP=$(IP) PORT=$(PORT))"
+	@echo "make lab        install, then start JupyterLab on $(START_PAGE), your working copy of the chapters in $(WORK)/ (IP=$(IP) PORT=$(PORT))"
 	@echo "make test       install, then lint (ruff), run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
 	@echo "make lint       install, then ruff check (rules in pyproject.toml) over the code, tests and notebooks"
 	@echo "make fuzz       install, then the differential tests of the kernels on new random cases for FUZZ_SECONDS (3600)"
@@ -44,7 +51,7 @@ help:
 	@echo "make grade      nbgrader: autograde course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv and grading_report.csv (CHAPTER=...: one)"
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
 	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
-	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets)"
+	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets; BINDER_REPO=owner/name: its live links)"
 	@echo "make hub        as root: the class server, JupyterHub for the course of hub/course.toml (users, nbgrader exchange, warm kernel cache)"
 	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
 	@echo "make clean      remove $(VENV)/ and build leftovers"
@@ -75,13 +82,23 @@ $(STAMP): pyproject.toml Makefile
 	@touch $@
 	@echo "Installed into $(VENV)/"
 
-lab: install
+lab: install work
 	@echo "Starting JupyterLab on $(START_PAGE): open the http://$(IP):$(PORT)/lab/tree/$(START_PAGE)?token=... URL printed below (Ctrl-C to stop)."
+	@# the chapters import notebooks/bookdata.py, which stays in the checkout
+	PYTHONPATH="$(CURDIR)/notebooks$${PYTHONPATH:+:$$PYTHONPATH}" \
 	$(VENV)/bin/jupyter lab --ServerApp.ip=$(IP) --ServerApp.port=$(PORT) \
 	  --ServerApp.root_dir="$(CURDIR)" \
 	  $(if $(DISPLAY),,--no-browser) $(if $(filter 0,$(shell id -u)),--allow-root) \
 	  --LabApp.default_url=/lab/tree/$(START_PAGE) \
 	  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+
+# The working copy: a chapter not yet in $(WORK)/ is copied there (all of them on the first start, a new chapter
+# after a git pull); one already there is the reader's and is never overwritten (delete it for a fresh copy).
+work:
+	@mkdir -p $(WORK)
+	@for chapter in notebooks/*.ipynb; do \
+	  [ -e "$(WORK)/$${chapter##*/}" ] || { cp -p "$$chapter" "$(WORK)/" && echo "copied $$chapter to $(WORK)/"; }; \
+	done
 
 # The linter first (seconds), then one pytest run: tests/ (including the browser test) plus strict nbval
 # over notebooks/.
@@ -127,7 +144,7 @@ slides: install
 	$(VPY) -m classroom.demo slides --ip $(IP) --port $(PORT) --scale $(SCALE) --chapter $(CHAPTER)
 
 site: install
-	$(VPY) -m classroom.site
+	$(VPY) -m classroom.site $(if $(BINDER_REPO),--binder-repo $(BINDER_REPO))
 
 # The class server: as root, the users of hub/students.csv, nbgrader's exchange, the course, the warm kernel cache,
 # then JupyterHub on hub/course.toml's address (HUB_SETTINGS=other.toml for another course). make assignments and
