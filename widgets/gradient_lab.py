@@ -139,6 +139,15 @@ def _compiled(text: str, shapes: tuple, target: str):
 _WARM: set[tuple] = set()  # (text, shapes, target) whose kernels have run once in this process
 
 
+def _warmed(text: str, shapes: tuple, target: str, args: dict, df: np.ndarray):
+    """The compiled gradients, each kernel called once: Numba compiles or loads a kernel at its first call."""
+    compiled = _compiled(text, shapes, target)
+    compiled.forward(args)
+    compiled(args, df)
+    _WARM.add((text, shapes, target))
+    return compiled
+
+
 @lru_cache(maxsize=64)
 def _source(text: str, shapes: tuple, target: str) -> str:
     return _derivation(text, shapes)[1].source(target)
@@ -255,8 +264,8 @@ def _mark(good: bool) -> str:
             '<span style="color:#b00020;font-weight:600">✗</span>')
 
 
-_TABLE = 'style="border-collapse:collapse;font-size:13px;margin:4px 0 8px 0"'
-_CELL = 'style="padding:2px 10px;border-bottom:1px solid #ddd;text-align:{}"'
+_TABLE = 'style="border-collapse:collapse;font-size:1em;margin:0.3em 0 0.6em 0"'
+_CELL = 'style="padding:0.15em 0.75em;border-bottom:1px solid #ddd;text-align:{}"'
 
 
 def _table(header: list[str], rows: list[list[str]], caption: str) -> str:
@@ -563,11 +572,8 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
                                   + (" (Numba: several seconds for new sizes, then cached on disk)"
                                      if "numba" in target else "") + " …")
                 t = time.perf_counter()
-                compiled = _compiled(*key, target)
-                compiled.forward(args)
-                compiled(args, df)
+                compiled = _warmed(*key, target, args, df)
                 compile_time = time.perf_counter() - t
-                _WARM.add((*key, target))
             else:
                 compiled = _compiled(*key, target)
                 step = self._step("compile", f"{target} kernels already compiled")
@@ -625,8 +631,17 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
         total = time.perf_counter() - started
         steps = ", ".join(f"{name} {_seconds(t)}" for name, t in self.step_seconds.items())
         self.status_line.value = (f"<span style='margin-left:8px'>done in {_seconds(total)} ({steps}) · module "
-                              f"<code style='font-size:11px'>{html.escape(str(compiled.path))}</code></span>")
+                              f"<code style='font-size:0.85em'>{html.escape(str(compiled.path))}</code></span>")
         return True
+
+    def prepare(self) -> GradientLab:
+        """Compile the current kernels now (or load them from the disk cache), so that the first Run only runs
+        and checks them: a demo server's preheated kernel does this before anyone opens the page. Returns
+        the widget."""
+        key, target = self._key, self.target
+        if not (codegen.KERNEL_TARGETS[target].on_gpu and self._cuda_problem):
+            _warmed(*key, target, *_inputs(_derivation(*key)[0], self.seed))
+        return self
 
     # -- display --------------------------------------------------------------
     def _target_label(self, target: str) -> str:
@@ -690,7 +705,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             self.source_view.value = (f'<pre style="color:#b00020">{html.escape(type(exc).__name__)}: '
                                        f"{html.escape(str(exc))}</pre>")
             return
-        self.source_view.value = ('<pre style="font-size:12px;line-height:1.35;max-height:32em;overflow:auto;'
+        self.source_view.value = ('<pre style="font-size:0.92em;line-height:1.35;max-height:32em;overflow:auto;'
                                    f'white-space:pre;margin:0">{html.escape(source)}</pre>')
 
     def _step(self, name: str, text: str) -> str:
