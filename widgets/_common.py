@@ -81,9 +81,20 @@ def figure_dpi(base: float = DPI) -> float:
     return base * _scale
 
 
-def css_width(inches: float, base: float = DPI) -> str:
-    """The CSS width that shows a figure ``inches`` wide pixel for pixel at the current scale."""
-    return f"{int(inches * figure_dpi(base))}px"
+#: The largest picture, (width, height) in pixels, that a 1280 x 800 screen shows whole beside the page's margins:
+#: a figure larger at the current scale is drawn at a lower dpi (see :func:`fitting_dpi`).
+MAX_PICTURE_PX = (1200, 780)
+
+
+def fitting_dpi(size: tuple[float, float], dpi: float) -> float:
+    """``dpi``, lowered where a figure ``size`` inches large would be larger than :data:`MAX_PICTURE_PX`."""
+    return min(dpi, MAX_PICTURE_PX[0] / size[0], MAX_PICTURE_PX[1] / size[1])
+
+
+def css_width(inches: float, base: float = DPI, dpi: float | None = None) -> str:
+    """The CSS width that shows a figure ``inches`` wide pixel for pixel at the current scale (or at its own
+    ``dpi``, one from :func:`fitting_dpi`)."""
+    return f"{int(inches * (figure_dpi(base) if dpi is None else dpi))}px"
 # Axes on the left (figure fractions: left, bottom, width, height); the legend
 # goes to the right of them, anchored to the figure, so it never covers points
 # and stays put when equal aspect makes the axes narrower.

@@ -44,7 +44,8 @@ from tensoradbook.ad.reverse import child_keys, local_partials, reverse_accumula
 from tensoradbook.lang.simplify import ZERO
 
 from .base import WidgetBase
-from ._common import (CodeMessageBox, SliderSteps, canvas_png, css_width, figure_dpi, legend_pixels, shows_errors,
+from ._common import (CodeMessageBox, SliderSteps, canvas_png, css_width, figure_dpi, fitting_dpi, legend_pixels,
+                      shows_errors,
                       subscript)
 from .explorer import function_text
 
@@ -283,7 +284,8 @@ class SweepPicture:
     def __init__(self, graph: SweepGraph):
         self.graph = graph
         self.n_steps = len(graph.keys) + 1
-        self._figure = Figure(figsize=graph.size, dpi=figure_dpi(DPI))
+        self.dpi = dpi = fitting_dpi(graph.size, figure_dpi(DPI))
+        self._figure = Figure(figsize=graph.size, dpi=dpi)
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = ax = self._figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
@@ -298,8 +300,8 @@ class SweepPicture:
             x, y = graph.position[key]
             ax.text(x - 0.12, y + 0.3, f"v{subscript(j + 1)}", ha="right", va="center", fontsize=9,
                     color="0.35", zorder=3)
-        legend = legend_pixels(_LEGEND, figure_dpi(DPI), ncol=3, fontsize=9, frameon=False)
-        self._figure.figimage(legend, xo=max(0, int((graph.size[0] * figure_dpi(DPI) - legend.shape[1]) / 2)), yo=4)
+        legend = legend_pixels(_LEGEND, dpi, ncol=3, fontsize=9, frameon=False)
+        self._figure.figimage(legend, xo=max(0, int((graph.size[0] * dpi - legend.shape[1]) / 2)), yo=4)
         self._canvas.draw()
         self._background = self._canvas.copy_from_bbox(self._figure.bbox)
         self._pictures: dict[int, bytes] = {}  # step -> PNG
@@ -451,7 +453,7 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
         with self.showing():
             self.entry.value = text
         self._picture = SweepPicture(graph)
-        self.image.layout.width = css_width(graph.size[0], DPI)
+        self.image.layout.width = css_width(graph.size[0], dpi=self._picture.dpi)
         with self.slider.hold_trait_notifications():
             self.slider.max = self.n_steps - 1
             self.slider.value = 0

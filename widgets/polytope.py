@@ -98,7 +98,7 @@ class _AlphaPlot(Plot):
     top (matplotlib's blitting), then pastes the legend's pixels, as :class:`Plot` does. A frame's
     artists stay in the axes (each with a gid saying what it shows) until :meth:`clear_frame`."""
 
-    SIZE = (6.0, 5.2)  # inches: the axes across the whole width, the legend below them
+    SIZE = (6.0, 4.75)  # inches: the axes across the whole width, the legend below them; 760 pixels high at scale 2
     LEGEND = dict(loc="lower center", bbox_to_anchor=(0.5, 0.005), ncol=2, fontsize=9, framealpha=0.9)
 
     def __init__(self):

@@ -28,7 +28,7 @@ from matplotlib.path import Path as MplPath
 import tensoradbook as tab
 
 from .base import WidgetBase
-from ._common import (CodeMessageBox, SliderSteps, canvas_png, figure_dpi, function_entries,
+from ._common import (CodeMessageBox, SliderSteps, canvas_png, figure_dpi, fitting_dpi, function_entries,
                       legend_pixels, read_shapes, shapes_text, shows_errors)
 from ._program import Sweep, as_program, formula_html
 from .explorer import function_text
@@ -40,7 +40,6 @@ DEFAULT = ("m[] = max{k}_0^3 (x[k])\n"
            "s[i] = e[i] / sum{k}_0^3 (e[k])")
 DEFAULT_SHAPES = {"x": (4,), "m": (), "e": (4,), "s": (4,)}
 MAX_TENSORS = 24  # beyond this the picture is unreadable; the explorer lists the definitions instead
-MAX_PIXELS = 1200  # the widest picture a 1280-pixel screen shows whole: a wider program is drawn at a lower dpi
 
 VIA = 0.3          # the slot of an edge passing a layer (a dummy node of the layout)
 HALF = 0.2         # half a box's height: where edges meet it
@@ -333,7 +332,7 @@ class ProgramGraph(WidgetBase, SliderSteps, W.VBox):
     def _start_figure(self) -> None:
         graph = self._graph
         width, height = graph.size
-        dpi = min(figure_dpi(DPI), MAX_PIXELS / width)
+        dpi = fitting_dpi(graph.size, figure_dpi(DPI))
         self._figure = Figure(figsize=graph.size, dpi=dpi)
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = ax = self._figure.add_axes((0, 0, 1, 1))

@@ -14,7 +14,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from tensoradbook import chaining as jc
-from .._common import canvas_png, css_width, figure_dpi, subscript
+from .._common import canvas_png, css_width, figure_dpi, fitting_dpi, subscript
 
 from .shared import BLUE, BLUE_FILL, GREY, GREY_FILL, RED, RULE_NAMES, SECTION_5, TAPE_RAMP, _compact, _number, own_cost
 from .controls import _ChainWidget
@@ -184,7 +184,7 @@ class ScheduleView(_ChainWidget):
             chain = self.chain
             q = chain.q
             width, height = max(COLUMN * q + 0.4, 5.6), HEADER + LEVEL * levels + FOOTER
-            fig = Figure(figsize=(width, height), dpi=self._dpi)
+            fig = Figure(figsize=(width, height), dpi=fitting_dpi((width, height), self._dpi))
             canvas = FigureCanvasAgg(fig)
             ax = fig.add_axes((0, 0, 1, 1))
             ax.set_axis_off()
@@ -208,6 +208,7 @@ class ScheduleView(_ChainWidget):
     def _draw(self) -> bytes:
         q, boxes = self.chain.q, self._boxes
         fig, canvas, ax, background, width, height, left = self._empty_figure(1 + max(b["level"] for b in boxes))
+        dpi = fig.dpi  # lower than self._dpi for a tree too tall for a screen
 
         def centre(span):
             j, i = span
@@ -226,10 +227,10 @@ class ScheduleView(_ChainWidget):
         frame = np.asarray(canvas.buffer_rgba())  # the canvas's own pixels: boxes are blended in place
         for box in boxes:  # over the edges: each box's pixels, centred on its place
             pixels = box_pixels(box["text"], box["colour"], {"tangent": BLUE, "adjoint": RED}.get(box["kind"], GREY),
-                                self._dpi)
+                                dpi)
             rows, columns = pixels.shape[:2]
-            top = round(frame.shape[0] - middle(box["level"]) * self._dpi - rows / 2)  # array rows count from the top
-            left_edge = round(centre(box["span"]) * self._dpi - columns / 2)
+            top = round(frame.shape[0] - middle(box["level"]) * dpi - rows / 2)  # array rows count from the top
+            left_edge = round(centre(box["span"]) * dpi - columns / 2)
             # The part inside the frame (a very long label at the border would stick out).
             r0, c0 = max(0, -top), max(0, -left_edge)
             r1, c1 = min(rows, frame.shape[0] - top), min(columns, frame.shape[1] - left_edge)
@@ -237,7 +238,7 @@ class ScheduleView(_ChainWidget):
             target = frame[top + r0:top + r1, left_edge + c0:left_edge + c1]
             alpha = source[..., 3:] / 255.0
             target[..., :3] = (source[..., :3] * alpha + target[..., :3] * (1 - alpha)).round().astype(np.uint8)
-        self.image.layout.width = css_width(width, TREE_DPI)
+        self.image.layout.width = css_width(width, dpi=dpi)
         return canvas_png(canvas)
 
     def _baseline_html(self) -> str:

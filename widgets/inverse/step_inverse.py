@@ -16,7 +16,7 @@ from matplotlib.ticker import NullLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
 from ..base import WidgetBase
-from .._common import MessageBox, css_width, figure_dpi, move_sliders, shows_errors
+from .._common import MessageBox, css_width, figure_dpi, fitting_dpi, move_sliders, shows_errors
 
 from .shared import BLUE, BLUE_FILL, ORANGE, RED, blit_png, number
 
@@ -39,6 +39,13 @@ _MAX_WIDTH_PX = 1200  # the five graphs in one row only where it fits a 1280-pix
 def _fig1_grid() -> tuple[int, int]:
     """Columns and rows of Fig. 1's five graphs: one row, or three and two at a presentation scale."""
     return (5, 1) if 5 * _PANEL_WIDTH * figure_dpi(FIG1_DPI) <= _MAX_WIDTH_PX else (3, 2)
+
+
+def _fig1_size() -> tuple[tuple[float, float], float]:
+    """Fig. 1's size in inches and its dpi (two rows at a presentation scale are drawn smaller to fit a screen)."""
+    cols, rows = _fig1_grid()
+    size = (cols * _PANEL_WIDTH, rows * _FIG1_HEIGHT)
+    return size, fitting_dpi(size, figure_dpi(FIG1_DPI))
 _LIMIT_SIZE = (6.0, 3.4)
 _FIG1_X, _FIG1_Y = (-0.9, 1.45), (-0.35, 1.35)  # data limits of a panel; nodes sit at x = 0, 1 and y = 0, 1
 
@@ -118,7 +125,7 @@ class StepInverse(WidgetBase, W.VBox):
             slider.observe(self._on_slider, names="value")
             self.sliders[name] = slider
         self.latex = W.HTMLMath()
-        self.graphs = W.Image(format="png", layout=W.Layout(width=css_width(_fig1_grid()[0] * _PANEL_WIDTH, FIG1_DPI)))
+        self.graphs = W.Image(format="png", layout=W.Layout(width=css_width(_fig1_size()[0][0], dpi=_fig1_size()[1])))
         self.limit = W.Image(format="png", layout=W.Layout(width=css_width(_LIMIT_SIZE[0])))
         self._start_graphs()
         self._start_limit_plot()
@@ -220,7 +227,8 @@ class StepInverse(WidgetBase, W.VBox):
     # Fig. 1: nodes, arrows and titles are drawn once; an interaction draws the edge labels.
     def _start_graphs(self) -> None:
         cols, rows = _fig1_grid()
-        self._fig1 = Figure(figsize=(cols * _PANEL_WIDTH, rows * _FIG1_HEIGHT), dpi=figure_dpi(FIG1_DPI))
+        size, dpi = _fig1_size()
+        self._fig1 = Figure(figsize=size, dpi=dpi)
         self._fig1_canvas = FigureCanvasAgg(self._fig1)
         self._fig1_axes = []
         for k, (title, bottom, top, up, edges) in enumerate(_FIG1):
