@@ -17,7 +17,8 @@ from .controls import _ChainWidget
 # -- ChainTable ---------------------------------------------------------------------------------------------
 
 CELL_STYLE = W.HTML("<style>.jc-cell {white-space: pre-line !important; height: auto !important; "
-                    "line-height: 1.35 !important; padding: 4px 2px !important; font-size: 12px !important;}</style>")
+                    "line-height: 1.35 !important; padding: 0.3em 0.15em !important; "
+                    "font-size: 0.92em !important;}</style>")
 
 
 class ChainTable(SliderSteps, _ChainWidget):

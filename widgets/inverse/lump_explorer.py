@@ -197,7 +197,7 @@ class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
                         + "".join(f"<td {_CELL}>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
         heads = ("lump", "vertices", "steps", "writes", "also reads", "l", "k", "A (l × l)", "B")
         self.table.value = (f"<table {_TABLE}><tr>" + "".join(f"<th {_CELL}>{h}</th>" for h in heads) + "</tr>"
-                             + "".join(rows) + f"</table><div style='font-size:12px;color:#555'>blocks at x = "
+                             + "".join(rows) + f"</table><div style='font-size:0.92em;color:#555'>blocks at x = "
                              f"{numbers(self.x)}</div>")
         lines = "".join(f"<div style='font-family:monospace'>{html.escape(str(step))}"
                         f"{'' if step.lump is None else f'   (lump {step.lump})'}</div>" for step in program.steps)

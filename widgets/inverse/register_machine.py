@@ -304,7 +304,7 @@ class RegisterMachine(WidgetBase, NamedPreset, SliderSteps, W.VBox):
                         f"<td {_CELL}>{number(state['primal'][r])}</td><td {_CELL}>{derivative}</td></tr>")
         return (f"<table {_TABLE}><tr><th {_CELL}>register</th><th {_CELL}>primal value</th>"
                 f"<th {_CELL}>derivative v ({symbol})</th></tr>{''.join(rows)}</table>"
-                "<div style='font-size:12px;color:#555'>orange: written by this step; blue: read by it</div>")
+                "<div style='font-size:0.92em;color:#555'>orange: written by this step; blue: read by it</div>")
 
     def _tape_html(self, state) -> str:
         if self._mode not in _REVERSE_MODES:

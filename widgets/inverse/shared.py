@@ -18,8 +18,8 @@ BLUE, BLUE_FILL = "#1f5fa8", "#dbe9f6"
 ORANGE = "#e07b00"
 RED = "#c0262d"
 GREY = "#9a9a9a"
-_TABLE = "style='border-collapse:collapse;font-family:monospace;font-size:13px'"
-_CELL = "style='padding:2px 10px;border-bottom:1px solid #ddd;text-align:right'"
+_TABLE = "style='border-collapse:collapse;font-family:monospace;font-size:1em'"
+_CELL = "style='padding:0.15em 0.75em;border-bottom:1px solid #ddd;text-align:right'"
 
 
 def number(value: float) -> str:
