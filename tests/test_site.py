@@ -203,6 +203,16 @@ def test_every_image_has_alt_text(built):
                 re.sub(r"<a [^>]*>run the chapter</a>", "<a ", picture), f"{page.name}: no badge"
 
 
+def test_no_page_shows_a_warning(built):
+    """A chapter's stored outputs (and so its page) carry no Python warning or stderr (the capstone once showed
+    PyTorch's UserWarning about converting a tensor that requires grad to a scalar)."""
+    for page in sorted(built.glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        assert 'data-mime-type="application/vnd.jupyter.stderr"' not in text, f"{page.name} shows stderr"
+        warning = re.search(r"\b\w+Warning: .{0,80}", text)
+        assert not warning, f"{page.name} shows {warning[0]!r}"
+
+
 def test_alt_text_of_figures():
     code = 'import x\n# NBVAL_IGNORE_OUTPUT\nfig, ax = plt.subplots()\nax.set_title(f"loss at {n} steps")\n'
     code += 'ax.set_xlabel("step")'

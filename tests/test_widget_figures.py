@@ -114,18 +114,19 @@ def test_tex_helpers():
     assert picture._grid_columns("4em repeat(3, minmax(7.5em, max-content))") == 4
 
 
-def test_site_shows_the_picture_with_a_caption():
+def test_site_shows_the_picture_with_a_badge():
     png = base64.b64encode(picture.picture_png(tw.SmithStepper([[2, 4], [6, 8]]))).decode()
     view = {WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": "m1"}, "text/plain": "SmithStepper(…)"}
     nb = nbformat.v4.new_notebook(metadata={"widgets": {site.WIDGET_STATE: {"state": {}}}})
     nb.cells = [nbformat.v4.new_code_cell("SmithStepper(A)", outputs=[
         nbformat.v4.new_output("display_data", data={**view, "image/png": png})])]
-    assert site.show_widget_pictures(nb, site.binder_url("a/b", "04a_integer_equations")) == 1
+    assert site.show_widget_pictures(nb, site.parse_repository("a/b").binder_url("04a_integer_equations")) == 1
     page, _ = site.make_exporter().from_notebook_node(nb, resources={"site": {
         "assets": site.ASSETS, "mathjax_config": "", "icon_fonts": "", "binder_url": "", "prev": None,
         "next": None}})
     assert f'class="{site.PICTURE_CLASS}"' in page and f"data:image/png;base64,{png}" in page
-    assert "Static picture of the initial state" in page and "run the chapter</a> to use the widget" in page
+    assert "static picture — <a " in page and "run the chapter</a> to use it" in page
+    assert 'alt="Static picture of the SmithStepper widget' in page
     assert WIDGET_VIEW not in page and site.WIDGET_STATE not in page, "no widget left to draw live"
     # a view without its picture is still drawn live from the stored state
     live = nbformat.v4.new_notebook(metadata={"widgets": {site.WIDGET_STATE: {"state": {}}}})
