@@ -170,7 +170,9 @@ def origin_remote(checkout: Path = REPO) -> str | None:
                               text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    if done.returncode != 0:  # not a git checkout, or no remote named origin
+        return None
+    return done.stdout.strip() or None
 
 
 def _paragraphs(markdown: str) -> list[str]:
