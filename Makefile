@@ -42,6 +42,7 @@ WORKERS ?= -n 2 --dist loadfile
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE), your working copy of the chapters in $(WORK)/ (IP=$(IP) PORT=$(PORT))"
+	@echo "make work       copy the chapters not yet in $(WORK)/ there, never overwriting one (make lab does it first)"
 	@echo "make test       install, then lint (ruff), run tests/ (unit, property, packaging, browser) and nbval over notebooks/"
 	@echo "make lint       install, then ruff check (rules in pyproject.toml) over the code, tests and notebooks"
 	@echo "make fuzz       install, then the differential tests of the kernels on new random cases for FUZZ_SECONDS (3600)"
