@@ -218,6 +218,11 @@ FOUND_CASES = [
          "2 - t} then (b[2 * t + p]) else (if {-p = -2 + p and -t >= -1} then (1) else (if {x2[] <= b[t / 3]} then ("
          "x2[]) else (W[t / 3])))) else (sign(0.5)))", {"f": (3,), "b": (7,), "x2": (), "W": (1,)},
          valid=True, positive=True, derivable=True),
+    # FUZZ_SEED=1234567, mutated: the forward's j = 2**52, false on the whole box, became -da_0 - (2**53 - 6) = 0 in
+    # da once j = (6 - da_0) / 2 was multiplied out, and did not read back (derive._box_decide decides every if now)
+    Case("mutated", "f[j] = max (sqrt(a[j]); abs (erf((if {j = 4503599627370496} then (y[0]) else (x2[j * -2 + 6])) / ("
+         "if {j <= 1 and j * -2 = -7 and j % 2 = 0} then (x2[j / 2]) else (a[6 - j * 2])))))",
+         {"f": (4,), "a": (7,), "y": (1,), "x2": (7,)}),
     # FUZZ_SEED=992486399 and 443535849, mutated: the gradient's bound 3 - (2**53 - 1) * dx_z1 passed MAX_INTEGER
     # and did not read back (derive._without_dominated drops it: 0 decides that bound)
     Case("mutated", "loss[n]=sum{k}_(max[ceil((1)/2),ceil((-n+3)/9007199254740991),ceil((1-n)/3)])^2(sum{u}_("

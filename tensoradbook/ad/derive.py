@@ -490,24 +490,28 @@ def _depth(node: Expr) -> int:
 
 
 def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
-    """Decide the conditions of the top-level ``if``s on the gradient's box ``0 <= beta < shape``.
+    """Decide the conditions of the ``if``s on the gradient's box ``0 <= beta < shape``.
 
     An atom that holds for every ``beta`` in the box goes; a condition with an
     atom that holds for none gives its ``else`` branch. The top-level ``if``
     is the gate of eqs. 16, 17 and 34 (``else (0)``) or, where the gate is
     empty, the element's own conditional from the function (any ``else``,
     e.g. ``dw[] = if {0 - 1 >= 0} then (0) else (df[0])``): the decision must
-    not take the ``else`` to be 0.
+    not take the ``else`` to be 0. The ``if``s below it are the function's own,
+    with ``beta`` substituted: one that holds nowhere (``j = 2**52`` at ``j = (6 -
+    da_0) / 2``) may leave MAX_INTEGER once its denominator is multiplied out
+    (``-da_0 - 9007199254740986 = 0``), so it goes too.
     """
     box = dict(zip(beta, [(0, n - 1) for n in shape]))
-    return rebuild(expression, lambda node, branches: _decided(node, branches, box),
-                   below=lambda node: isinstance(node, If))
+
+    def step(node: Expr, values: list[Expr]) -> Expr:
+        return _decided(node, values, box) if isinstance(node, If) else with_children(node, values)
+
+    return rebuild(expression, step)
 
 
-def _decided(node: Expr, branches: list[Expr], box: dict) -> Expr:
-    """``node``, if an ``if``, with its condition decided on ``box`` and its branches decided already."""
-    if not isinstance(node, If):
-        return node
+def _decided(node: If, branches: list[Expr], box: dict) -> Expr:
+    """``node`` with its condition decided on ``box`` and its branches decided already."""
     then, otherwise = branches
     ranges, narrowing = dict(box), set()
     # true for every integer (2 * b % 2 = 0, a guard substituted; 0 % 4 = 0): it guards no division
