@@ -21,8 +21,9 @@ CORE = ROOT / "tensoradbook"
 WIDGETS = ROOT / "widgets"
 
 # What each part may import besides itself. The numpy-only leaves integer.matrix and
-# ad.finite_differences serve the papers' packages, which otherwise share nothing with the core.
-LEAVES = {"tensoradbook.integer.matrix", "tensoradbook.ad.finite_differences"}
+# ad.finite_differences serve the papers' packages, which otherwise share nothing with the core; so does the
+# kernel cache (the standard library and Numba), whose package_jit caches their own compiled functions.
+LEAVES = {"tensoradbook.integer.matrix", "tensoradbook.ad.finite_differences", "tensoradbook.codegen.cache"}
 ALLOWED = {
     "integer": {"integer"},
     "lang": {"integer", "lang"},

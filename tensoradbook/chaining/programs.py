@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from ..codegen.cache import package_jit
 from ..integer.matrix import as_int, shown
 from .chain import ADJOINT, GXM, MXG, MXM, TANGENT, Chain
 from .plan import Plan
@@ -33,7 +33,7 @@ from .schedules import Schedule
 
 __all__ = ["ChainProgram", "Elemental", "Execution"]
 
-_jit = numba.njit(cache=True, error_model="numpy")
+_jit = package_jit(error_model="numpy")
 
 
 @_jit

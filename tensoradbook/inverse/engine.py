@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from ..codegen.cache import package_jit
 
 # Instruction codes. Operands >= 0 are nodes of the same lump, operands < 0 are registers ("slots")
 # as they were when the lump began: slot s is -1 - s. Traced inputs have the code INPUT.
@@ -27,7 +28,7 @@ INPUT = -1
 CONST, ADD, SUB, MUL, DIV, NEG, POWC, POW, EXP, LOG, SIN, COS, TANH, SQRT = range(14)
 ARITY = np.array([0, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1], dtype=np.int64)
 
-_jit = numba.njit(cache=True, error_model="numpy")
+_jit = package_jit(error_model="numpy")
 
 
 def pack(code) -> tuple:
