@@ -13,7 +13,7 @@ which runs the chapter live from ``environment.yml``; without one there is no li
 
 The math is typeset once, at build time, into SVG (``site_math.js``, MathJax 3 in node): a reader never sees raw
 TeX while a browser works through a chapter, and SVG needs no web font (fonts do not load over file://). Only a
-page that still draws widget views live loads MathJax 2 (the widget manager typesets their math with it).
+page that still draws widget views live loads MathJax (3, SVG), for the widget manager to typeset their math.
 
 The pages must work in a lecture hall without a network, so nothing comes from a CDN: the exporter's default
 URLs (cdnjs, unpkg) are replaced by relative ones into ``site/assets/``, filled from what ``make install`` put
@@ -48,7 +48,7 @@ from markupsafe import Markup
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-from classroom.assets import asset, mathjax_dir
+from classroom.assets import asset
 from classroom.solutions import with_solutions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,23 +65,18 @@ ASSETS = "assets"
 REQUIRE_JS = f"{ASSETS}/require.js"
 JQUERY = f"{ASSETS}/jquery.min.js"
 EMBED_AMD = f"{ASSETS}/embed-amd.js"
-MATHJAX = f"{ASSETS}/mathjax"
-# jupyter-server-mathjax ships a trimmed MathJax 2.7 (what the classic notebook used): its one combined
-# configuration is TeX-AMS-MML_HTMLorMML-full, with HTML-CSS output and STIX-Web fonts. nbconvert's default,
-# TeX-AMS_CHTML-full, and the CommonHTML output it needs are not in the package.
-MATHJAX_URL = f"{MATHJAX}/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
-# The package carries only the STIX-Web web fonts (no TeX fonts, no image fonts), as the classic notebook
-# configured it; without this MathJax asks for the TeX fonts' data and the font check files, and gets 404s.
-# The fast preview (PreviewHTML) would ask for the TeX fonts too: the math is typeset once, by HTML-CSS.
-# The page's own math is typeset already (site_math.js): MathJax 2 only typesets what the widget views ask it to.
-MATHJAX_CONFIG = """MathJax.Hub.Config({
-  skipStartupTypeset: true,
-  tex2jax: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]],
-            processEscapes: true, processEnvironments: true},
-  "HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, preferredFont: null},
-  "fast-preview": {disabled: true},
-  messageStyle: "none"
-});"""
+# MathJax 3 in one file (every TeX package, SVG output: no font to fetch, no extension to load), for the math of
+# widget views drawn live; the page's own math is typeset already (site_math.js), so it typesets only what they
+# ask for, without its menu.
+MATHJAX_URL = f"{ASSETS}/mathjax/tex-svg-full.js"
+MATHJAX_CONFIG = """window.MathJax = {
+  tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true},
+  svg: {fontCache: "global"},
+  options: {enableMenu: false},
+  startup: {typeset: false}
+};"""
+# The widget manager typesets a view's math with MathJax 2's call, MathJax.Hub.Queue(["Typeset", hub, element]).
+MATHJAX_HUB = "MathJax.Hub = {Queue: (call) => MathJax.startup.promise.then(() => MathJax.typesetPromise([call[2]]))};"
 #: Typesets the pages' TeX at build time (node, with MathJax 3 from classroom.assets).
 SITE_MATH = Path(__file__).resolve().parent / "site_math.js"
 
@@ -278,13 +273,13 @@ def copy_assets(assets: Path) -> None:
 
 
 def copy_widget_assets(assets: Path) -> str:
-    """The scripts a page that draws widget views live loads (the widget manager, MathJax 2 for their math), into
+    """The scripts a page that draws widget views live loads (the widget manager, MathJax for their math), into
     ``assets``; returns the icon fonts' CSS."""
     shutil.copy2(asset("requirejs", "require.js"), assets / "require.js")
     shutil.copy2(asset("jquery", "dist/jquery.min.js"), assets / "jquery.min.js")
     shutil.copy2(asset("@jupyter-widgets/html-manager", "dist/embed-amd.js"), assets / "embed-amd.js")
-    # All of it (12 MB, under a second): MathJax loads the translation of the reader's browser language.
-    shutil.copytree(mathjax_dir(), assets / "mathjax")
+    (assets / "mathjax").mkdir()
+    shutil.copy2(asset("mathjax", "es5/tex-svg-full.js"), assets / "mathjax" / "tex-svg-full.js")
     return icon_fonts_css()
 
 
@@ -520,6 +515,7 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder: Repositor
                     "live_widgets": live,
                     "mathjax_url": MATHJAX_URL,
                     "mathjax_config": MATHJAX_CONFIG,
+                    "mathjax_hub": MATHJAX_HUB,
                     "icon_fonts": icon_fonts if live else "",
                     "binder_url": live_link,
                     "prev": _nav(book[i - 1] if i > 0 else None),

@@ -4,7 +4,8 @@ alt text on every image, the live link from the repository's remote or none) and
 chromium with every request that leaves the machine aborted: behind a static file server at 1280 x 800 (each
 chapter's math shown, its widgets' static pictures badged as such, stored widget views without one drawn by the
 local widget manager, previous/next links that lead to pages that exist), and over file:// on a 390 px phone
-(no console error, no failed request, nothing wider than the screen).
+(no console error, no failed request, nothing wider than the screen); a widget view stored without its picture is
+drawn live over file://, its math typeset by the local MathJax.
 
 Screenshots of the index and of chapter 04a at 1280 x 800 and 390 x 844 go to screenshots/ (site-index.png,
 site-04a_integer_equations.png, and -phone.png of each) for a person to look at.
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import nbformat
 import pytest
 
 from classroom import site
@@ -183,7 +185,7 @@ def test_math_is_typeset_at_build_time(built):
         missing = set(re.findall(r'xlink:href="#([^"]+)"', text)) - set(re.findall(r'\bid="([^"]+)"', text))
         assert not missing, f"{page.name}: glyphs used and not defined: {sorted(missing)[:5]}"
         if page.stem != "index" and not site.widget_view_count(site.NOTEBOOKS / f"{page.stem}.ipynb"):
-            assert "MathJax.js" not in text and "require.js" not in text, f"{page.name} loads MathJax 2"
+            assert site.MATHJAX_URL not in text and "require.js" not in text, f"{page.name} loads MathJax"
 
 
 def test_every_image_has_alt_text(built):
@@ -359,6 +361,47 @@ def test_pages_on_a_phone_over_file(built):
     assert not complaints, complaints
     assert not overflowing, f"wider than a {PHONE['width']} px screen: {overflowing}"
     assert not context.blocked, f"requests that left the machine: {context.blocked}"
+
+
+@pytest.fixture(scope="module")
+def live_site(tmp_path_factory) -> Path:
+    """A one-chapter site whose widget view carries no picture: its page draws it live from the stored state."""
+    import ipywidgets as W
+    from ipywidgets.embed import embed_data
+
+    widget = W.VBox([W.IntSlider(3, description="n"), W.HTMLMath(r"The sum is $\sum_{k=1}^{n} k = 6$.")])
+    data = embed_data(views=[widget])
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {site.WIDGET_STATE: data["manager_state"]}})
+    nb.cells = [nbformat.v4.new_markdown_cell("# 01 — Live\n\nA widget drawn from its state, beside $x^2$."),
+                nbformat.v4.new_code_cell("w", outputs=[nbformat.v4.new_output("display_data", data={
+                    site.WIDGET_VIEW: data["view_specs"][0], "text/plain": "VBox(...)"})])]
+    folder = tmp_path_factory.mktemp("live")
+    (folder / "notebooks").mkdir()
+    nbformat.write(nb, folder / "notebooks" / "01_live.ipynb")
+    return site.build(folder / "site", notebooks=folder / "notebooks").parent
+
+
+@pytest.mark.browser
+def test_a_live_widget_view_over_file(live_site):
+    """A stored widget view without a picture is drawn by the local widget manager, its math typeset by the local
+    MathJax (SVG: no font to fetch over file://), the page's own math left as it was typeset at build time."""
+    with browser_support.chromium() as b:
+        context = browser_support.offline_context(b, viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        errors = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("requestfailed", lambda r: errors.append(f"{r.url[:100]} failed ({r.failure})"))
+        page.goto((live_site / "01_live.html").as_uri(), wait_until="load")
+        page.wait_for_function("() => document.querySelector('.widget-htmlmath mjx-container svg')", timeout=60_000)
+        state = page.evaluate("""() => ({
+          sliders: document.querySelectorAll('.widget-slider').length,
+          widgetMath: document.querySelector('.widget-htmlmath').innerText,
+          pageMath: document.querySelectorAll('.jp-MarkdownOutput mjx-container').length})""")
+        context.close()
+    assert not errors, errors
+    assert state["sliders"] == 1 and "$" not in state["widgetMath"] and state["pageMath"] == 1, state
+    assert not context.blocked, context.blocked
 
 
 def shoot(page, name: str, widget: bool = False) -> None:
