@@ -7,19 +7,21 @@ a page shows that picture with a badge saying so (:func:`show_widget_pictures`).
 picture is drawn from the stored widget state (``metadata.widgets``) in the browser by
 ``@jupyter-widgets/html-manager``. Every image has alt text: a widget's names its class and what its controls
 and text say, a figure's its titles and axes (or the sentence that introduces it).
+
 ``site/index.html`` is the chapter map. Every chapter page links to its neighbours, to the index and, where the
 book's repository is on GitHub or GitLab (``--binder-repo``, else the checkout's ``origin`` remote), to Binder,
 which runs the chapter live from ``environment.yml``; without one there is no live link rather than a wrong one.
 
 The math is typeset once, at build time, into SVG (``site_math.js``, MathJax 3 in node): a reader never sees raw
-TeX while a browser works through a chapter, and SVG needs no web font (fonts do not load over file://). Only a
-page that still draws widget views live loads MathJax (3, SVG), for the widget manager to typeset their math.
+TeX while a browser works through a chapter, and SVG needs no web font (chromium refuses font files over
+file://). Only a page that still draws widget views live loads MathJax (3, SVG), for the widget manager to
+typeset their math.
 
 The pages must work in a lecture hall without a network, so nothing comes from a CDN: the exporter's default
 URLs (cdnjs, unpkg) are replaced by relative ones into ``site/assets/``, filled from what ``make install`` put
-in place (:mod:`classroom.assets`) and from the PyPI package ``jupyter-server-mathjax`` (MathJax 2.7). The
-template ``site_templates/site`` extends nbconvert's ``lab`` template to drop its mermaid import (from cdnjs;
-the book has no diagrams), to add the navigation and to give images their alt text.
+in place (:mod:`classroom.assets`, from the npm registry). The pages also open from disk (file://), on a phone
+as on a projector. The template ``site_templates/site`` extends nbconvert's ``lab`` template to drop its mermaid
+import (from cdnjs; the book has no diagrams), to add the navigation and to give images their alt text.
 
 The site is built in a temporary folder next to the target and swapped in at the end, so that a failed build
 leaves the previous site as it was.
