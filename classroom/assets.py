@@ -20,9 +20,10 @@ REPO = Path(__file__).resolve().parent.parent
 ASSETS = Path(sys.prefix) / "share" / "tensoradbook" / "assets"
 
 #: npm package -> (exact version, the files to keep, relative to the package root). reveal.js matches the
-#: reveal.js script that Voila 0.5 bundles (6.0.1), whose style sheets it does not ship.
+#: reveal.js script that Voila 0.5 bundles (6.0.1), whose style sheets it does not ship; the slides run their own
+#: copy of the script (and the speaker notes plugin) to set options that Voila's fixes (classroom/voila_slides).
 NPM_PACKAGES = {
-    "reveal.js": ("6.0.1", ["dist/reveal.css", "dist/theme/white.css"]),
+    "reveal.js": ("6.0.1", ["dist/reveal.css", "dist/theme/white.css", "dist/reveal.js", "dist/plugin/notes.js"]),
     "@jupyter-widgets/html-manager": ("1.0.15", ["dist/embed-amd.js"]),
     "requirejs": ("2.3.7", ["require.js"]),
     "jquery": ("3.7.1", ["dist/jquery.min.js"]),
@@ -71,7 +72,7 @@ def fetch(npm: str = "npm") -> None:
     for package, (version, keep) in NPM_PACKAGES.items():
         target = package_dir(package)
         stamp = target / ".version"
-        if stamp.exists() and stamp.read_text() == version:
+        if stamp.exists() and stamp.read_text() == version and all((target / k).exists() for k in keep):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run([npm, "pack", "--silent", f"{package}@{version}", "--pack-destination", tmp],
