@@ -38,7 +38,7 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install lab work test lint fuzz book notebooks assignments grade demo slides site hub clean
+.PHONY: help install lab work test lint fuzz book notebooks assignments grade demo slides slides-pdf site hub clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE), your working copy of the chapters in $(WORK)/ (IP=$(IP) PORT=$(PORT))"
@@ -52,6 +52,7 @@ help:
 	@echo "make grade      nbgrader: autograde course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv and grading_report.csv (CHAPTER=...: one)"
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
 	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
+	@echo "make slides-pdf  every chapter's slides as build/slides/<chapter>.pdf, printed offline by chromium (CHAPTER=...: one)"
 	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets; BINDER_REPO=owner/name: its live links)"
 	@echo "make hub        as root: the class server, JupyterHub for the course of hub/course.toml (users, nbgrader exchange, warm kernel cache)"
 	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
@@ -143,6 +144,9 @@ demo: install
 slides: install
 	@test -n "$(CHAPTER)" || { echo "usage: make slides CHAPTER=06a_kernels (a name from notebooks/)"; exit 2; }
 	$(VPY) -m classroom.demo slides --ip $(IP) --port $(PORT) --scale $(SCALE) --chapter $(CHAPTER)
+
+slides-pdf: install
+	$(VPY) -m classroom.deck pdf $(CHAPTER)
 
 site: install
 	$(VPY) -m classroom.site $(if $(BINDER_REPO),--binder-repo $(BINDER_REPO))
