@@ -1,13 +1,12 @@
-"""The lecture demos and slides in a real browser, served by Voila as ``make demo`` and ``make slides`` serve
-them, with every request that leaves loopback aborted (a lecture hall without a network).
+"""The lecture demos in a real browser, served by Voila as ``make demo`` serves them, with every request that
+leaves loopback aborted (a lecture hall without a network). The slides: tests/test_slides_browser.py.
 
 * the gallery links every demo; each demo renders its widget with no error, at the presentation scale its
   pictures are shown pixel for pixel within a 1280-pixel screen (so the axis labels that
   tests/test_demo.py measures at 20 pixels or more stay that large), and its first interaction (a step, a
-  run, a slider, a menu) changes what is shown;
-* a chapter as slides has more than one section, and ArrowRight moves to the next.
+  run, a slider, a menu) changes what is shown.
 
-Screenshots (screenshots/demo-*.png, screenshots/slides-*.png) are kept for a person to look at.
+Screenshots (screenshots/demo-*.png) are kept for a person to look at.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "screenshots"
 VIEWPORT = {"width": 1280, "height": 900}
-SLIDES_CHAPTER = "00_start_here"
 RENDER_TIMEOUT_MS = 180_000
 
 
@@ -131,30 +129,3 @@ def test_demo_renders_and_answers(browser, gallery, demo):
     finally:
         context.close()
 
-
-def test_slides_step_with_the_arrow_keys(browser, tmp_path_factory):
-    from classroom.assets import SLIDES_TEMPLATE_DIR
-
-    if not SLIDES_TEMPLATE_DIR.exists():
-        pytest.fail("the slides template is not installed: run `make install`")
-    chapter = demos.chapter_path(SLIDES_CHAPTER)
-    running, port = _voila(tmp_path_factory, "slides", chapter, demos.slides_options())
-    with running:
-        context, page = _open(browser, f"http://127.0.0.1:{port}/")
-        try:
-            page.wait_for_selector("#rendered_cells", state="visible", timeout=RENDER_TIMEOUT_MS)
-            page.wait_for_load_state("networkidle")
-            present = ("() => Array.from(document.querySelectorAll('.reveal .slides > section'))"
-                       ".findIndex(s => s.classList.contains('present'))")
-            sections = page.locator(".reveal .slides > section").count()
-            assert sections > 1, f"the slides have {sections} section(s)"
-            page.wait_for_function(f"({present})() === 0")
-            SCREENSHOTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"slides-{SLIDES_CHAPTER}-1.png"))
-            page.keyboard.press("ArrowRight")
-            page.wait_for_function(f"({present})() === 1")
-            page.screenshot(path=str(SCREENSHOTS / f"slides-{SLIDES_CHAPTER}-2.png"))
-            _no_errors(page)
-            assert not context.blocked, f"requests left loopback: {context.blocked}"
-        finally:
-            context.close()
