@@ -47,7 +47,8 @@ def _fig1_size() -> tuple[tuple[float, float], float]:
     size = (cols * _PANEL_WIDTH, rows * _FIG1_HEIGHT)
     return size, fitting_dpi(size, figure_dpi(FIG1_DPI))
 _LIMIT_SIZE = (6.0, 3.4)
-_FIG1_X, _FIG1_Y = (-0.9, 1.45), (-0.35, 1.35)  # data limits of a panel; nodes sit at x = 0, 1 and y = 0, 1
+# data limits of a panel: nodes sit at x = 0, 1 and y = 0, 1, with room for "1/a = 0.6667" left of x = 0
+_FIG1_X, _FIG1_Y = (-1.05, 1.45), (-0.35, 1.35)
 
 #: What the a -> 0 plot shows: curve label, style.
 _LIMIT_CURVES = (("|J⁻¹₁₁| = 1/|a|", "#1f77b4", "-"), ("|J⁻¹₁₂| = |b/a|", "#2ca02c", "--"),
