@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ DEMOS = [
          "Pick the argument d: why does its derivative have a sum that f's expression does not?",
          "05_elementwise_derivatives", "select:1"),
     Demo("06_gradient_lab", "Gradient kernels, checked and timed", "GradientLab",
-         'GradientLab(preset="sec. 6 example")',
+         'GradientLab(preset="sec. 6 example").prepare()',
          "The derived expressions compile to lock-free kernels, one thread per gradient element. They are checked "
          "against the reference evaluator and finite differences, and timed.",
          "Run the example: which argument's kernel is slowest, and why?", "06a_kernels", "button:Run"),
@@ -233,6 +234,19 @@ def voila_command(target: Path, ip: str, port: int, extra: list[str] = ()) -> li
             *template, *extra]
 
 
+def refresh_template() -> None:
+    """Copy the demo template (``classroom/voila_demo``) where Voila finds it, as ``make install`` does, where it
+    differs: an edit to it is served without installing again."""
+    from classroom.assets import DEMO_TEMPLATE, VOILA_TEMPLATES
+
+    source, installed = REPO / "classroom" / "voila_demo", VOILA_TEMPLATES / DEMO_TEMPLATE
+    for path in source.iterdir():
+        target = installed / path.name
+        if not target.exists() or target.read_bytes() != path.read_bytes():
+            installed.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+
+
 def slides_options(base_url: str = "/") -> list[str]:
     """Voila's options for a chapter as reveal.js slides from local assets (see classroom.assets)."""
     from classroom.assets import SLIDES_TEMPLATE, SLIDES_TEMPLATE_DIR
@@ -263,6 +277,13 @@ def main(argv=None) -> None:
     parser.add_argument("--chapter", default="")
     parser.add_argument("--scale", default=os.environ.get(SCALE_ENV) or DEFAULT_SCALE,
                         help="the widgets' presentation scale (figure size, dpi and fonts together)")
+    parser.add_argument("--max-kernels", type=int, default=0,
+                        help="serve: the most kernels at once, preheated ones included (default: what 3/4 of "
+                             "this machine's memory holds); a page beyond them is told the server is full")
+    parser.add_argument("--pool", type=int, default=1,
+                        help="serve: preheated kernels kept ready per demo (0: start one per page)")
+    parser.add_argument("--cull-idle", type=float, default=None, metavar="MINUTES",
+                        help="serve: end a kernel whose page sent nothing for this long (default: 20)")
     args = parser.parse_args(argv)
     if args.command == "build":
         for path in build():
@@ -280,15 +301,22 @@ def main(argv=None) -> None:
         print(f"Slides of {path.stem}: open {url} once the chapter has run (Space and the arrows visit every "
               "slide, S opens the speaker view with notes; Ctrl-C to stop)")
     else:
+        from classroom import voila_room
+
         print("Warming the kernels' disk cache (quick when it is warm already)...")
         warm()
+        refresh_template()
+        max_kernels = args.max_kernels or voila_room.default_max_kernels()
+        cull = voila_room.CULL_IDLE_MINUTES if args.cull_idle is None else args.cull_idle
+        room = voila_room.room_options(max_kernels, args.pool, cull, args.scale)
+        print(f"At most {max_kernels} kernels ({args.pool} preheated per demo); idle ones end after {cull:g} min")
         if args.chapter:
             path = chapter_path(args.chapter)
-            command = voila_command(path, args.ip, args.port, [])
+            command = voila_command(path, args.ip, args.port, room)
             url = f"http://{args.ip}:{args.port}/"
             print(f"Demo of chapter {path.stem}: open {url} (Ctrl-C to stop)")
         else:
-            command = voila_command(DEMO_DIR, args.ip, args.port, [])
+            command = voila_command(DEMO_DIR, args.ip, args.port, room)
             url = f"http://{args.ip}:{args.port}/voila/render/index.ipynb"
             print(f"Demo gallery: open {url} (Ctrl-C to stop)")
     sys.stdout.flush()
