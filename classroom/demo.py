@@ -6,6 +6,11 @@ The gallery ``demos/`` holds one short notebook per widget, generated from :data
 hides the code. Widgets are drawn at the presentation scale (``TENSORADBOOK_WIDGET_SCALE``, see
 ``tensoradbook.widgets.set_scale``), and ``warm`` runs every demo once, with its first interaction, so that
 Numba's disk cache holds every kernel before a fresh demo kernel needs it.
+
+``serve`` is made for a room (:mod:`classroom.voila_room`): a page's kernel ends when the page closes and an
+idle one after ``--cull-idle`` minutes, ``--pool`` kernels per demo are preheated (the page is drawn before
+anyone asks for it), at most ``--max-kernels`` run at once (a page beyond them says the server is full), and
+the demo template draws controls, labels and tables at ``--scale`` as the widgets draw their figures.
 """
 
 from __future__ import annotations
