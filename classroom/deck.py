@@ -74,7 +74,9 @@ def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
         shutil.copy2(asset(package, relative), assets / Path(relative).name)
     for name in ("tensoradbook-slides.css", "tensoradbook-slides.js"):
         shutil.copy2(SLIDES_DIR / "static" / name, assets / name)
-    deck = {"assets": ASSETS, "mathjax_config": MATHJAX_CONFIG}
+    from classroom.site import icon_fonts_css  # Font Awesome for widget icons (GradientLab's Run), as the site has
+
+    deck = {"assets": ASSETS, "mathjax_config": MATHJAX_CONFIG, "icon_fonts": icon_fonts_css()}
     export = exporter()
     written = []
     for stem in stems:
