@@ -119,3 +119,15 @@ def test_scale_refuses_nonsense():
     with pytest.raises(ValueError, match="between 0.5 and 4"):
         widgets.set_scale(0)
     assert widgets.get_scale() == 1.0
+
+
+def test_gradient_lab_demo_runs_without_compiling():
+    """The demo's widget is made prepared (GradientLab.prepare, run in its preheated kernel): its first Run only
+    runs and checks the kernels."""
+    from tensoradbook.widgets import gradient_lab
+
+    (demo,) = [d for d in demos.DEMOS if d.widget == "GradientLab"]
+    gradient_lab._WARM.clear()  # as in a fresh kernel
+    widget = _make(demo)
+    demos.interact(widget, demo.interaction)
+    assert widget.result.timings["compile"] is None, "the demo's first Run compiled its kernels"
