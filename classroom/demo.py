@@ -252,14 +252,19 @@ def refresh_template() -> None:
             shutil.copy2(path, target)
 
 
-def slides_options(base_url: str = "/") -> list[str]:
-    """Voila's options for a chapter as reveal.js slides from local assets (see classroom.assets)."""
+def slides_options(chapter: str, base_url: str = "/") -> list[str]:
+    """Voila's options for a chapter as reveal.js slides from local assets (see classroom.assets). The speaker
+    view's previews of the current and next slide show the chapter's static deck (classroom.deck, written into the
+    template's static folder here): pointed at the live page, each preview would start a kernel and run the chapter."""
+    from classroom import deck
     from classroom.assets import SLIDES_TEMPLATE, SLIDES_TEMPLATE_DIR
 
     if not (SLIDES_TEMPLATE_DIR / "static" / "revealjs" / "dist" / "reveal.css").exists():
         raise SystemExit(f"error: {SLIDES_TEMPLATE_DIR} is incomplete: run `make install`")
-    prefix = f"{base_url}voila/templates/{SLIDES_TEMPLATE}/static/revealjs"
-    resources = json.dumps({"reveal": {"url_prefix": prefix, "theme": "white", "transition": "none"}})
+    static = f"{base_url}voila/templates/{SLIDES_TEMPLATE}/static"
+    deck.build([chapter], SLIDES_TEMPLATE_DIR / "static" / "deck")
+    resources = json.dumps({"reveal": {"url_prefix": f"{static}/revealjs", "theme": "white", "transition": "none"},
+                            "speaker_deck": f"{static}/deck/{chapter}.html"})
     # The chapter runs in a preheated kernel as soon as Voila starts, not when the page is opened: what it computes
     # or compiles (Numba, on a cold cache) is done before the lecture, and the page waits for the browser only.
     return [f"--template={SLIDES_TEMPLATE}", f"--VoilaConfiguration.resources={resources}",
@@ -301,7 +306,7 @@ def main(argv=None) -> None:
         return
     if args.command == "slides":
         path = chapter_path(args.chapter or "00_start_here")
-        command = voila_command(path, args.ip, args.port, slides_options())
+        command = voila_command(path, args.ip, args.port, slides_options(path.stem))
         url = f"http://{args.ip}:{args.port}/"
         print(f"Slides of {path.stem}: open {url} once the chapter has run (Space and the arrows visit every "
               "slide, S opens the speaker view with notes; Ctrl-C to stop)")

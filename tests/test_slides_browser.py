@@ -135,7 +135,8 @@ def test_live_slides_fit(browser, tmp_path_factory):
     env = dict(os.environ, **{demos.SCALE_ENV: demos.DEFAULT_SCALE}, BROWSER="true",
                JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    command = demos.voila_command(demos.chapter_path(LIVE_CHAPTER), "127.0.0.1", port, demos.slides_options())
+    options = demos.slides_options(LIVE_CHAPTER)
+    command = demos.voila_command(demos.chapter_path(LIVE_CHAPTER), "127.0.0.1", port, options)
     command[0] = sys.executable
     # ready when it serves the template's script: "/" itself would execute the chapter once more
     ready = f"http://127.0.0.1:{port}/voila/templates/{SLIDES_TEMPLATE_DIR.name}/static/tensoradbook-slides.js"
@@ -157,6 +158,11 @@ def test_live_slides_fit(browser, tmp_path_factory):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{LIVE_CHAPTER}-live-gradientlab.png"))
             _check_fit(page, f"{LIVE_CHAPTER}-live")
+            with context.expect_page() as opened:  # the speaker view previews the static deck, no second kernel
+                page.keyboard.press("s")
+            preview = opened.value.wait_for_selector(
+                f"#current-slide iframe[src*='/static/deck/{LIVE_CHAPTER}.html']", state="attached", timeout=60_000)
+            preview.content_frame().wait_for_selector("html[data-slides-ready]", state="attached", timeout=60_000)
             assert not context.blocked, f"requests left loopback: {context.blocked}"
         finally:
             context.close()
