@@ -49,7 +49,7 @@ help:
 	@echo "make book       install, then one edition: the quoted benchmarks, every chapter executed, the start page stamped"
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
 	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
-	@echo "make grade      nbgrader: autograde course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv and grading_report.csv (CHAPTER=...: one)"
+	@echo "make grade      nbgrader: autograde what is new in course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv, Canvas/Moodle CSV in course/export/, grading_report.csv (CHAPTER=...: one; FORCE=1: regrade all)"
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
 	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
 	@echo "make slides-pdf  every chapter's slides as build/slides/<chapter>.pdf, printed offline by chromium (CHAPTER=...: one)"
@@ -86,10 +86,12 @@ $(STAMP): pyproject.toml Makefile
 
 lab: install work
 	@echo "Starting JupyterLab on $(START_PAGE): open the http://$(IP):$(PORT)/lab/tree/$(START_PAGE)?token=... URL printed below (Ctrl-C to stop)."
-	@# the chapters import notebooks/bookdata.py, which stays in the checkout
+	@# the chapters import notebooks/bookdata.py, which stays in the checkout; the Formgrader (nbgrader) finds the
+	@# course in course/ whatever the start page (its nbgrader_config.py, gradebook and private exchange)
 	PYTHONPATH="$(CURDIR)/notebooks$${PYTHONPATH:+:$$PYTHONPATH}" \
 	$(VENV)/bin/jupyter lab --ServerApp.ip=$(IP) --ServerApp.port=$(PORT) \
 	  --ServerApp.root_dir="$(CURDIR)" \
+	  --CourseDirectory.root="$(CURDIR)/course" \
 	  $(if $(DISPLAY),,--no-browser) $(if $(filter 0,$(shell id -u)),--allow-root) \
 	  --LabApp.default_url=/lab/tree/$(START_PAGE) \
 	  --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
@@ -136,7 +138,7 @@ assignments: install
 	$(VPY) -m classroom.course assignments
 
 grade: install
-	$(VPY) -m classroom.course grade $(CHAPTER)
+	$(VPY) -m classroom.course grade $(CHAPTER) $(if $(filter 1,$(FORCE)),--force)
 
 demo: install
 	$(VPY) -m classroom.demo serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))

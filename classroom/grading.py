@@ -274,8 +274,10 @@ def trusted_sources(db_url: str, notebook: str, assignment: str) -> dict[str, st
         return {cell.name: cell.source for cell in cells if cell.locked}
 
 
-try:  # the preprocessor exists where nbgrader is installed (the lab extra); the grader above does not need it
-    from nbgrader.preprocessors import NbGraderPreprocessor
+try:  # the preprocessors exist where nbgrader is installed (the lab extra); the grader above does not need them
+    from nbformat.v4 import new_code_cell
+    from nbgrader.api import MissingEntry
+    from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 except ImportError:  # pragma: no cover
     NbGraderPreprocessor = None
 
@@ -307,3 +309,52 @@ if NbGraderPreprocessor is not None:
             for event in grader.events:
                 self.log.warning("%s %s: %s", info["student"], event["cell"], event["detail"])
             return nb, resources
+
+    class OverwriteReleasedCells(OverwriteCells):
+        """nbgrader's ``OverwriteCells`` without its false alarm on hidden tests.
+
+        The gradebook keeps a test cell as the source has it, hidden tests included, and its checksum; the release
+        has the cell as ``ClearHiddenTests`` left it. So nbgrader warned "Attribute 'checksum' for cell ex5_test
+        has changed!" for every submission, an untouched one included, before writing the gradebook's text back.
+        A locked cell that is exactly the gradebook's text with the hidden tests cut is the release's: it gets the
+        gradebook's text back first, and only a real change (a student's edit of a locked cell) still warns.
+        """
+
+        def preprocess(self, nb, resources):
+            self.release = ClearHiddenTests(parent=self)  # what generate_assignment cut
+            return super().preprocess(nb, resources)
+
+        def preprocess_cell(self, cell, resources, cell_index):
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id is not None and cell.metadata.nbgrader.get("locked"):
+                try:
+                    kept = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+                except MissingEntry:
+                    kept = None
+                if kept is not None and kept.locked:
+                    released = new_code_cell(kept.source)
+                    self.release._remove_hidden_test_region(released)
+                    if cell.source == released.source:
+                        cell.source = kept.source
+            return super().preprocess_cell(cell, resources, cell_index)
+
+    class HideHiddenTests(ClearHiddenTests):
+        """For the feedback: a test cell's hidden tests become a one-line note, their outputs (the verdict) stay, so
+        that the feedback gives away no more than the release and an assignment can be given again."""
+
+        note = Unicode("# ... more checks ran here when graded (hidden tests: not shown)",
+                       help="What stands in the feedback for a cell's hidden tests.").tag(config=True)
+
+        def preprocess_cell(self, cell, resources, cell_index):
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+                lines, inside = [], False
+                for line in cell.source.split("\n"):
+                    if self.begin_test_delimeter in line:
+                        inside = True
+                        lines.append(line[:len(line) - len(line.lstrip())] + self.note)
+                    elif self.end_test_delimeter in line:
+                        inside = False
+                    elif not inside:
+                        lines.append(line)
+                cell.source = "\n".join(lines)
+            return cell, resources

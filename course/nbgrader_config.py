@@ -2,8 +2,11 @@
 
 The course folder is the folder of this file, wherever it is copied (the tests copy it). Instructors run
 ``make assignments`` and ``make grade`` from the repository root (classroom/course.py), or nbgrader itself
-inside this folder. The exchange (release_assignment, fetch_assignment, submit, collect) is nbgrader's default,
-/usr/local/share/nbgrader/exchange, unless the environment variable TENSORADBOOK_EXCHANGE names another folder.
+inside this folder; ``make lab`` points its Formgrader here (--CourseDirectory.root). The exchange
+(release_assignment, fetch_assignment, submit, collect) is the folder the environment variable
+TENSORADBOOK_EXCHANGE names (the class server's, classroom/hub.py), else the git-ignored exchange/ beside this
+file: private to its owner, and there (nbgrader's default, /usr/local/share/nbgrader/exchange, is neither, and the
+Formgrader reported it missing).
 """
 
 import os
@@ -16,8 +19,10 @@ c.CourseDirectory.course_id = "tensoradbook"
 c.CourseDirectory.root = HERE
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
 
-if os.environ.get("TENSORADBOOK_EXCHANGE"):
-    c.Exchange.root = os.environ["TENSORADBOOK_EXCHANGE"]
+EXCHANGE = os.environ.get("TENSORADBOOK_EXCHANGE") or os.path.join(HERE, "exchange")
+if not os.environ.get("TENSORADBOOK_EXCHANGE"):
+    os.makedirs(EXCHANGE, mode=0o700, exist_ok=True)
+c.Exchange.root = EXCHANGE
 
 # The release keeps the line `answer_1 = None` above the solution, so an untouched cell still runs: the
 # check says "no answer yet" instead of the notebook stopping at NotImplementedError.
@@ -31,18 +36,24 @@ c.ExecutePreprocessor.timeout = 300
 # cannot change a check, read the course folder or stop the grading of others. Each notebook's events (a
 # timeout, an exit, what looks like tampering) go to grading_reports/ and `make grade` gathers them.
 try:
-    from classroom.grading import SandboxedExecute
+    from classroom.grading import HideHiddenTests, OverwriteReleasedCells, SandboxedExecute
 except ImportError:  # nbgrader started by hand or by the Formgrader: the repository's classroom/ beside course/
     import sys
 
     sys.path.insert(0, os.path.dirname(HERE))
-    from classroom.grading import SandboxedExecute
-from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,  # noqa: E402
-                                    LimitOutput, SaveAutoGrades)
+    from classroom.grading import HideHiddenTests, OverwriteReleasedCells, SandboxedExecute
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
+                                    DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteKernelspec,
+                                    SaveAutoGrades)
 
+# nbgrader's own lists with one class replaced: an untouched cell with hidden tests is no "changed" cell
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteReleasedCells,
+                                      CheckCellMetadata]
+# the feedback shows a test's verdict, not its hidden tests (the assignment can be given again)
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
 c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 c.SandboxedExecute.timeout = 120
 c.SandboxedExecute.report_directory = os.path.join(HERE, "grading_reports")
-c.SandboxedExecute.hidden = [os.environ.get("TENSORADBOOK_EXCHANGE") or "/usr/local/share/nbgrader/exchange"]
+c.SandboxedExecute.hidden = [EXCHANGE]

@@ -5,7 +5,10 @@ One JupyterLab server, whose root is a temporary copy of course/ with the releas
 
 * a release notebook opens with nbgrader's **Validate** button in its toolbar; clicking it validates the
   untouched notebook and a dialog shows the result (screenshots/course-validate.png);
-* the formgrader (``/formgrader``) lists every chapter's assignment (screenshots/course-formgrader.png).
+* the formgrader (``/formgrader``) lists every chapter's assignment (screenshots/course-formgrader.png);
+* ``make lab``'s own command (on a checkout of symbolic links with its own copy of course/, at the repository
+  root with the start page in work/) opens a Formgrader that finds the course, its assignments and its exchange
+  (screenshots/course-lab-formgrader.png).
 
 Every request that leaves loopback is aborted (tests/browser_support.offline_context). Needs chromium and
 playwright like tests/test_browser.py: skipped without them, failed when CI=true.
@@ -13,6 +16,8 @@ playwright like tests/test_browser.py: skipped without them, failed when CI=true
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -21,14 +26,15 @@ from pathlib import Path
 import pytest
 
 from classroom import course as cc
-from tests.browser_support import chromium, jupyterlab, offline_context, write_json
+from tests.browser_support import chromium, free_port, jupyterlab, offline_context, server, write_json
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "screenshots"
 CHAPTER = "04a_integer_equations"
-RUNTIME = ("release", "submitted", "autograded", "feedback", "gradebook.db", "grades.csv", ".ipynb_checkpoints")
+RUNTIME = ("release", "submitted", "autograded", "feedback", "gradebook.db", "grades.csv", ".ipynb_checkpoints",
+           "exchange", "export", "grading_state.json")
 
 
 
@@ -106,3 +112,35 @@ def test_formgrader_lists_assignments(lab, context):
     page.screenshot(path=str(SCREENSHOTS / "course-formgrader.png"), full_page=True)
     assert not context.blocked, context.blocked
     page.close()
+
+
+def test_make_lab_formgrader_finds_the_course(tmp_path, context):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    for name in (".venv", "Makefile", "pyproject.toml", "notebooks", "classroom", "tensoradbook"):
+        (checkout / name).symlink_to(REPO / name)
+    shutil.copytree(REPO / "course", checkout / "course", ignore=shutil.ignore_patterns(*RUNTIME, "__pycache__"))
+    token, port = secrets.token_hex(24), free_port()
+    env = {k: v for k, v in os.environ.items() if k != cc.EXCHANGE_ENV}  # the course's own exchange
+    env.update(JUPYTER_TOKEN=token, JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+               JUPYTER_DATA_DIR=str(tmp_path / "data"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), BROWSER="true", DISPLAY="")
+    base_url = f"http://127.0.0.1:{port}"
+    # -o: the environment counts as installed (this checkout's Makefile is newer than its stamp)
+    cmd = ["make", "-s", "-o", ".venv/.installed", "lab", "IP=127.0.0.1", f"PORT={port}"]
+    with server(cmd, f"{base_url}/api/status?token={token}", tmp_path / "lab.log", cwd=checkout, env=env,
+                start_s=120, shutdown_url=f"{base_url}/api/shutdown", token=token):
+        page = context.new_page()
+        page.goto(f"{base_url}/formgrader?token={token}")
+        for assignment in cc.ASSIGNMENTS:
+            page.get_by_text(assignment.stem, exact=True).first.wait_for(state="visible", timeout=60_000)
+        text = page.locator("body").inner_text()
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "course-lab-formgrader.png"), full_page=True)
+        page.close()
+    log = (tmp_path / "lab.log").read_text()
+    assert "No data available" not in text and "does not exist" not in text + log, log[-3000:]
+    exchange = checkout / "course" / "exchange"
+    assert exchange.is_dir() and exchange.stat().st_mode & 0o077 == 0  # the course's own, private to its owner
+    assert (checkout / "work" / "00_start_here.ipynb").exists()  # make lab's start page, the reader's copy
+    assert not context.blocked, context.blocked
