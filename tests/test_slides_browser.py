@@ -1,11 +1,13 @@
 """Every slide of every chapter fits a 1280 x 720 screen, and the keys visit them all in order, offline.
 
 Measured on the static decks of classroom.deck (the chapters' committed outputs, widgets drawn from their stored
-state; seconds a chapter) for all chapters, and on the live slides Voila serves (``make slides``; a minute and
-more of execution a chapter) for the chapter with the largest widget, GradientLab: the live page's widgets, MathJax
-and kernel output are what a lecture shows, and the static ones differ from them in detail, so the live chapter
-checks that the static measurement stands for it. Screenshots of each deck's fullest slide (before the fit rule
-framed anything) go to screenshots/slides/, for a person to look at.
+state; seconds a chapter) for all chapters, and on the live slides Voila serves (``make slides``: the chapter
+executed, seconds on a warm Numba cache, a minute and more on a cold one) for the chapter with the largest widget,
+GradientLab, with its Run pressed: the live page's widgets, MathJax and kernel output are what a lecture shows,
+and the static ones differ from them in detail (the stored widget pictures are at scale 1, not the presentation
+scale), so the live chapter checks that the static measurement stands for it, keys and speaker view included.
+Screenshots of each deck's fullest slide (before the fit rule framed anything) go to screenshots/slides/, for a
+person to look at.
 """
 
 from __future__ import annotations
@@ -94,16 +96,21 @@ def _walk(page, key: str, start: str) -> list[list[int]]:
     return seen
 
 
+def _check_keys(page, name: str) -> None:
+    page.evaluate("document.activeElement && document.activeElement.blur()")  # Space on a button presses it
+    order = page.evaluate("() => window.tensoradbookFit.leaves().map(s => {"
+                          " const i = window.tensoradbookReveal.getIndices(s); return [i.h, i.v || 0]; })")
+    for key in ("Space", "ArrowRight"):
+        assert _walk(page, key, "first") == order, f"{key} does not visit every slide of {name} in order"
+    assert _walk(page, "ArrowLeft", "last") == order[::-1], f"ArrowLeft does not go back through {name}"
+
+
 @pytest.mark.parametrize("chapter", deck.chapters())
 def test_every_slide_fits_and_the_keys_visit_each_in_order(browser, decks, chapter):
     context, page = _open(browser, f"{decks}/{chapter}.html")
     try:
         _check_fit(page, chapter)
-        order = page.evaluate("() => window.tensoradbookFit.leaves().map(s => {"
-                              " const i = window.tensoradbookReveal.getIndices(s); return [i.h, i.v || 0]; })")
-        for key in ("Space", "ArrowRight"):
-            assert _walk(page, key, "first") == order, f"{key} does not visit every slide of {chapter} in order"
-        assert _walk(page, "ArrowLeft", "last") == order[::-1], f"ArrowLeft does not go back through {chapter}"
+        _check_keys(page, chapter)
         assert not context.blocked, f"requests left loopback: {context.blocked}"
     finally:
         context.close()
@@ -158,6 +165,7 @@ def test_live_slides_fit(browser, tmp_path_factory):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{LIVE_CHAPTER}-live-gradientlab.png"))
             _check_fit(page, f"{LIVE_CHAPTER}-live")
+            _check_keys(page, f"{LIVE_CHAPTER} (live)")
             with context.expect_page() as opened:  # the speaker view previews the static deck, no second kernel
                 page.keyboard.press("s")
             preview = opened.value.wait_for_selector(
