@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import csv
+import hashlib
 import json
 import os
 import re
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from textwrap import dedent
 
@@ -831,6 +834,8 @@ def submissions(course: Path = COURSE) -> dict[str, list[str]]:
 
 
 REPORT_FIELDS = ("assignment", "student", "cell", "kind", "detail")
+#: course/grading_state.json: assignment -> student -> the digest of the submission as last graded.
+GRADING_STATE = "grading_state.json"
 
 
 def _graded_since(course: Path, assignment_id: str, student: str, start: float) -> bool:
@@ -838,12 +843,35 @@ def _graded_since(course: Path, assignment_id: str, student: str, start: float) 
     return bool(notebooks) and all(nb.stat().st_mtime >= start for nb in notebooks)
 
 
-def grade(course: Path = COURSE, only: str | None = None) -> int:
-    """Autograde every submission (of the assignment ``only``, if given), write the feedback, export the
-    gradebook to ``course/grades.csv`` and the grading report to ``course/grading_report.csv``.
+def _stamp(folder: Path) -> None:
+    """nbgrader takes the submission time (grades.csv's timestamp, late penalties) from timestamp.txt, which
+    ``nbgrader submit`` writes; a submission copied into submitted/ by hand has none: its newest notebook's
+    modification time stands in."""
+    stamp = folder / "timestamp.txt"
+    if not stamp.exists():
+        newest = max(nb.stat().st_mtime for nb in folder.glob("*.ipynb"))
+        stamp.write_text(datetime.fromtimestamp(newest, UTC).strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
 
-    A submission that cannot be graded (nbgrader fails on it) is listed in the report with the reason, and
-    the others are graded, fed back and exported all the same. Returns 1 only when nothing was graded.
+
+def submission_digest(course: Path, assignment_id: str, student: str) -> str:
+    """What a grade depends on: the submitted files (timestamp.txt included) and the assignment's source (its
+    tests); a change to either makes the submission new to :func:`grade`."""
+    digest = hashlib.sha256()
+    for folder in (course / "submitted" / student / assignment_id, course / "source" / assignment_id):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
+            digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def grade(course: Path = COURSE, only: str | None = None, force: bool = False) -> int:
+    """Autograde the submissions that are new or changed since their last grading (every one with ``force``;
+    of the assignment ``only``, if given), write their feedback, export the gradebook to ``course/grades.csv``
+    and ``course/export/`` (:func:`export_lms`) and the grading report to ``course/grading_report.csv``.
+
+    A submission that cannot be graded (nbgrader fails on it) is listed in the report with the reason and tried
+    again next time; the others are graded, fed back and exported all the same. Returns 1 only when there was
+    something to grade and none of it could be.
     """
     found = submissions(course)
     if only is not None:
@@ -852,25 +880,50 @@ def grade(course: Path = COURSE, only: str | None = None) -> int:
         print(f"Nothing to grade: no notebooks in {course / 'submitted'}/<student>/"
               f"{only or '<assignment>'}/.")
         return 0
-    rows, graded = [], []
+    state_path = course / GRADING_STATE
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    rows, graded, tried = [], [], 0
     for assignment_id, students in found.items():
-        print(f"{assignment_id}: {len(students)} submission(s) ({', '.join(students)})")
+        for student in students:
+            _stamp(course / "submitted" / student / assignment_id)
+        digests = {s: submission_digest(course, assignment_id, s) for s in students}
+        known = state.setdefault(assignment_id, {})
+        todo = [s for s in students if force or known.get(s) != digests[s]
+                or not _graded_since(course, assignment_id, s, 0)]
+        print(f"{assignment_id}: {len(students)} submission(s), {len(todo)} to grade"
+              + (f" ({', '.join(todo)})" if todo else ": none new or changed since graded (FORCE=1 regrades)"))
+        if not todo:
+            continue
+        tried += len(todo)
         if assignment_id in BY_STEM and not ((course / "gradebook.db").exists()
                                              and (course / "release" / assignment_id).is_dir()):
             # autograde needs the assignment and its tests in the gradebook: `make assignments` was not run here
             nbgrader("generate_assignment", assignment_id, "--force", course=course, check=False)
+        # --force regrades what is in autograded/ already; the exclusion keeps nbgrader to the new submissions
         start = time.time() - 1  # file times have a coarse clock on some file systems
-        nbgrader("autograde", assignment_id, "--create", "--force", course=course, check=False)
-        done = [s for s in students if _graded_since(course, assignment_id, s, start)]
+        nbgrader("autograde", assignment_id, "--create", "--force", *_excluding(students, todo), course=course,
+                 check=False)
+        done = [s for s in todo if _graded_since(course, assignment_id, s, start)]
         rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded",
                   "detail": "nbgrader autograde failed on this submission (its log above says why)"}
-                 for s in students if s not in done]
+                 for s in todo if s not in done]
         if done:
-            nbgrader("generate_feedback", assignment_id, "--force", course=course, check=False)
+            nbgrader("generate_feedback", assignment_id, "--force", *_excluding(students, done), course=course,
+                     check=False)
+            typeset_feedback([page for s in done for page in (course / "feedback" / s / assignment_id).glob("*.html")])
+        known.update({s: digests[s] for s in done})
+        for s in todo:
+            if s not in done:
+                known.pop(s, None)
         graded += [(assignment_id, s) for s in done]
+    state_path.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
     grades = course / "grades.csv"
     exported = nbgrader("export", f"--to={grades}", course=course, check=False).returncode == 0
-    rows += _sandbox_events(course, graded)
+    if exported:
+        export_lms(grades, course / "export")
+    # the report covers every graded submission, this run's and the earlier ones still current
+    current = [(a, s) for a, students in found.items() for s in students if s in state.get(a, {})]
+    rows += _sandbox_events(course, current)
     report = course / "grading_report.csv"
     with open(report, "w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=REPORT_FIELDS)
@@ -882,15 +935,101 @@ def grade(course: Path = COURSE, only: str | None = None) -> int:
           f"(timeouts, exits, flags) in {report}.")
     for row in failed:
         print(f"  not graded: {row['student']} / {row['assignment']}: {row['detail']}")
-    if not graded:
+    if tried and not graded:
         print(f"error: no submission could be graded: nbgrader autograde failed on all {len(failed)} of them "
               f"(see its log above).", file=sys.stderr)
         return 1
     if not exported:
         print(f"error: the grades could not be exported to {grades} (see nbgrader's log above).", file=sys.stderr)
         return 1
-    print(f"Feedback is in {course / 'feedback'}/<student>/<assignment>/ and the grades are in {grades}.")
+    print(f"Feedback is in {course / 'feedback'}/<student>/<assignment>/ and the grades are in {grades} "
+          f"(for Canvas and Moodle: {course / 'export'}/).")
     return 0
+
+
+def _excluding(students: list[str], chosen: list[str]) -> list[str]:
+    """nbgrader's option that leaves out the ``students`` not ``chosen`` (it has none to name several)."""
+    rest = [s for s in students if s not in chosen]
+    return [f"--CourseDirectory.student_id_exclude={','.join(rest)}"] if rest else []
+
+
+def typeset_feedback(pages: list[Path]) -> None:
+    """The feedback's math typeset into SVG in place, as the static site's (classroom/site.py), and the CDN
+    MathJax that nbgrader's feedback template loads removed: the pages show their formulas offline and from
+    file://. Without node (or MathJax from npm, ``make install``) the pages keep their TeX and the CDN."""
+    from classroom import assets, site
+
+    if not pages:
+        return
+    texts = {page: page.read_text() for page in pages}
+    for page, text in texts.items():
+        page.write_text(re.sub(r"<script[^>]*mathjax[^>]*>.*?</script>", "", text, flags=re.S | re.I))
+    try:
+        site.typeset_math(pages)
+    except (SystemExit, assets.MissingAsset) as error:
+        for page, text in texts.items():
+            page.write_text(text)
+        print(f"warning: the feedback's math is left to MathJax from its CDN: {error}", file=sys.stderr)
+
+
+def _canvas_name(row: dict) -> str:
+    return ", ".join(n for n in (row["last_name"], row["first_name"]) if n) or row["student_id"]
+
+
+def export_lms(grades: Path, folder: Path) -> list[Path]:
+    """grades.csv as gradebook imports for an LMS, one column per assignment that has a submission (a student
+    who did not submit it has an empty cell, not 0, so the import leaves that grade alone):
+
+    * ``canvas.csv``: Canvas's gradebook columns, Student, ID, SIS User ID, SIS Login ID, Section, then one per
+      assignment, and the "Points Possible" row. The student is matched on SIS Login ID, nbgrader's student id
+      (the class server's login); ID is the gradebook's lms_user_id where one was set. An assignment column has
+      no Canvas id in parentheses: the first import creates the assignment, later ones update it by name;
+    * ``moodle.csv``: for Moodle's "Import grades from CSV": Username and Email address (map either to the user
+      on import), First name, Last name, then one column per assignment (map each to its grade item)."""
+    with open(grades, newline="") as f:
+        rows = list(csv.DictReader(f))
+    titles = {a.stem: a.title for a in ASSIGNMENTS}
+    submitted = [r for r in rows if r["timestamp"]]
+    columns = sorted({r["assignment"] for r in submitted})
+    points = {r["assignment"]: r["max_score"] for r in rows}
+    students: dict[str, dict] = {}
+    for row in rows:
+        students.setdefault(row["student_id"], {"row": row, "scores": {}})
+    for row in submitted:
+        students[row["student_id"]]["scores"][row["assignment"]] = row["score"]
+    lms_ids = _lms_user_ids(grades.parent)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [titles.get(a, a) for a in columns]
+    canvas, moodle = folder / "canvas.csv", folder / "moodle.csv"
+    with open(canvas, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *names])
+        writer.writerow(["Points Possible", "", "", "", "", *(points[a] for a in columns)])
+        for sid, entry in sorted(students.items()):
+            writer.writerow([_canvas_name(entry["row"]), lms_ids.get(sid, ""), "", sid, "",
+                             *(entry["scores"].get(a, "") for a in columns)])
+    with open(moodle, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["Username", "Email address", "First name", "Last name", *names])
+        for sid, entry in sorted(students.items()):
+            row = entry["row"]
+            writer.writerow([sid, row["email"], row["first_name"], row["last_name"],
+                             *(entry["scores"].get(a, "") for a in columns)])
+    return [canvas, moodle]
+
+
+def _lms_user_ids(course: Path) -> dict[str, str]:
+    """student id -> the LMS's user id the gradebook holds (``nbgrader db student add --lms-user-id``), if any."""
+    import sqlite3
+
+    db = course / "gradebook.db"
+    if not db.exists():
+        return {}
+    with contextlib.closing(sqlite3.connect(db)) as connection:
+        try:
+            return {sid: lms for sid, lms in connection.execute("select id, lms_user_id from student") if lms}
+        except sqlite3.OperationalError:  # a gradebook older than the column
+            return {}
 
 
 def _sandbox_events(course: Path, graded: list[tuple[str, str]]) -> list[dict]:
@@ -990,6 +1129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--course", type=Path, default=None,
                         help="the course folder with nbgrader_config.py (default: the class server's course when "
                              "`make hub` set it up, else course/ of the repository)")
+    parser.add_argument("--force", action="store_true",
+                        help="grade: every submission again, not only those new or changed since their grading")
     parser.add_argument("--hub", action="store_true",
                         help="the class server's course (hub/course.toml): release into its exchange, collect from it")
     parser.add_argument("--settings", type=Path, default=None, help="--hub: another settings file than hub/course.toml")
@@ -1014,7 +1155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "assignments":
         generate_assignments(course)
         return 0
-    return grade(course, args.assignment)
+    return grade(course, args.assignment, force=args.force)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@
   submissions (some answers right, some wrong, one untouched), submit, collect, then ``python -m
   classroom.course grade`` (autograde, feedback, export): the scores in grades.csv are exactly the points of
   the right answers, and the feedback shows the check function's own words but not the expected value.
+* What the instructor's desk needs: no checksum warning for an untouched cell with hidden tests, feedback whose
+  math is typeset (SVG, no CDN) and whose hidden tests are a note (their verdict kept), grades with submission
+  times, Canvas and Moodle CSV; grading again grades only a changed or new submission (of one chapter).
 
 Real nbgrader throughout (``sys.executable -m nbgrader``), in tmp folders; nothing under course/ is touched.
 """
@@ -32,7 +35,8 @@ from classroom import course as cc
 
 REPO = Path(__file__).resolve().parents[1]
 CYCLE = "04a_integer_equations"
-RUNTIME_DIRS = ("release", "submitted", "autograded", "feedback", "gradebook.db", "grades.csv", ".ipynb_checkpoints")
+RUNTIME_DIRS = ("release", "submitted", "autograded", "feedback", "gradebook.db", "grades.csv", ".ipynb_checkpoints",
+                "exchange", "export", "grading_state.json")
 
 
 def _sources(nb_path: Path) -> list[tuple[dict, str]]:
@@ -229,12 +233,11 @@ def test_full_cycle_with_exchange(released):
     _nbgrader("collect", CYCLE, cwd=course, env=env)
     assert sorted(p.name for p in (course / "submitted").iterdir()) == sorted(EXPECTED)
 
-    proc = subprocess.run([sys.executable, "-m", "classroom.course", "grade", "--course", str(course)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = _grade(course, env)
     log = proc.stdout[-3000:] + proc.stderr[-8000:]
-    assert proc.returncode == 0, log
     assert "grades are in" in proc.stdout
     assert "Traceback" not in proc.stderr, log
+    assert "has changed" not in proc.stdout + proc.stderr, log  # the untouched ex5_test (hidden tests) included
 
     with open(course / "grades.csv") as f:
         rows = {r["student_id"]: r for r in csv.DictReader(f) if r["assignment"] == CYCLE}
@@ -256,3 +259,58 @@ def test_full_cycle_with_exchange(released):
         assert solution not in feedback.replace("answer_1 = (23, -3, 4)", ""), solution
     bob = (course / "feedback" / "bob" / CYCLE / f"{CYCLE}.html").read_text()
     assert "bezout(391, 299)" in bob  # the hidden test's message on Bob's hard-coded answer
+    # the hidden tests themselves are a note: the assignment can be given again
+    hidden = cc.BY_STEM[CYCLE].exercises[4].parts[0].hidden
+    assert "(1071, 462)" in hidden and "(1071, 462)" not in bob and "hidden tests: not shown" in bob
+    # the math typeset at grading time, offline: no CDN, no raw TeX
+    assert "cdnjs" not in feedback and "<script" not in feedback and "<svg" in feedback
+    assert r"\gcd(391, 299)" not in feedback and r"\begin{pmatrix}" not in feedback
+
+    times = {r["student_id"]: r["timestamp"] for r in rows.values()}
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t) for t in times.values()), times
+    title = cc.BY_STEM[CYCLE].title
+    with open(course / "export" / "canvas.csv") as f:
+        canvas = list(csv.reader(f))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", title]
+    assert canvas[1] == ["Points Possible", "", "", "", "", "11.0"]
+    assert {r[3]: float(r[5]) for r in canvas[2:]} == EXPECTED
+    with open(course / "export" / "moodle.csv") as f:
+        moodle = list(csv.DictReader(f))
+    assert {r["Username"]: float(r[title]) for r in moodle} == EXPECTED
+
+
+def _grade(course: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "classroom.course", "grade", *args, "--course", str(course)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-8000:]
+    return proc
+
+
+def test_grading_again_grades_only_what_is_new(released):
+    _, course, env = released
+    if not (course / "autograded").is_dir():
+        pytest.skip("needs the submissions graded by test_full_cycle_with_exchange")
+    autograded = {s: (course / "autograded" / s / CYCLE / f"{CYCLE}.ipynb").stat().st_mtime for s in EXPECTED}
+    proc = _grade(course, env)
+    assert f"{CYCLE}: 3 submission(s), 0 to grade" in proc.stdout and "Graded 0 submission(s)" in proc.stdout
+    # Bob changes an answer; Dave's submission is copied in by hand (no timestamp.txt)
+    path = course / "submitted" / "bob" / CYCLE / f"{CYCLE}.ipynb"
+    nb = json.loads(path.read_text())
+    _answer(nb, "ex3_answer", "answer_3 = [[-5, -14], [3, 7], [0, 1]]")
+    path.write_text(json.dumps(nb))
+    dave = course / "submitted" / "dave" / CYCLE
+    shutil.copytree(course / "submitted" / "carol" / CYCLE, dave, ignore=shutil.ignore_patterns("timestamp.txt"))
+    proc = _grade(course, env, CYCLE)
+    assert f"{CYCLE}: 4 submission(s), 2 to grade (bob, dave)" in proc.stdout, proc.stdout[-3000:]
+    for student in ("alice", "carol"):
+        assert (course / "autograded" / student / CYCLE / f"{CYCLE}.ipynb").stat().st_mtime == autograded[student]
+    with open(course / "grades.csv") as f:
+        rows = {r["student_id"]: r for r in csv.DictReader(f) if r["assignment"] == CYCLE}
+    assert {s: float(r["score"]) for s, r in rows.items()} == {**EXPECTED, "bob": 3.0, "dave": 0.0}
+    assert rows["dave"]["timestamp"], "a submission without timestamp.txt has its notebook's time"
+
+
+def test_make_grade_passes_chapter_and_force():
+    plan = subprocess.run(["make", "-n", "-o", ".venv/.installed", "grade", f"CHAPTER={CYCLE}", "FORCE=1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert f"-m classroom.course grade {CYCLE} --force" in plan
