@@ -10,8 +10,10 @@ them into nbgrader assignments in ``course/`` (nbgrader's layout; its config is 
   saved without outputs and committed.
 * ``python -m classroom.course assignments`` runs ``nbgrader generate_assignment`` for every chapter
   (student versions in ``course/release/``, gradebook entries in ``course/gradebook.db``).
-* ``python -m classroom.course grade`` autogrades ``course/submitted/<student>/<chapter>/``, writes the
-  feedback HTML (``course/feedback/``) and exports the scores to ``course/grades.csv``.
+* ``python -m classroom.course grade [<chapter>] [--force]`` autogrades the submissions in
+  ``course/submitted/<student>/<chapter>/`` that are new or changed since their last grading (all with
+  ``--force``), writes their feedback HTML (``course/feedback/``, math typeset, hidden tests as a note) and
+  exports the scores to ``course/grades.csv`` and, for Canvas and Moodle, to ``course/export/``.
 * On the class server (``make hub``, classroom/hub.py; ``--hub``, or by default once its course directory exists),
   ``assignments`` also releases every assignment into nbgrader's exchange and ``grade`` first collects the
   submissions from it and afterwards releases the feedback, all in the hub's course directory.
