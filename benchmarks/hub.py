@@ -4,7 +4,8 @@ One hub for a throw-away class of ``--students`` (default 40) students (tests/hu
 ``tbnst01``..., free loopback ports, the shared kernel cache warmed for the demo first, everything removed after).
 Then waves of 10, 20 and 40 students starting at once; each student, in a thread of its own:
 
-* logs in through the login form, starts its server (``spawn``: the POST until the hub says ready);
+* logs in through the login form, starts its server (``spawn``: from the POST until the server answers through
+  the proxy);
 * opens a kernel, builds the demo's widget (``--demo``, default ``06_gradient_lab``: GradientLab, whose first Run
   needs the sec. 6 example's Numba kernels) and does its first interaction (``classroom.demo.interact``);
 * ``login_to_interaction``: from the login to the end of that interaction; ``interaction``: the click alone;

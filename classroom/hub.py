@@ -82,6 +82,7 @@ class HubSettings:
     port: int
     hub_port: int
     proxy_api_port: int
+    user_ports: int
     authenticator: str
     exchange: Path
     course: Path
@@ -139,6 +140,7 @@ def load_settings(path: str | os.PathLike | None = None) -> HubSettings:
         port=int(server.get("port", 8000)),
         hub_port=int(server.get("hub_port", 8081)),
         proxy_api_port=int(server.get("proxy_api_port", 8001)),
+        user_ports=int(server.get("user_ports", 20000)),
         authenticator=server.get("authenticator", "native"),
         exchange=where(paths.get("exchange", "/srv/tensoradbook/exchange")),
         course=where(paths.get("course", "/srv/tensoradbook/course")),
@@ -190,6 +192,22 @@ def user_environment(settings: HubSettings, username: str) -> dict[str, str]:
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
     })
     return env
+
+
+def user_port(settings: HubSettings, username: str) -> int:
+    """The loopback port of a user's server: ``server.user_ports`` plus the user's place in the class, below the
+    kernel's ephemeral ports, where no kernel's or client's socket takes it between JupyterHub's pick and the
+    server's bind (a random pick for forty servers and their kernels at once collided: a student routed to another's
+    server, a kernel that could not bind); 0 (JupyterHub picks one at random) where that port is taken."""
+    import socket
+
+    port = settings.user_ports + settings.usernames().index(username)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return 0
+    return port
 
 
 def notebook_dir(settings: HubSettings, username: str) -> str:

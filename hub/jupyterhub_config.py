@@ -60,8 +60,13 @@ else:  # oauth, lti13: the settings of hub/README.md go into hub/authenticator_c
 # --- the students' servers ----------------------------------------------------------------------------------
 class CourseSpawner(LocalProcessSpawner):
     """LocalProcessSpawner (each server as its Unix user) whose servers start under hard limits set as root
-    (classroom.hub.apply_server_limits: memory per process, processes per user); LocalProcessSpawner itself
-    enforces no mem_limit."""
+    (classroom.hub.apply_server_limits: memory per process, processes per user; LocalProcessSpawner itself
+    enforces no mem_limit), each on a port of its own (classroom.hub.user_port)."""
+
+    async def start(self):
+        if self.port == 0:
+            self.port = hub.user_port(settings, self.user.name)
+        return await super().start()
 
     def make_preexec_fn(self, name):
         switch_user = super().make_preexec_fn(name)

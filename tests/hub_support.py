@@ -16,6 +16,7 @@ import pwd
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,9 @@ def write_settings(root: Path, prefix: str, n_students: int, *, kernel_cpu_secon
         for i, name in enumerate(students, 1):
             f.write(f"{name},Student,Number {i},{name}@example.org\n")
     cache = shared_cache or root / "kernel-cache"
+    # a block of ports below the ephemeral range that is free now (another class may be running beside)
+    user_ports = next(base for base in range(20000, 32000 - n_students, 500)
+                      if all(_port_free(base + i) for i in range(n_students + 1)))
     text = f"""
 [course]
 id = "{prefix}course"
@@ -56,6 +60,7 @@ ip = "127.0.0.1"
 port = {free_port()}
 hub_port = {free_port()}
 proxy_api_port = {free_port()}
+user_ports = {user_ports}
 authenticator = "native"
 [paths]
 exchange = "{root / 'exchange'}"
@@ -73,6 +78,15 @@ threads = 1
     path = root / "course.toml"
     path.write_text(text)
     return path
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def user_pids(names: set[str]) -> list[int]:
@@ -229,7 +243,13 @@ class Student:
             model = self.hub_api("GET", f"/users/{self.name}").json()
             server = model.get("servers", {}).get("", {})
             if server.get("ready"):
-                return
+                break
+            time.sleep(0.5)
+        # and through the proxy, as the student's requests will go (the route is added after the spawn)
+        while time.monotonic() < deadline:
+            with contextlib.suppress(requests.RequestException):
+                if self.api("GET", "/api/status", timeout=30).status_code == 200:
+                    return
             time.sleep(0.5)
         raise RuntimeError(f"{self.name}: the server was not ready within {timeout:.0f} s")
 
@@ -276,50 +296,69 @@ class Student:
 
 
 class Kernel:
-    """A kernel of a student's server over its websocket (the messages JupyterLab sends)."""
+    """A kernel of a student's server over its websocket (the messages JupyterLab sends), a connection per request:
+    the server closes a websocket that does not answer its pings, which an idle client here would not."""
 
     def __init__(self, student: Student, kernel_id: str):
         self.student, self.id = student, kernel_id
-        ws_url = re.sub(r"^http", "ws", student.server_url) + f"/api/kernels/{kernel_id}/channels"
-        self.ws = websocket.create_connection(ws_url, header=[f"Authorization: token {student.token}"], timeout=300)
+        self.ws_url = re.sub(r"^http", "ws", student.server_url) + f"/api/kernels/{kernel_id}/channels"
         self.session = uuid.uuid4().hex
 
-    def execute(self, code: str, timeout: float = 300) -> dict:
-        """Run ``code``; returns {"status", "stdout", "error"} once the kernel is idle again."""
+    def _connect(self, timeout: float) -> websocket.WebSocket:
+        return websocket.create_connection(self.ws_url, header=[f"Authorization: token {self.student.token}"],
+                                           timeout=timeout)
+
+    def _send(self, ws: websocket.WebSocket, code: str) -> str:
         msg_id = uuid.uuid4().hex
-        self.ws.send(json.dumps({
+        ws.send(json.dumps({
             "header": {"msg_id": msg_id, "username": self.student.name, "session": self.session,
                        "msg_type": "execute_request", "version": "5.3"},
             "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
             "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                         "allow_stdin": False, "stop_on_error": True}}))
-        result = {"status": None, "stdout": "", "error": ""}
-        idle = False
-        deadline = time.monotonic() + timeout
-        self.ws.settimeout(timeout)
-        while not (idle and result["status"]):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.student.name}: no reply within {timeout:.0f} s to {code[:60]!r}")
-            raw = self.ws.recv()
-            if isinstance(raw, bytes):  # a message with binary buffers (a widget's comm): not one of ours
-                continue
-            msg = json.loads(raw)
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            kind = msg["header"]["msg_type"]
-            if kind == "stream":
-                result["stdout"] += msg["content"].get("text", "")
-            elif kind == "error":
-                result["error"] = f"{msg['content']['ename']}: {msg['content']['evalue']}"
-            elif kind == "status" and msg["content"]["execution_state"] == "idle":
-                idle = True
-            elif kind == "execute_reply":
-                result["status"] = msg["content"]["status"]
-        return result
+        return msg_id
+
+    def start(self, code: str) -> None:
+        """Send ``code`` and do not wait for it (an endless loop)."""
+        ws = self._connect(60)
+        try:
+            self._send(ws, code)
+        finally:
+            ws.close()
+
+    def execute(self, code: str, timeout: float = 300) -> dict:
+        """Run ``code``; returns {"status", "stdout", "error"} once the kernel is idle again."""
+        ws = self._connect(timeout)
+        try:
+            msg_id = self._send(ws, code)
+            result = {"status": None, "stdout": "", "error": ""}
+            idle = False
+            deadline = time.monotonic() + timeout
+            while not (idle and result["status"]):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.student.name}: no reply within {timeout:.0f} s to {code[:60]!r}")
+                raw = ws.recv()
+                if not raw:
+                    raise ConnectionError(f"{self.student.name}: the kernel's websocket closed (the kernel died?)")
+                if isinstance(raw, bytes):  # a message with binary buffers (a widget's comm): not one of ours
+                    continue
+                msg = json.loads(raw)
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind = msg["header"]["msg_type"]
+                if kind == "stream":
+                    result["stdout"] += msg["content"].get("text", "")
+                elif kind == "error":
+                    result["error"] = f"{msg['content']['ename']}: {msg['content']['evalue']}"
+                elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                    idle = True
+                elif kind == "execute_reply":
+                    result["status"] = msg["content"]["status"]
+            return result
+        finally:
+            ws.close()
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.ws.close()
         with contextlib.suppress(requests.RequestException):
             self.student.api("DELETE", f"/api/kernels/{self.id}", timeout=30)
 
