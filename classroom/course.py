@@ -1103,7 +1103,7 @@ def hub_assignments(settings, only: str | None = None) -> None:
           "students fetch them in their Assignments tab.")
 
 
-def hub_grade(settings, only: str | None = None) -> int:
+def hub_grade(settings, only: str | None = None, force: bool = False) -> int:
     """Collect the submissions from the exchange, autograde them (:func:`grade`), release the feedback."""
     os.environ[EXCHANGE_ENV] = str(settings.exchange)
     stems = [only] if only else [a.stem for a in ASSIGNMENTS]
@@ -1113,7 +1113,7 @@ def hub_grade(settings, only: str | None = None) -> int:
         nbgrader("collect", stem, "--update", *_hub_options(settings), course=settings.course, check=False,
                  user=instructor)
     # graded as root: the answers then run in bubblewrap as nobody (classroom/sandbox.py)
-    status = grade(settings.course, only)
+    status = grade(settings.course, only, force=force)
     _give_to_instructors(settings)
     for stem in submissions(settings.course):
         if only in (None, stem):
@@ -1148,7 +1148,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "assignments":
                 hub_assignments(settings, args.assignment)
                 return 0
-            return hub_grade(settings, args.assignment)
+            return hub_grade(settings, args.assignment, force=args.force)
     course = (args.course or COURSE).resolve()
     if args.command == "build-source":
         for path in build_source(course):
