@@ -315,9 +315,16 @@ def setup_course(settings: HubSettings) -> None:
     user = pwd.getpwnam(settings.instructors[0])
     staff = grp.getgrnam(settings.staff_group).gr_gid
     target = settings.course
-    if not (target / "nbgrader_config.py").exists():
+    config = target / "nbgrader_config.py"
+    if not config.exists():
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / "course" / "nbgrader_config.py", target / "nbgrader_config.py")
+        shutil.copy2(REPO / "course" / "nbgrader_config.py", config)
+    # the formgrader reads this file last: it must name this course's id and exchange (rewritten at every setup)
+    marker = "\n# the class server (make hub):"
+    text = config.read_text().split(marker)[0]
+    config.write_text(f"{text}{marker} this course's id and exchange, from {settings.path}\n"
+                      f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
+                      f"c.Exchange.root = {str(settings.exchange)!r}\n")
     if not (target / "source").exists():
         shutil.copytree(REPO / "course" / "source", target / "source")
     _chown_tree(target, user.pw_uid, staff)

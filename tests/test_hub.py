@@ -12,7 +12,8 @@ assignments --hub`` (what ``make assignments`` runs on the class server). Then, 
   sources and gradebook, a login with another's password, a student's server without the hub's auth, a listening
   socket beyond loopback;
 * survival: a kernel that loops forever is stopped by its CPU limit and one that fills memory by the memory limit
-  while the others keep working; the hub restarted finds the servers and the submissions again.
+  while the others keep working; the hub restarted finds the servers and the submissions again; and, on a class of
+  one of its own, the idle culler stops a server left idle.
 
 The settings, the user servers' environment and configuration, and the "needs root" message are tested without
 root too.
@@ -195,6 +196,9 @@ def test_class_end_to_end(klass):
     # the feedback went back through the exchange, owned by the instructor, and the course stays private
     assert any((klass.settings.exchange / klass.settings.course_id / "feedback").iterdir())
     assert klass.settings.course.stat().st_mode & 0o077 == 0
+    # the formgrader, which reads the course's own nbgrader_config.py last, works on this course's exchange
+    config = (klass.settings.course / "nbgrader_config.py").read_text()
+    assert f"c.CourseDirectory.course_id = {klass.settings.course_id!r}" in config
 
 
 # --- isolation ---------------------------------------------------------------------------------------------
@@ -410,3 +414,19 @@ def test_make_hub_says_it_needs_root(monkeypatch):
     with pytest.raises(SystemExit) as stop:
         hub.setup(hub.load_settings(REPO / "hub" / "course.toml"))
     assert "needs root" in str(stop.value) and "useradd" in str(stop.value)
+
+
+def test_the_culler_stops_an_idle_server():
+    """A class of one whose culling time is 30 s: the server left idle is stopped by the culler, not by anyone."""
+    _require_root()
+    with running_hub("tac", 1, cull_idle_seconds=30) as small:
+        name = small.settings.students()[0].username
+        student = Student(small.url, name)
+        assert student.login()
+        student.make_token()
+        student.start_server()
+        deadline = time.monotonic() + 300
+        while student.hub_api("GET", f"/users/{name}").json().get("servers", {}).get(""):
+            assert time.monotonic() < deadline, "the idle server was not culled\n" + small.log()
+            time.sleep(2)
+        assert "idle-culler" in small.log() and "Culling server" in small.log(), small.log()
