@@ -295,6 +295,9 @@ def test_every_trick_scores_only_what_was_solved(graded):
         assert (course / "feedback" / student / CHAPTER / f"{CHAPTER}.html").exists(), student
     for student in NOTEBOOK_TRICKS:
         assert scores.get(student) == 0, (student, scores, log)
+    # a test cell a student really changed is still reported (course/nbgrader_config.py's OverwriteReleasedCells
+    # is silent only about the hidden tests the release left out)
+    assert "Attribute 'checksum' for cell ex1_test has changed!" in proc.stderr, log
 
 
 def test_the_report_names_what_happened(graded):
