@@ -30,13 +30,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..lang.expr import (Affine, Atom, Binary, Element, ExpressionError, Expr, If, Number, Sum, memory_step,
-                         Unary, postorder, rebuild, replace, substitute, with_children)
+                         Unary, postorder, rebuild, replace, replace_free, substitute, with_children)
 from ..lang.evaluate import sum_range
 from ..lang.function import Function
 from ..lang.names import all_names, apart, fresh_name
 from ..lang.parser import parse
 from ..integer.fourier_motzkin import TooManyInequalities, fourier_motzkin
-from ..lang.limits import MAX_GENERATED_BOUNDS
+from ..lang.limits import MAX_GENERATED_BOUNDS, MAX_INTEGER
 from ..integer.smith import integer_inverse
 from .reverse import Occurrence, ReverseSweep, reverse_accumulate
 from ..lang.simplify import ZERO, add, atom_truth, hoist_invariants, if_, peel_gates
@@ -167,7 +167,13 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
     bounds = [(_tidy(bound(system.L[k], system.Lhat[k], k), lower=True),
                _tidy(bound(system.H[k], system.Hhat[k], k), lower=False)) for k in range(n_z)]
     bounds = _without_dominated(bounds, z_names, dict(zip(beta, [(0, n - 1) for n in shapes[element.name]])))
-    body = _small_residues(substitute(occurrence.adjoint, mapping))
+    adjoint = occurrence.adjoint
+    if _far(element, mapping, shapes):
+        # The element itself, recomputed in its adjoint, is read at beta: alpha = I beta + K z makes its indices
+        # A I beta + a, equal to beta where the conditions of eqs. 16 and 17 hold, but with the pseudo-inverse's
+        # entries (x2[9007199254740991 * p; 3 * p; 0] gave 2.7e31 * dx2_1, past MAX_INTEGER, though dx2_1 is 0).
+        adjoint = replace_free(adjoint, element, Element(element.name, tuple(Affine.index(b) for b in beta)))
+    body = _small_residues(substitute(adjoint, mapping))
     for k, (lower, upper) in enumerate(bounds):  # z_0 innermost (eqs. 22-26, 45)
         if len(lower) == 1 and lower == upper and lower[0].is_integral:  # a sum of one term
             body = substitute(body, {z_names[k]: lower[0]})
@@ -187,6 +193,17 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
                         tuple(alpha), inverse.pinv, np.array(kernel, dtype=object).reshape(len(alpha), n_z),
                         inverse.cokernel, system, expression,
                         occurrence.scope, occurrence.adjoint)
+
+
+def _far(element: Element, mapping: dict, shapes: dict) -> bool:
+    """Whether ``element``'s indices, with ``mapping`` substituted, may pass MAX_INTEGER: each name counted at the
+    largest extent of any dimension (an upper bound for the gradient's indices; a sum's may be larger)."""
+    extent = max((n for shape in shapes.values() for n in shape), default=1)
+    for index in element.indices:
+        moved = index.substitute(mapping)
+        if abs(moved.constant) + sum(abs(c) for _, c in moved.terms) * extent >= MAX_INTEGER:
+            return True
+    return False
 
 
 def _small_residue(atom: Atom) -> Atom:

@@ -466,6 +466,21 @@ def replace(node: Expr, target: Expr, replacement: Expr) -> Expr:
                  lambda current, _, children: with_children(current, children))
 
 
+def replace_free(node: Expr, target: Element, replacement: Expr) -> Expr:
+    """``node`` with every element equal to ``target`` replaced by ``replacement``, but where a sum inside
+    ``node`` binds an index ``target`` reads: there the same text reads another element."""
+    names = frozenset(name for affine in target.indices for name in affine.names)
+
+    def enter(current: Expr, bound: frozenset):
+        if current == target and not bound & names:
+            return replacement, None
+        if isinstance(current, Sum) and current.index in names:
+            return None, bound | {current.index}
+        return None, bound
+
+    return _fold(node, frozenset(), enter, lambda current, _, children: with_children(current, children))
+
+
 def free_indices(node: Expr) -> frozenset[str]:
     """The index names ``node``'s value depends on: those of its elements, bounds and conditions
     that no sum inside ``node`` binds."""

@@ -431,6 +431,12 @@ def decided_on(node: Expr, ranges: dict) -> Expr:
 
 def _hoisted(node: Expr, children: list[Expr], sums: tuple, ranges: dict) -> Expr:
     """``node`` with its invariants hoisted, given its children hoisted already; ``sums`` enclose it."""
+    unchanged = all(new is old for new, old in zip(children, node.children()))
+    if unchanged and not (isinstance(node, Sum) and node.op == "sum"):
+        # nothing moved below: the node stays as written. Folding it again would take its gates as Kronecker
+        # deltas, (if {c} then (a) else (0)) * m as 0 where c fails, though m = inf makes it nan there (an empty
+        # min in the forward's comparison, recomputed by the gradient: the branch taken changed)
+        return node
     if isinstance(node, Unary):
         return unary(node.op, children[0])
     if isinstance(node, Binary):
