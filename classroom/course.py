@@ -985,7 +985,7 @@ def export_lms(grades: Path, folder: Path) -> list[Path]:
     * ``canvas.csv``: Canvas's gradebook columns, Student, ID, SIS User ID, SIS Login ID, Section, then one per
       assignment, and the "Points Possible" row. The student is matched on SIS Login ID, nbgrader's student id
       (the class server's login); ID is the gradebook's lms_user_id where one was set. An assignment column has
-      no Canvas id in parentheses: the first import creates the assignment, later ones update it by name;
+      no Canvas id in parentheses (nbgrader knows none): Canvas makes a new column a new assignment;
     * ``moodle.csv``: for Moodle's "Import grades from CSV": Username and Email address (map either to the user
       on import), First name, Last name, then one column per assignment (map each to its grade item)."""
     with open(grades, newline="") as f:
