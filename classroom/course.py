@@ -912,7 +912,6 @@ def grade(course: Path = COURSE, only: str | None = None, force: bool = False) -
         if done:
             nbgrader("generate_feedback", assignment_id, "--force", *_excluding(students, done), course=course,
                      check=False)
-            typeset_feedback([page for s in done for page in (course / "feedback" / s / assignment_id).glob("*.html")])
         known.update({s: digests[s] for s in done})
         for s in todo:
             if s not in done:
@@ -953,25 +952,6 @@ def _excluding(students: list[str], chosen: list[str]) -> list[str]:
     """nbgrader's option that leaves out the ``students`` not ``chosen`` (it has none to name several)."""
     rest = [s for s in students if s not in chosen]
     return [f"--CourseDirectory.student_id_exclude={','.join(rest)}"] if rest else []
-
-
-def typeset_feedback(pages: list[Path]) -> None:
-    """The feedback's math typeset into SVG in place, as the static site's (classroom/site.py), and the CDN
-    MathJax that nbgrader's feedback template loads removed: the pages show their formulas offline and from
-    file://. Without node (or MathJax from npm, ``make install``) the pages keep their TeX and the CDN."""
-    from classroom import assets, site
-
-    if not pages:
-        return
-    texts = {page: page.read_text() for page in pages}
-    for page, text in texts.items():
-        page.write_text(re.sub(r"<script[^>]*mathjax[^>]*>.*?</script>", "", text, flags=re.S | re.I))
-    try:
-        site.typeset_math(pages)
-    except (SystemExit, assets.MissingAsset) as error:
-        for page, text in texts.items():
-            page.write_text(text)
-        print(f"warning: the feedback's math is left to MathJax from its CDN: {error}", file=sys.stderr)
 
 
 def _canvas_name(row: dict) -> str:

@@ -34,6 +34,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -275,6 +277,7 @@ def trusted_sources(db_url: str, notebook: str, assignment: str) -> dict[str, st
 
 
 try:  # the preprocessors exist where nbgrader is installed (the lab extra); the grader above does not need them
+    from nbconvert.exporters import HTMLExporter
     from nbformat.v4 import new_code_cell
     from nbgrader.api import MissingEntry
     from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
@@ -358,3 +361,24 @@ if NbGraderPreprocessor is not None:
                         lines.append(line)
                 cell.source = "\n".join(lines)
             return cell, resources
+
+    class TypesetFeedback(HTMLExporter):
+        """nbgrader's feedback page with its math typeset into SVG, as the static site's (classroom/site.py, MathJax
+        3 from npm in node), and without the CDN MathJax that nbgrader's feedback template loads: the page shows its
+        formulas offline and from file://, whoever made it (make grade, the Formgrader's Generate Feedback). Without
+        node or the fetched MathJax (``make install``) the page keeps its TeX and the CDN, with a warning."""
+
+        def from_notebook_node(self, nb, resources=None, **kw):
+            from classroom import assets, site
+
+            page, resources = super().from_notebook_node(nb, resources, **kw)
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "feedback.html"
+                path.write_text(re.sub(r"<script[^>]*mathjax[^>]*>.*?</script>", "", page, flags=re.S | re.I))
+                try:
+                    site.typeset_math([path])
+                except (SystemExit, assets.MissingAsset) as error:
+                    self.log.warning("the feedback's math is left to MathJax from its CDN: %s", error)
+                    return page, resources
+                return path.read_text(), resources
+

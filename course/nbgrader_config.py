@@ -36,12 +36,12 @@ c.ExecutePreprocessor.timeout = 300
 # cannot change a check, read the course folder or stop the grading of others. Each notebook's events (a
 # timeout, an exit, what looks like tampering) go to grading_reports/ and `make grade` gathers them.
 try:
-    from classroom.grading import HideHiddenTests, OverwriteReleasedCells, SandboxedExecute
+    from classroom.grading import HideHiddenTests, OverwriteReleasedCells, SandboxedExecute, TypesetFeedback
 except ImportError:  # nbgrader started by hand or by the Formgrader: the repository's classroom/ beside course/
     import sys
 
     sys.path.insert(0, os.path.dirname(HERE))
-    from classroom.grading import HideHiddenTests, OverwriteReleasedCells, SandboxedExecute
+    from classroom.grading import HideHiddenTests, OverwriteReleasedCells, SandboxedExecute, TypesetFeedback
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
                                     DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteKernelspec,
@@ -50,8 +50,10 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
 # nbgrader's own lists with one class replaced: an untouched cell with hidden tests is no "changed" cell
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteReleasedCells,
                                       CheckCellMetadata]
-# the feedback shows a test's verdict, not its hidden tests (the assignment can be given again)
+# the feedback shows a test's verdict, not its hidden tests (the assignment can be given again), and its math
+# typeset, so that it reads offline
 c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+c.GenerateFeedback.exporter_class = TypesetFeedback
 c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 c.SandboxedExecute.timeout = 120
