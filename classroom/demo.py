@@ -256,7 +256,7 @@ def slides_options(chapter: str, base_url: str = "/") -> list[str]:
     """Voila's options for a chapter as reveal.js slides from local assets (see classroom.assets). The speaker
     view's previews of the current and next slide show the chapter's static deck (classroom.deck, written into the
     template's static folder here): pointed at the live page, each preview would start a kernel and run the chapter."""
-    from classroom import deck
+    from classroom import deck, voila_room
     from classroom.assets import SLIDES_TEMPLATE, SLIDES_TEMPLATE_DIR
 
     if not (SLIDES_TEMPLATE_DIR / "static" / "revealjs" / "dist" / "reveal.css").exists():
@@ -268,7 +268,7 @@ def slides_options(chapter: str, base_url: str = "/") -> list[str]:
     # The chapter runs in a preheated kernel as soon as Voila starts, not when the page is opened: what it computes
     # or compiles (Numba, on a cold cache) is done before the lecture, and the page waits for the browser only.
     return [f"--template={SLIDES_TEMPLATE}", f"--VoilaConfiguration.resources={resources}",
-            "--preheat_kernel=True", "--pool_size=1"]
+            "--preheat_kernel=True", "--pool_size=1", voila_room.SHUTDOWN_ON_CLOSE]
 
 
 def chapter_path(chapter: str) -> Path:

@@ -81,11 +81,15 @@ class RoomKernelManager(AsyncMappingKernelManager):
             self.fill_if_needed(notebook_name=notebook)
 
 
+#: Every Voila page (a demo, a chapter's slides) ends its kernel when it closes.
+SHUTDOWN_ON_CLOSE = f"--Voila.identity_provider_class={__name__}.PageIdentityProvider"
+
+
 def room_options(max_kernels: int, pool_size: int, cull_idle_minutes: float, scale: str) -> list[str]:
     """Voila's options for a room: the cap, culling, ``pool_size`` preheated kernels per demo (0: none),
     shutdown on page close, and the presentation ``scale`` for the demo template's style sheet."""
     options = [
-        f"--Voila.identity_provider_class={__name__}.PageIdentityProvider",
+        SHUTDOWN_ON_CLOSE,
         f"--VoilaConfiguration.multi_kernel_manager_class={__name__}.RoomKernelManager",
         f"--RoomKernelManager.max_kernels={max_kernels}",
         # Jupyter's culler: an idle kernel ends even with its page open (a laptop closed mid-lecture keeps
