@@ -201,8 +201,9 @@ class NotebookGrader:
             error_output = _error(type(error).__name__, str(error), [
                 f"{type(error).__name__}: your code {error} while this test ran it; this test scores 0"])
         except Exception as error:
-            lines = traceback.format_exception(type(error), error, error.__traceback__)
-            error_output = _error(type(error).__name__, str(error), ["".join(lines[:1] + lines[-3:])])
+            # from the test cell down: the grader's own frame would show the students where it runs
+            lines = traceback.format_exception(type(error), error, error.__traceback__.tb_next)
+            error_output = _error(type(error).__name__, str(error), ["".join(lines[:1] + lines[1:][-3:])])
         for name, buffer in (("stdout", out), ("stderr", err)):
             if buffer.getvalue():
                 cell.outputs.append(_stream(name, buffer.getvalue()[:TRUSTED_OUTPUT_LIMIT]))

@@ -259,6 +259,7 @@ def test_full_cycle_with_exchange(released):
         assert solution not in feedback.replace("answer_1 = (23, -3, 4)", ""), solution
     bob = (course / "feedback" / "bob" / CYCLE / f"{CYCLE}.html").read_text()
     assert "bezout(391, 299)" in bob  # the hidden test's message on Bob's hard-coded answer
+    assert "classroom/grading.py" not in bob  # the traceback starts at the test cell, not in the grader
     # the hidden tests themselves are a note: the assignment can be given again
     hidden = cc.BY_STEM[CYCLE].exercises[4].parts[0].hidden
     assert "(1071, 462)" in hidden and "(1071, 462)" not in bob and "hidden tests: not shown" in bob
