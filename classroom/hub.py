@@ -347,7 +347,11 @@ def setup_jupyter(settings: HubSettings) -> None:
     nbgrader_common = (f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
                        f"c.Exchange.root = {str(settings.exchange)!r}\n")
     kernel_culling = {"MappingKernelManager": {"cull_idle_timeout": settings.cull_idle_seconds,
-                                               "cull_interval": 60, "cull_connected": False}}
+                                               "cull_interval": 60, "cull_connected": False},
+                      # kernels on Unix sockets in the user's private runtime folder, not on TCP ports: forty
+                      # servers each picking free ports for their kernels at once picked the same one (a kernel
+                      # sent another's messages, "Invalid Signature", and died)
+                      "KernelManager": {"transport": "ipc"}}
     quiet_lab = {"LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}}
     no_news = json.dumps({"@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
                                                                           "checkForUpdates": False}}, indent=1)
