@@ -428,6 +428,26 @@ def runtime_paths() -> list[Path]:
     return [Path(os.path.realpath(sys.executable)).parent, Path(sys.prefix), REPO]
 
 
+#: What in the repository holds the solutions: the course table, the sources, the tests that run them, the static
+#: site's solution toggles and git's history of all of them. The students' servers import the repository, so it stays
+#: readable; these parts are for the instructors (the staff group) and root only.
+SOLUTIONS = ("course", "tests", "classroom/course.py", "classroom/solutions.py", ".git", "site", "work")
+
+
+def hide_solutions(settings: HubSettings) -> list[Path]:
+    """Give :data:`SOLUTIONS` to the staff group and take every permission of other users off them: a folder that
+    others cannot enter hides all below it."""
+    gid = grp.getgrnam(settings.staff_group).gr_gid
+    hidden = []
+    for name in SOLUTIONS:
+        path = REPO / name
+        if path.exists() and not path.is_symlink():
+            os.chown(path, -1, gid)
+            path.chmod(path.stat().st_mode & ~0o007)
+            hidden.append(path)
+    return hidden
+
+
 def setup(settings: HubSettings, *, warm: bool = True, warm_only: list[str] | None = None) -> None:
     require_root("setting up the class server")
     closed = unreachable(runtime_paths())
@@ -444,6 +464,7 @@ def setup(settings: HubSettings, *, warm: bool = True, warm_only: list[str] | No
     students = settings.students()
     for s in students:
         ensure_user(s.username, f"{s.first_name} {s.last_name}".strip())
+    hide_solutions(settings)
     setup_exchange(settings)
     setup_course(settings)
     setup_jupyter(settings)

@@ -36,6 +36,7 @@ import pytest
 import websocket
 
 from classroom import course as cc
+from classroom import hub
 from tests.browser_support import IN_CI, chromium, offline_context
 from tests.hub_support import Student, password, run_as, running_hub
 
@@ -231,6 +232,11 @@ def test_students_cannot_read_the_course(klass):
     assert "Permission denied" in _refused(student, "cat", str(course / "source" / NOTEBOOK))
     assert "Permission denied" in _refused(student, "cat", str(course / "gradebook.db"))
     assert "Permission denied" in _refused(student, "ls", str(course))
+    # nor the repository's copies of the solutions, though their servers import the repository
+    for name in ("classroom/course.py", "course/source", "tests/test_solutions.py", ".git/HEAD"):
+        if (hub.REPO / name).exists():
+            assert "Permission denied" in _refused(student, "cat", str(hub.REPO / name))
+    assert run_as(student, "cat", str(hub.REPO / "tensoradbook" / "__init__.py")).returncode == 0
     # nor through their server: it runs as them
     other = Student(klass.url, student)
     assert other.login()
