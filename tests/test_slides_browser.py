@@ -84,15 +84,20 @@ def _walk(page, key: str, start: str) -> list[list[int]]:
       const last = window.tensoradbookFit.leaves().pop(), i = R.getIndices(last);
       R.slide(i.h, i.v); while (R.nextFragment()) {} }""", start)
     where = "() => { const i = window.tensoradbookReveal.getIndices(); return [i.h, i.v || 0, i.f ?? -1]; }"
-    seen, last = [], None
+    # the end as reveal.js sees it: each press is awaited until the slide or fragment changes (a loaded machine
+    # takes its time; pressing on unawaited let two presses land between two readings)
+    end = ("() => { const R = window.tensoradbookReveal, f = R.availableFragments(); return "
+           + ("R.isFirstSlide() && !f.prev; }" if key == "ArrowLeft" else "R.isLastSlide() && !f.next; }"))
+    seen, now = [], page.evaluate(where)
     for _ in range(2000):
-        now = page.evaluate(where)
-        if now == last:
-            break
         if not seen or seen[-1] != now[:2]:
             seen.append(now[:2])
-        last = now
+        if page.evaluate(end):
+            break
         page.keyboard.press(key)
+        page.wait_for_function(f"prev => JSON.stringify(({where})()) !== JSON.stringify(prev)", arg=now,
+                               timeout=60_000)
+        now = page.evaluate(where)
     return seen
 
 
