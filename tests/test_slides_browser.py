@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from classroom import deck
 from classroom import demo as demos
@@ -76,7 +77,7 @@ def _check_fit(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
 
 
-def _walk(page, key: str, start: str) -> list[list[int]]:
+def _walk(page, key: str, start: str, goal: list[int]) -> list[list[int]]:
     """The slides that pressing ``key`` visits from the first one (``start`` "first") or from the last with all
     its fragments shown ("last"), in order, until it moves no more."""
     page.evaluate("""start => { const R = window.tensoradbookReveal;
@@ -84,19 +85,21 @@ def _walk(page, key: str, start: str) -> list[list[int]]:
       const last = window.tensoradbookFit.leaves().pop(), i = R.getIndices(last);
       R.slide(i.h, i.v); while (R.nextFragment()) {} }""", start)
     where = "() => { const i = window.tensoradbookReveal.getIndices(); return [i.h, i.v || 0, i.f ?? -1]; }"
-    # the end as reveal.js sees it: each press is awaited until the slide or fragment changes (a loaded machine
-    # takes its time; pressing on unawaited let two presses land between two readings)
-    end = ("() => { const R = window.tensoradbookReveal, f = R.availableFragments(); return "
-           + ("R.isFirstSlide() && !f.prev; }" if key == "ArrowLeft" else "R.isLastSlide() && !f.next; }"))
+    # Each press is awaited until the slide or fragment changes (on a loaded machine, presses not awaited landed two
+    # between two readings), up to ``goal``, the slide where the walk ends, with its fragments all shown or hidden.
+    done = "() => !window.tensoradbookReveal.availableFragments()." + ("prev" if key == "ArrowLeft" else "next")
     seen, now = [], page.evaluate(where)
     for _ in range(2000):
         if not seen or seen[-1] != now[:2]:
             seen.append(now[:2])
-        if page.evaluate(end):
+        if now[:2] == goal and page.evaluate(done):
             break
         page.keyboard.press(key)
-        page.wait_for_function(f"prev => JSON.stringify(({where})()) !== JSON.stringify(prev)", arg=now,
-                               timeout=60_000)
+        try:
+            page.wait_for_function(f"prev => JSON.stringify(({where})()) !== JSON.stringify(prev)", arg=now,
+                                   timeout=30_000)
+        except PlaywrightTimeoutError:
+            break  # the key moves no more: the order seen so far is what the assertion compares
         now = page.evaluate(where)
     return seen
 
@@ -106,8 +109,8 @@ def _check_keys(page, name: str) -> None:
     order = page.evaluate("() => window.tensoradbookFit.leaves().map(s => {"
                           " const i = window.tensoradbookReveal.getIndices(s); return [i.h, i.v || 0]; })")
     for key in ("Space", "ArrowRight"):
-        assert _walk(page, key, "first") == order, f"{key} does not visit every slide of {name} in order"
-    assert _walk(page, "ArrowLeft", "last") == order[::-1], f"ArrowLeft does not go back through {name}"
+        assert _walk(page, key, "first", order[-1]) == order, f"{key} does not visit every slide of {name} in order"
+    assert _walk(page, "ArrowLeft", "last", order[0]) == order[::-1], f"ArrowLeft does not go back through {name}"
 
 
 @pytest.mark.parametrize("chapter", deck.chapters())
