@@ -477,3 +477,15 @@ def test_a_select_under_an_else_stays_inside_the_forwards_gate():
     for form in (grads, grads.simplified):
         assert tab.parse(str(form["y"]), form["y"].shapes) == form["y"]
     assert_gradients_right(fn, grads)
+
+
+def test_replace_free_leaves_an_element_whose_index_a_sum_inside_rebinds():
+    """derive._far reads an occurrence at beta with expr.replace_free: in a max reduction's adjoint the liberated
+    index t is bound again by the re-reduction max{t} (x[t]), whose x[t] is another element, so it stays."""
+    from tensoradbook.lang.expr import Affine, Binary, Element, replace_free
+    from tensoradbook.lang.printer import expr_text
+
+    reduction = tab.parse("f[i] = max{t}_0^2 (x[t])", {"f": (1,), "x": (3,)}).body
+    target = Element("x", (Affine.index("t"),))
+    replaced = replace_free(Binary("*", target, reduction), target, Element("x", (Affine.index("b"),)))
+    assert expr_text(replaced) == "x[b] * max{t}_0^2 (x[t])"

@@ -250,3 +250,31 @@ def test_enumerated_search_finds_fourier_motzkins_first_point(system):
     box = scope._propagated_box(A, b, n)
     got = None if box is None else scope._enumerated_first_point(A, b, box)
     assert got == (None if expected is None else tuple(expected))
+
+
+@pytest.mark.parametrize("budget", [1, 3, 10 ** 6])  # past at once, past midway, never reached
+@settings(max_examples=40)
+@given(st.integers(1, 3).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.lists(st.integers(-3, 3), min_size=n, max_size=n), st.integers(-6, 6)),
+             min_size=1, max_size=6))))
+def test_the_first_point_is_fourier_motzkins_on_both_sides_of_the_search_budget(budget, system):
+    """lang.scope searches a finite box value by value for at most SEARCHED_POINTS partial points, then hands the
+    system to Fourier-Motzkin: the first point (or None) is the same whichever of the two answers."""
+    from tensoradbook.lang import scope
+
+    n, rows = system
+    box_rows = [(tuple(int(j == k) * sign for j in range(n)), -4) for k in range(n) for sign in (1, -1)]
+    A = tuple(tuple(row) for row, _ in rows) + tuple(row for row, _ in box_rows)
+    b = tuple(rhs for _, rhs in rows) + tuple(rhs for _, rhs in box_rows)
+    variables = tuple(f"x{k}" for k in range(n))
+    expected = next(tab.fourier_motzkin(A, names=variables).iter_integer_points(b), None)
+    saved = scope.SEARCHED_POINTS
+    scope._cached_first_point.cache_clear()
+    try:
+        scope.SEARCHED_POINTS = budget
+        got = scope._cached_first_point(A, b, variables)
+    finally:
+        scope.SEARCHED_POINTS = saved
+        scope._cached_first_point.cache_clear()
+    assert got == (None if expected is None else tuple(expected))
