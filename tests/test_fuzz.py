@@ -256,6 +256,13 @@ FOUND_CASES = [
     # and did not read back (derive._without_dominated drops it: 0 decides that bound)
     Case("mutated", "loss[n]=sum{k}_(max[ceil((1)/2),ceil((-n+3)/9007199254740991),ceil((1-n)/3)])^2(sum{u}_("
          "-1)^4503599627370496(cosh(.25+x[])))", {"loss": (1,), "x": ()}),
+    # FUZZ_SEED=31337, mutated: the first extremum's bound dx_z2 - 1, dx_z2 up to 2**53 - 1, was refused on reading
+    # back at the 2**53 of its magnitudes (the parser's reach is now that of its positive and negative parts)
+    Case("mutated", "f[i; j] = max{t}_1^9007199254740991 (x[])", {"f": (2, 2), "x": ()}),
+    # FUZZ_SEED=4242, mutated: Fourier-Motzkin multiplied p + 2**52 by the 3 of y[n; 3 * p], floor((dy_1 +
+    # 13510798882111491) / 3), a literal past MAX_INTEGER (the integer part is taken out: floor(dy_1 / 3) + ...)
+    Case("mutated", "f[n; p; j] = max{t}_(-1 - p)^(p + 4503599627370496 + j) (y[j, j] / y[n;3 * p])",
+         {"f": (4, 1, 2), "y": (4, 4)}),
 ]
 
 

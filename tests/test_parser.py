@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tensoradbook.lang.expr import Affine, Atom, Binary, Element, ExpressionError, Number, Sum, Unary
 from tensoradbook.ad.derive import derive
+from tensoradbook.lang.function import Function
 from tensoradbook.lang.parser import parse
 from tensoradbook.lang.scope import lattice_implies_divisible
 from tensoradbook.lang.tokens import CUT, SHOWN_LINE, caret_block
@@ -180,6 +181,9 @@ def brute_sum(x, low, high):
     ("f[i] = sum{k}_max [1; i]^min [2; i] (x[k])", lambda i: max(1, i), lambda i: min(2, i)),
     ("f[i] = sum{k}_(i + 1)^(7 - 1) (x[k])", lambda i: i + 1, lambda i: 6),
     ("f[i] = sum{k}_i^3 (x[k])", lambda i: i, lambda i: 3),
+    # a rounded bound with an integer part taken out, as derivatives print one whose numerator passes MAX_INTEGER
+    ("f[i] = sum{k}_(ceil((i + 1) / 3) - 1)^(min [7; floor(i / 2) + i - 2]) (x[k])",
+     lambda i: -(-(i + 1) // 3) - 1, lambda i: min(7, i // 2 + i - 2)),
 ])
 def test_rounded_and_min_max_bounds(text, low, high):
     fn = parse(text, {"f": (8,), "x": (8,)})
@@ -191,6 +195,31 @@ def test_ceil_bound_tree():
     fn = parse("f[i] = sum{k}_(ceil((i + 1) / 2))^(floor(i / 3)) (x[k])", {"f": (8,), "x": (8,)})
     assert fn.body.lower == (affine({"i": 1}, 1, 2),)
     assert fn.body.upper == (affine({"i": 1}, 0, 3),)
+
+
+def test_a_bound_whose_numerator_passes_max_integer_prints_its_integer_part_apart():
+    """``(p + 2**52) * 3 / 3`` is ``floor((dy + 3 * 2**52 + 3) / 3)`` with a literal past MAX_INTEGER; written as
+    ``floor(dy / 3) + 2**52 + 1`` every number stays below it, and it reads back as the same affine."""
+    upper = affine({"i": 1}, 3 * 2**52 + 3, 3)
+    fn = Function("f", ("i",), Sum("k", (Affine.constant_value(0),), (upper,), Element("x", ())),
+                  {"f": (3,), "x": ()})
+    assert "floor(i / 3) + 4503599627370497" in str(fn)
+    again = parse(str(fn), fn.shapes)
+    assert again == fn and again.body.upper == (upper,)
+
+
+@pytest.mark.parametrize("bound, accepted", [
+    ("t - 1", True),  # t in 1 .. 2**53 - 1: from 0 to 2**53 - 2 although |t| + |-1| is 2**53
+    ("t + 1", False),  # reaches 2**53
+    ("t - 9007199254740991 + t", False),  # t + t, a partial sum in some order, reaches 2**54 - 2
+])
+def test_the_reach_of_a_bound_counts_each_terms_sign(bound, accepted):
+    text = f"f[i] = max{{t}}_1^9007199254740991 (sum{{s}}_0^({bound}) (x[]))"
+    if accepted:
+        parse(text, {"f": (1,), "x": ()})
+    else:
+        with pytest.raises(ExpressionError, match="can reach"):
+            parse(text, {"f": (1,), "x": ()})
 
 
 def test_empty_sums_are_zero_and_never_range_checked():
@@ -314,7 +343,8 @@ ERRORS = [
     ("f[i] = sum{k}_-1^2 (x[k])", S, "a bound of more than one token is parenthesised", "-"),
     ("f[i] = sum{k}_(i / 2)^2 (x[k])", S, "the bound i / 2 is not an integer; round it inwards with ceil(...)",
      "i / 2"),
-    ("f[i] = sum{k}_0^(floor(i / 2) + 1) (x[k])", S, "expected ')' closing the bound", "+"),
+    ("f[i] = sum{k}_0^(floor(i / 2) + i / 3) (x[k])", S,
+     "+ i / 3 is added to a rounded bound, so it is an integer: no division outside", "+ i / 3"),
     ("f[i] = sum{k}_0^(ceil(i / 2)) (x[k])", S,
      "ceil in an upper bound: an upper bound is rounded inwards with floor(...)", "ceil"),
     ("f[i] = sum{k}_0^(max [i; 2]) (x[k])", S, "max in an upper bound: an upper bound takes min", "max"),

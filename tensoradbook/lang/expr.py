@@ -98,6 +98,14 @@ class Affine:
     def coefficient(self, name: str) -> Fraction:
         return self.coefficients.get(name, Fraction(0))
 
+    def split(self) -> tuple[Affine, Affine]:
+        """``(fraction, whole)`` with ``self = fraction + whole``: ``whole`` integral and every number of
+        ``fraction``'s numerator in ``0 .. denominator - 1``. For integer indices ``floor(self) = floor(fraction) +
+        whole`` (ceil alike), so a bound whose numerator passes MAX_INTEGER is written with small numbers."""
+        d = self.denominator
+        whole = Affine(tuple((n, c // d) for n, c in self.terms if c // d), self.constant // d)
+        return self - whole, whole
+
     def __add__(self, other: Affine) -> Affine:
         other = other if isinstance(other, Affine) else Affine.constant_value(other)
         merged = dict(self.coefficients)

@@ -67,6 +67,15 @@ class _Index:
     additive: bool = False
 
 
+def _reach(affine: Affine, intervals: dict) -> int:
+    """The largest magnitude a sum of some of ``affine``'s numerator terms (the constant one of them) takes on
+    ``intervals``: the positive parts of their greatest values added up, or the negative parts of their least.
+    ``dx_z2 - 1`` with ``dx_z2`` in ``1 .. 2**53 - 1`` reaches ``2**53 - 1``, not the ``2**53`` of its magnitudes."""
+    ends = [(c * low, c * high) for name, c in affine.terms for low, high in (intervals[name],)]
+    ends.append((affine.constant, affine.constant))
+    return max(sum(max(0, *pair) for pair in ends), sum(max(0, -min(pair)) for pair in ends))
+
+
 @dataclass(frozen=True)
 class _Use:
     """One argument element, remembered for the range check."""
@@ -113,7 +122,7 @@ class _Parser:
         self.tokens = self._tokenize(text)
         self.pos = 0
         self.uses: list[_Use] = []
-        self.arithmetic: list[tuple[Affine, int, int, Scope]] = []  # sum bounds and conditions, for check_reach
+        self.arithmetic: list[tuple[tuple[Affine, ...], int, int, Scope]] = []  # bounds, conditions: check_reach
         self.polytopes: dict[Scope, list[Polytope]] = {}  # the non-empty pieces where an element is read
         self.name = ""
         self.out_shape: tuple[int, ...] = ()
@@ -216,13 +225,13 @@ class _Parser:
         if self.peek().kind != "end":
             self.fail_at(f"unexpected {self.peek().describe()} after the end of the expression", self.peek())
         intervals = {}
-        for affine, start, end, scope in self.arithmetic + [
-                (affine, start, end, use.scope) for use in self.uses
+        for parts, start, end, scope in self.arithmetic + [
+                ((affine,), start, end, use.scope) for use in self.uses
                 for affine, (start, end) in zip(use.element.indices, use.spans)]:
             if scope not in intervals:
                 intervals[scope] = index_box(scope, shape)
             if intervals[scope] is not None:  # else inside a sum that is empty everywhere: never computed
-                self.check_reach(affine, start, end, intervals[scope])
+                self.check_reach(parts, start, end, intervals[scope])
         for use in self.uses:
             self.check_range(use)
         return Function(head.text, tuple(t.text for t in names), body, self.shapes, self.text)
@@ -492,14 +501,32 @@ class _Parser:
             self.advance()
             self.expect("(", f"'(' after {token.text}")
             index = self.index(scope)
-            self.expect(")", "')'")
+            close = self.expect(")", "')'")
+            if self.peek().kind in ("+", "-"):  # floor(dy_1 / 3) + 4503599627370497: an integer part taken out
+                whole = self.integer_part(scope)
+                self.arithmetic.append(((index.affine, whole.affine), token.start, whole.end, scope))
+                return index.affine + whole.affine
+            index = _Index(index.affine, token.start, close.end)
         else:
             index = self.index(scope)
             if not index.affine.is_integral:
                 self.fail(f"the bound {affine_text(index.affine)} is not an integer; round it inwards with "
                           f"{rounding}(...)", index.start, index.end)
-        self.arithmetic.append((index.affine, index.start, index.end, scope))
+        self.arithmetic.append(((index.affine,), index.start, index.end, scope))
         return index.affine
+
+    def integer_part(self, scope: Scope) -> _Index:
+        """The ``+ dy_z0 + 4503599627370496`` after a rounded bound: signed index terms with no division."""
+        start, whole = self.peek().start, Affine.constant_value(0)
+        while self.peek().kind in ("+", "-"):
+            sign = self.advance().text
+            term = self.index_term(scope)
+            whole = self.sized(whole + term.affine if sign == "+" else whole - term.affine, start, term.end).affine
+        end = term.end
+        if not whole.is_integral:
+            self.fail(f"{shown(self.text[start:end])} is added to a rounded bound, so it is an integer: no division "
+                      "outside the ceil(...) or floor(...)", start, end)
+        return _Index(whole, start, end)
 
     def compares_values(self) -> bool:
         """Whether the condition opening here compares values (``x[i] > 0``) rather than indices: it holds
@@ -604,7 +631,7 @@ class _Parser:
             atom = Atom(rhs.affine - lhs.affine, inequality=True)
         else:
             atom = Atom(lhs.affine - rhs.affine, modulus, inequality=relation.kind == ">=")
-        self.arithmetic.append((atom.affine, lhs.start, rhs.end, scope))
+        self.arithmetic.append(((atom.affine,), lhs.start, rhs.end, scope))
         return atom
 
     # --- affine index expressions -------------------------------------------
@@ -644,9 +671,11 @@ class _Parser:
                       f"MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)
         return _Index(affine, start, end)
 
-    def check_reach(self, affine: Affine, start: int, end: int, intervals: dict):
-        """Refuses ``affine`` if its value, or a partial sum of its terms, can reach MAX_INTEGER on ``intervals``."""
-        reach = abs(affine.constant) + sum(abs(c) * max(map(abs, intervals[name])) for name, c in affine.terms)
+    def check_reach(self, parts: tuple[Affine, ...], start: int, end: int, intervals: dict):
+        """Refuses an index, the sum of ``parts`` (a rounded bound and its integer part, or one affine), if a
+        numerator, a partial sum of its terms in any order, or the value can reach MAX_INTEGER on ``intervals``."""
+        reaches = [_reach(part, intervals) for part in parts]
+        reach = max(*reaches, sum(-(-r // part.denominator) for r, part in zip(reaches, parts)))
         if reach >= MAX_INTEGER:
             self.fail(f"{shown(self.text[start:end])} can reach {reach:.3g} on the output's box and the sums' ranges: "
                       f"index arithmetic stays below MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)

@@ -19,6 +19,7 @@ from numbers import Integral
 from typing import TYPE_CHECKING
 
 from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, postorder
+from .limits import MAX_INTEGER
 from .ops import ATOM, COMPARISONS, MUL, OPERATIONS, POWER, PREFIX, REDUCTIONS, UNARY
 
 if TYPE_CHECKING:  # Function and Program print themselves with this module
@@ -69,10 +70,23 @@ def bound_text(affines: tuple[Affine, ...], lower: bool, standalone: bool = Fals
     Inside ``sum{k}_..^..`` a bound of more than one token is parenthesised;
     ``standalone`` leaves that out, for bounds written as ``lower <= k <= upper``.
     """
-    rounding = "ceil" if lower else "floor"
-    items = [affine_text(a) if a.is_integral else f"{rounding}({affine_text(a)})" for a in affines]
+    items = [_rounded_text(a, lower) for a in affines]
     text = items[0] if len(items) == 1 else f"{'max' if lower else 'min'} [{'; '.join(items)}]"
     return text if standalone or _SINGLE_TOKEN.fullmatch(text) else f"({text})"
+
+
+def _rounded_text(affine: Affine, lower: bool) -> str:
+    """One bound item: ``dd_0 - 2`` or ``ceil((b - 3) / 2)``; where the numerator's numbers reach MAX_INTEGER
+    (Fourier-Motzkin multiplies a bound ``p + 2**52`` by the 3 of ``x[3 * p]``) the integer part is taken out,
+    ``floor(dy_1 / 3) + 4503599627370497``, so that every number written stays below it."""
+    if affine.is_integral:
+        return affine_text(affine)
+    rounding = "ceil" if lower else "floor"
+    if all(abs(n) < MAX_INTEGER for n in (affine.constant, *(c for _, c in affine.terms))):
+        return f"{rounding}({affine_text(affine)})"
+    fraction, whole = affine.split()
+    rest = affine_text(whole)
+    return f"{rounding}({affine_text(fraction)}) " + (f"- {rest[1:]}" if rest.startswith("-") else f"+ {rest}")
 
 
 def atom_text(atom: Atom) -> str:
