@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook.ad.gradcheck import directional_derivatives
@@ -489,3 +490,22 @@ def test_replace_free_leaves_an_element_whose_index_a_sum_inside_rebinds():
     target = Element("x", (Affine.index("t"),))
     replaced = replace_free(Binary("*", target, reduction), target, Element("x", (Affine.index("b"),)))
     assert expr_text(replaced) == "x[b] * max{t}_0^2 (x[t])"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([3 * (2**53 - 1), 2 * 3**33, 2**20 * 3**22, 5 * 2**52, 2**54, 7 * 11 * 13]),
+       st.integers(-6, 6), st.integers(-40, 40), st.integers(-(2**60), 2**60))
+@example(3 * (2**53 - 1), -2, 0, 0)
+def test_a_modulus_past_max_integer_splits_into_the_same_condition(modulus, coefficient, constant, shift):
+    """derive._small_moduli against the atom itself on index values around multiples of the modulus: the split
+    conditions (Chinese remainder theorem, a common factor divided out) hold exactly where the atom does, and
+    their moduli are below MAX_INTEGER unless a prime power reaches it (2**54 stays)."""
+    from tensoradbook.ad.derive import _small_moduli
+    from tensoradbook.lang.expr import Atom
+    from tensoradbook.lang.limits import MAX_INTEGER
+
+    atom = Atom(Affine.of({"b": coefficient}, constant), modulus)
+    split = _small_moduli((atom,))
+    assert all(a.modulus < MAX_INTEGER for a in split) or modulus == 2**54
+    for b in (shift, shift % modulus, modulus * 3 + constant, -constant, 0, 1, modulus // 2):
+        assert all(a.holds({"b": b}) for a in split) == atom.holds({"b": b})

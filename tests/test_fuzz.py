@@ -263,6 +263,11 @@ FOUND_CASES = [
     # 13510798882111491) / 3), a literal past MAX_INTEGER (the integer part is taken out: floor(dy_1 / 3) + ...)
     Case("mutated", "f[n; p; j] = max{t}_(-1 - p)^(p + 4503599627370496 + j) (y[j, j] / y[n;3 * p])",
          {"f": (4, 1, 2), "y": (4, 4)}),
+    # FUZZ_SEED=31337, mutated: (-2 n + 2) % (2**53 - 1) = 2 read at n = dx2_0 / 3 became -2 dx2_0 % (3 * (2**53 - 1))
+    # = 0, a modulus past MAX_INTEGER (derive._small_moduli splits it: % 3 and % (2**53 - 1))
+    Case("mutated", "f[n] = x2[2 * n] / (if {(-2 * n + 2) % 9007199254740991 = 2} then (x2[3 * (n)] * (if {n <= 1} "
+         "then (.25) else (1e-1))) else ((min{m}_(max [2;3 - n;0])^(n + 3) (1)) + (x2[-n] + x2[n]) * x2[3 * n]))",
+         {"f": (1,), "x2": (1,)}),
 ]
 
 

@@ -28,6 +28,7 @@ from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
+from sympy import factorint
 
 from ..lang.expr import (Affine, Atom, Binary, Element, ExpressionError, Expr, If, Number, Sum, memory_step,
                          Unary, postorder, rebuild, replace, replace_free, substitute, with_children)
@@ -173,7 +174,7 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
         # A I beta + a, equal to beta where the conditions of eqs. 16 and 17 hold, but with the pseudo-inverse's
         # entries (x2[9007199254740991 * p; 3 * p; 0] gave 2.7e31 * dx2_1, past MAX_INTEGER, though dx2_1 is 0).
         adjoint = replace_free(adjoint, element, Element(element.name, tuple(Affine.index(b) for b in beta)))
-    body = _small_residues(substitute(adjoint, mapping))
+    body = _small_moduli_everywhere(substitute(adjoint, mapping))
     for k, (lower, upper) in enumerate(bounds):  # z_0 innermost (eqs. 22-26, 45)
         if len(lower) == 1 and lower == upper and lower[0].is_integral:  # a sum of one term
             body = substitute(body, {z_names[k]: lower[0]})
@@ -188,7 +189,7 @@ def _contribution(fn: Function, occurrence, beta: list[str], z_names: list[str],
         for c, b in zip(row, rhs):
             value = value - b.scale(c)
         atoms.append(Atom(value.numerator, 0, inequality=True))
-    expression = _box_decide(if_(tuple(map(_small_residue, atoms)), body, ZERO), beta, fn.shapes[element.name])
+    expression = _box_decide(if_(_small_moduli(atoms), body, ZERO), beta, fn.shapes[element.name])
     return Contribution(element, np.array(A, dtype=object).reshape(len(A), len(alpha)), tuple(offset),
                         tuple(alpha), inverse.pinv, np.array(kernel, dtype=object).reshape(len(alpha), n_z),
                         inverse.cokernel, system, expression,
@@ -217,12 +218,50 @@ def _small_residue(atom: Atom) -> Atom:
     return Atom(Affine.of({name: c % m for name, c in affine.terms}, affine.constant % m), m)
 
 
-def _small_residues(expression: Expr) -> Expr:
-    """:func:`_small_residue` on the atoms of every ``if`` in ``expression``."""
+def _small_moduli(atoms) -> tuple[Atom, ...]:
+    """``atoms`` with every modulus below MAX_INTEGER where it can be, the same conditions: the residues of
+    :func:`_small_residue`, and a modulus that a denominator multiplied past it split by the Chinese remainder
+    theorem. Substituting ``n = dx_0 / 3`` into ``(2 - 2 n) % M = 2`` gives ``-2 dx_0 % 3 M = 0`` (eq. 41's
+    rational ``I beta``, multiplied through); with ``M = 2**53 - 1`` that is ``% 3 = 0`` and ``% M = 0``.
+    A common factor of the modulus and every coefficient is divided out first; a prime power past MAX_INTEGER
+    stays, and the parser refuses its text with that limit."""
+    out = []
+    for atom in atoms:
+        m, affine = atom.modulus, atom.affine
+        if not m:  # an equation or inequality
+            out.append(atom)
+            continue
+        if m >= MAX_INTEGER:
+            common = math.gcd(m, affine.constant, *(c for _, c in affine.terms))
+            m, affine = m // common, Affine.of({n: c // common for n, c in affine.terms}, affine.constant // common)
+        out.extend(_small_residue(Atom(affine, factor)) for factor in _coprime_factors(m))
+    return tuple(out)
+
+
+def _coprime_factors(m: int) -> tuple[int, ...]:
+    """Pairwise coprime factors of ``m``, each below MAX_INTEGER where its prime powers are: the
+    prime powers packed first-fit, largest first; ``(m,)`` where one prime power reaches MAX_INTEGER."""
+    if m < MAX_INTEGER:
+        return (m,)
+    powers = sorted((p**e for p, e in factorint(m).items()), reverse=True)
+    if powers[0] >= MAX_INTEGER:
+        return (m,)
+    factors: list[int] = []
+    for power in powers:
+        fits = next((k for k, factor in enumerate(factors) if factor * power < MAX_INTEGER), None)
+        if fits is None:
+            factors.append(power)
+        else:
+            factors[fits] *= power
+    return tuple(factors)
+
+
+def _small_moduli_everywhere(expression: Expr) -> Expr:
+    """:func:`_small_moduli` on the conditions of every ``if`` in ``expression``."""
     def step(node, children):
         node = with_children(node, children)
         if isinstance(node, If):
-            condition = tuple(map(_small_residue, node.condition))
+            condition = _small_moduli(node.condition)
             if condition != node.condition:
                 return If(condition, node.then, node.otherwise, node.span)
         return node
