@@ -509,3 +509,14 @@ def test_a_modulus_past_max_integer_splits_into_the_same_condition(modulus, coef
     assert all(a.modulus < MAX_INTEGER for a in split) or modulus == 2**54
     for b in (shift, shift % modulus, modulus * 3 + constant, -constant, 0, 1, modulus // 2):
         assert all(a.holds({"b": b}) for a in split) == atom.holds({"b": b})
+
+
+def test_a_derivative_past_max_integer_is_refused_with_the_limit():
+    """Found by the fuzz test (FUZZ_SEED=4242): ``t <= j + 3`` with ``t`` from ``-(2**53 - 1)`` is ``j >= t - 3`` in the
+    gradient, which reaches ``-(2**53 + 2)``. derive refuses it, naming the limit and the arithmetic, where it
+    printed a gradient whose text the parser refuses; the same sum further from MAX_INTEGER derives and reads back."""
+    shapes = {"out": (2,), "W": ()}
+    with pytest.raises(ExpressionError, match=r"dW_z1 - 3, which can reach 9\.01e\+15: past MAX_INTEGER"):
+        tab.derive("out[j] = min{t}_(-9007199254740991)^(j + 3) (log1p(W[]))", shapes)
+    gradient = tab.derive("out[j] = min{t}_(-9007199254740985)^(j + 3) (log1p(W[]))", shapes)["W"]
+    assert tab.parse(str(gradient), gradient.shapes) == gradient

@@ -268,6 +268,10 @@ FOUND_CASES = [
     Case("mutated", "f[n] = x2[2 * n] / (if {(-2 * n + 2) % 9007199254740991 = 2} then (x2[3 * (n)] * (if {n <= 1} "
          "then (.25) else (1e-1))) else ((min{m}_(max [2;3 - n;0])^(n + 3) (1)) + (x2[-n] + x2[n]) * x2[3 * n]))",
          {"f": (1,), "x2": (1,)}),
+    # FUZZ_SEED=4242, mutated: t <= j + 3 with t from -(2**53 - 1) is j >= t - 3 in dW, past MAX_INTEGER: derive
+    # refuses it with the limit (derive._within_max_integer) instead of printing a text the parser refuses
+    Case("mutated", "out[j] = log (tanh (if {-j <= 1 and 3 * j = 1 and j % 4 = 0} then (min{t}_(-9007199254740991)^("
+         "j + 3) (log1p(W[]))) else (W[])))", {"out": (2,), "W": ()}),
 ]
 
 

@@ -36,6 +36,8 @@ from ..lang.evaluate import sum_range
 from ..lang.function import Function
 from ..lang.names import all_names, apart, fresh_name
 from ..lang.parser import parse
+from ..lang.printer import affine_text
+from ..lang.scope import past_max_integer
 from ..integer.fourier_motzkin import TooManyInequalities, fourier_motzkin
 from ..lang.limits import MAX_GENERATED_BOUNDS, MAX_INTEGER
 from ..integer.smith import integer_inverse
@@ -459,9 +461,23 @@ def _derive(fn: Function, reads_forward: bool) -> Gradients:
             total = hoist_invariants(total, {b: (0, n - 1) for b, n in zip(beta, fn.shapes[name])})
         gradient_shapes = dict(shapes)
         gradient_shapes[gradient] = tuple(fn.shapes[name])
-        functions[name] = Function(gradient, tuple(beta), total, gradient_shapes)
+        functions[name] = _within_max_integer(Function(gradient, tuple(beta), total, gradient_shapes), fn)
         contributions[name] = tuple(parts)
     return Gradients(fn, functions, contributions, adjoint, reads_forward, intermediates)
+
+
+def _within_max_integer(gradient: Function, fn: Function) -> Function:
+    """``gradient``, refused with the limit where its index arithmetic passes MAX_INTEGER, so that every derivative
+    reads back. Fourier-Motzkin rearranges the bounds: ``t <= j + 3`` with ``t`` from ``-(2**53 - 1)`` gives the
+    gradient's ``j >= t - 3``, which reaches ``-(2**53 + 2)``."""
+    past = past_max_integer(gradient)
+    if past is None:
+        return gradient
+    affine, far = past
+    raise ExpressionError(f"derive: {gradient.name}, the gradient of {fn.name}, computes {affine_text(affine)}, which "
+                          f"can reach {far:.3g}: past MAX_INTEGER = 2**53, where index arithmetic stays (Fourier-"
+                          "Motzkin rearranges bounds and indices); keep the sums' bounds and the indices of "
+                          f"{fn.name} further from it")
 
 
 def _tensor_adjoints(fn: Function, sweep: ReverseSweep, seed: Element, used: set, shapes: dict):

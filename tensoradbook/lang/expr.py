@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 
 from ..integer.geometry import box_range
+from .limits import MAX_INTEGER
 
 
 
@@ -105,6 +106,14 @@ class Affine:
         d = self.denominator
         whole = Affine(tuple((n, c // d) for n, c in self.terms if c // d), self.constant // d)
         return self - whole, whole
+
+    @property
+    def written_parts(self) -> tuple[Affine, ...]:
+        """What a bound item writes: itself, or :meth:`split` where a number of its numerator reaches
+        MAX_INTEGER, which the notation does not write."""
+        if self.is_integral or all(abs(n) < MAX_INTEGER for n in (self.constant, *(c for _, c in self.terms))):
+            return (self,)
+        return self.split()
 
     def __add__(self, other: Affine) -> Affine:
         other = other if isinstance(other, Affine) else Affine.constant_value(other)

@@ -52,7 +52,7 @@ from .program import HEAD, Program, definition_lines
 from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS, MAX_SOURCE_CHARS
 from .ops import COMPARISONS, FUNCTIONS, OPERATIONS, REDUCTIONS
 from .evaluate import upper_bound
-from .scope import Polytope, Scope, SumFrame, failures, index_box, lattice_implies_divisible
+from .scope import Polytope, Scope, SumFrame, failures, index_box, lattice_implies_divisible, parts_reach
 from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block, character_name, shown
 from .printer import affine_text, atom_text
 
@@ -65,15 +65,6 @@ class _Index:
     start: int
     end: int
     additive: bool = False
-
-
-def _reach(affine: Affine, intervals: dict) -> int:
-    """The largest magnitude a sum of some of ``affine``'s numerator terms (the constant one of them) takes on
-    ``intervals``: the positive parts of their greatest values added up, or the negative parts of their least.
-    ``dx_z2 - 1`` with ``dx_z2`` in ``1 .. 2**53 - 1`` reaches ``2**53 - 1``, not the ``2**53`` of its magnitudes."""
-    ends = [(c * low, c * high) for name, c in affine.terms for low, high in (intervals[name],)]
-    ends.append((affine.constant, affine.constant))
-    return max(sum(max(0, *pair) for pair in ends), sum(max(0, -min(pair)) for pair in ends))
 
 
 @dataclass(frozen=True)
@@ -674,8 +665,7 @@ class _Parser:
     def check_reach(self, parts: tuple[Affine, ...], start: int, end: int, intervals: dict):
         """Refuses an index, the sum of ``parts`` (a rounded bound and its integer part, or one affine), if a
         numerator, a partial sum of its terms in any order, or the value can reach MAX_INTEGER on ``intervals``."""
-        reaches = [_reach(part, intervals) for part in parts]
-        reach = max(*reaches, sum(-(-r // part.denominator) for r, part in zip(reaches, parts)))
+        reach = parts_reach(parts, intervals)
         if reach >= MAX_INTEGER:
             self.fail(f"{shown(self.text[start:end])} can reach {reach:.3g} on the output's box and the sums' ranges: "
                       f"index arithmetic stays below MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)

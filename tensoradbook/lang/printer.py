@@ -19,7 +19,6 @@ from numbers import Integral
 from typing import TYPE_CHECKING
 
 from .expr import Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, postorder
-from .limits import MAX_INTEGER
 from .ops import ATOM, COMPARISONS, MUL, OPERATIONS, POWER, PREFIX, REDUCTIONS, UNARY
 
 if TYPE_CHECKING:  # Function and Program print themselves with this module
@@ -82,9 +81,9 @@ def _rounded_text(affine: Affine, lower: bool) -> str:
     if affine.is_integral:
         return affine_text(affine)
     rounding = "ceil" if lower else "floor"
-    if all(abs(n) < MAX_INTEGER for n in (affine.constant, *(c for _, c in affine.terms))):
+    if len(affine.written_parts) == 1:
         return f"{rounding}({affine_text(affine)})"
-    fraction, whole = affine.split()
+    fraction, whole = affine.written_parts
     rest = affine_text(whole)
     return f"{rounding}({affine_text(fraction)}) " + (f"- {rest[1:]}" if rest.startswith("-") else f"+ {rest}")
 

@@ -17,7 +17,8 @@ import numpy as np
 from ..integer.fourier_motzkin import fourier_motzkin
 from ..integer.smith import integer_inverse
 from .evaluate import sum_range
-from .expr import Affine, Atom
+from .expr import Affine, Atom, Element, If, Sum
+from .limits import MAX_INTEGER
 
 @dataclass(frozen=True)
 class SumFrame:
@@ -90,6 +91,52 @@ def index_box(scope: Scope, out_shape: tuple) -> dict | None:
             return None
         intervals[frame.index] = (low, high)
     return intervals
+
+
+def reach(affine: Affine, intervals: dict) -> int:
+    """The largest magnitude a sum of some of ``affine``'s numerator terms (the constant one of them) takes on
+    ``intervals``: the positive parts of their greatest values added up, or the negative parts of their least.
+    ``dx_z2 - 1`` with ``dx_z2`` in ``1 .. 2**53 - 1`` reaches ``2**53 - 1``, not the ``2**53`` of its magnitudes."""
+    ends = [(c * low, c * high) for name, c in affine.terms for low, high in (intervals[name],)]
+    ends.append((affine.constant, affine.constant))
+    return max(sum(max(0, *pair) for pair in ends), sum(max(0, -min(pair)) for pair in ends))
+
+
+def parts_reach(parts: tuple[Affine, ...], intervals: dict) -> int:
+    """The reach of an index written as the sum of ``parts`` (a rounded bound and its integer part, or one
+    affine): of each numerator, as the kernels compute it, and of the value."""
+    reaches = [reach(part, intervals) for part in parts]
+    return max(*reaches, sum(-(-r // part.denominator) for r, part in zip(reaches, parts)))
+
+
+def past_max_integer(fn) -> tuple[Affine, int] | None:
+    """The first index expression of ``fn`` (a Function) whose text the parser refuses at MAX_INTEGER, and how far
+    it reaches, on the same box the parser checks (the output's shape, each sum's range; :func:`index_box`); None
+    where every one fits. A modulus is a number it writes, so it counts at its own size."""
+    stack = [(fn.body, {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])})]
+    while stack:
+        node, intervals = stack.pop()
+        affines: list[tuple[Affine, ...]] = []
+        if isinstance(node, Element):
+            affines = [(a,) for a in node.indices]
+        elif isinstance(node, If):
+            for atom in node.condition:
+                if atom.modulus >= MAX_INTEGER:
+                    return atom.affine, atom.modulus
+            affines = [(atom.affine,) for atom in node.condition]
+        elif isinstance(node, Sum):
+            affines = [a.written_parts for a in node.lower + node.upper]
+        for parts in affines:
+            far = parts_reach(parts, intervals)
+            if far >= MAX_INTEGER:
+                return sum(parts[1:], parts[0]), far
+        if isinstance(node, Sum):
+            low, high = sum_range(node.lower, node.upper, intervals)
+            if low > high:  # never computed, as the parser's check skips it
+                continue
+            intervals = {**intervals, node.index: (low, high)}
+        stack.extend((child, intervals) for child in node.children())
+    return None
 
 
 def lattice_implies_divisible(conditions: tuple[Atom, ...], divisible: Atom) -> bool:
