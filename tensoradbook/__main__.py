@@ -99,7 +99,7 @@ def _text(options) -> str:
         return options.text
     try:
         with open(options.file, encoding="utf-8") as source:
-            # At most one character past the limit: `--file /dev/zero` never ends (issue 23).
+            # At most one character past the limit: `--file /dev/zero` never ends.
             text = source.read(MAX_SOURCE_CHARS + 1)
             if len(text) > MAX_SOURCE_CHARS:
                 found = os.fstat(source.fileno())

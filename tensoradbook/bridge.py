@@ -24,7 +24,7 @@ _RUNNING = threading.Lock()
 
 def _sequence_as_array(function: str, argument: str, value):
     """``value`` as a numpy array where it is a list or a tuple, else itself: torch.as_tensor reads nested
-    sequences of numbers but jax.numpy refuses them, and both bridges take them alike (issue 23)."""
+    sequences of numbers but jax.numpy refuses them, and both bridges take them alike."""
     if not isinstance(value, (list, tuple)):
         return value
     try:

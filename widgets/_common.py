@@ -506,8 +506,8 @@ def function_entries(on_edit, on_apply, apply_tooltip: str, widths=("48em", "36e
     """The boxes for a function's (or a program's) text and its shapes, and an Apply button.
 
     Both boxes call ``on_edit()`` when they lose focus (``continuous_update=False``), the shapes box
-    also on Enter; in the text box Enter starts a new line, as a program has one definition per line
-    (issue 13), and the box grows to show every line. The button calls ``on_apply()``.
+    also on Enter; in the text box Enter starts a new line, as a program has one definition per line,
+    and the box grows to show every line. The button calls ``on_apply()``.
     """
     function = W.Textarea(description=label, rows=1, continuous_update=False, layout=W.Layout(width=widths[0]))
     function.observe(lambda change: setattr(function, "rows", max(1, change["new"].count("\n") + 1)), names="value")

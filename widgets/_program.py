@@ -1,4 +1,4 @@
-"""What the widgets that take a program of several definitions (issue 13) share: who reads whom, the sweep
+"""What the widgets that take a program of several definitions share: who reads whom, the sweep
 of :func:`tensoradbook.derive` over the definitions (report sec. 2, eqs. 1-3, at the tensor level), and the HTML
 of its steps. Everything is read off the core's :class:`~tensoradbook.ProgramGradients`; nothing is computed
 here."""

@@ -11,7 +11,7 @@ Algorithm 3, eq. 45) become the ``max``/``min`` bounds of the sums. The
 explorer shows these matrices and bounds as :func:`tensoradbook.ad.derive` built
 them, the derivative it returns, and a finite-difference check of it.
 
-A program of several definitions (one per line, issue 13) is derived by reverse accumulation across its
+A program of several definitions (one per line) is derived by reverse accumulation across its
 definitions (sec. 2, eqs. 1-3, at the tensor level): the explorer lists the definitions and, in the sweep's
 order, each one's adjoint and the gradients it sends by Algorithm 4; for an input or an intermediate it
 shows the adjoint and the occurrences behind each definition's contribution to it.

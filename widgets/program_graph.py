@@ -1,5 +1,5 @@
 """ProgramGraph: a program of several definitions as a graph of tensors, and reverse accumulation across it
-(report sec. 2, eqs. 1-3, applied to tensors; issue 13).
+(report sec. 2, eqs. 1-3, applied to tensors).
 
 GraphView draws the sweep of eqs. 1-3 inside one expression, node by node. A program lifts the same sweep one
 level up: its nodes are tensors (the inputs, the intermediates, the output) and there is an edge from a

@@ -785,7 +785,7 @@ def _program(text: str, definitions: list[tuple[int, str]], shapes: dict) -> Pro
     """Each definition parsed with the shapes, checked to be defined once and to read only the inputs
     and the definitions above it (so there is no cycle)."""
     # name -> the lines of the definitions it heads, in order: looked up per name read, as a scan of the
-    # definitions below each one made a program's reading quadratic in its length (issue 23)
+    # definitions below each one made a program's reading quadratic in its length
     heading: dict[str, list[int]] = {}
     for line, lines in definitions:
         if match := HEAD.match(lines):

@@ -17,7 +17,7 @@ TOKEN = re.compile(
 )
 SEPARATORS = (";", ",")
 # An error shows at most this many characters of its source line, a window around the bad token, and quotes
-# at most SHOWN_TOKEN characters of a token: a line or a name of megabytes is not echoed whole (issue 23).
+# at most SHOWN_TOKEN characters of a token: a line or a name of megabytes is not echoed whole.
 SHOWN_LINE = 100
 SHOWN_TOKEN = 40
 CUT = "..."  # marks where a shown line or token is cut
