@@ -129,7 +129,7 @@ def error_heatmap(errors: dict[str, np.ndarray], title: str = "", sizes: dict | 
     of whole decades (exact zeros are drawn at its bottom): 1-D arguments as one row, 3-D and more with
     their leading indices flattened into rows. ``sizes`` (argument -> largest ``|gradient|``) goes into
     the panel titles: what the errors compare to. A fixed layout (matplotlib's constrained layout
-    costs ~1 s here), kept for the next picture with the same panels."""
+    re-solves every panel on each draw), kept for the next picture with the same panels."""
     panels = []
     for name, values in errors.items():
         shape = tuple(np.shape(values))

@@ -47,7 +47,7 @@ PRESETS = {
 TOLERANCE = 1e-6  # the dot-product test's relative error for a right gradient is around 1e-8 and below
 
 
-# Deriving the sec. 6 example takes ~20 ms and its check ~60 ms: each function is done once, so
+# Deriving a function and checking it are the slow steps of a redraw: each function is done once, so
 # returning to a preset or switching the argument costs only the display.
 @lru_cache(maxsize=32)
 def _derivation(text: str, shapes: tuple) -> tuple[tab.Function | tab.Program, tab.Gradients | tab.ProgramGradients]:

@@ -12,8 +12,8 @@ tables and closed ``<details>`` (the summary only); HTMLMath's TeX through matpl
 matrices, ``cases`` and ``aligned`` that mathtext lacks laid out here and formulas too wide for a line broken at
 their operators; controls as their label and value; a grid of buttons as a table. Action buttons, progress bars
 and hidden children are left out. Text is DejaVu Sans (matplotlib's own font, so every machine draws the same
-glyphs) at 14 pixels, 10.5 pt at 100 % zoom. A picture is drawn once per display, in 10-100 ms (the first in a
-process about 0.3 s more, while mathtext builds its parser).
+glyphs) at 14 pixels, 10.5 pt at 100 % zoom. A picture is drawn once per display, within the
+100 ms an interaction may take (the first in a process takes longer, while mathtext builds its parser).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ SPLIT_OPS = (MXM, GXM, MXG)  # the paper's tie order within one split k
 LEAF_OPS = (TANGENT, ADJOINT)  # tie goes to the tangent
 RULES = ("exact", "paper", "local")
 BRUTE_FORCE_MAX_Q = 7  # 281,764 schedules; q = 8 has 2,740,572
-SCHEDULE_COUNT_MAX_Q = 1000  # the count's recurrence is quadratic in q on big ints: ~1 s at q = 1000
+SCHEDULE_COUNT_MAX_Q = 1000  # the count's recurrence is quadratic in q on big ints
 PRUNE_LEVELS = 16  # free-tape levels of the pruning bound
 
 

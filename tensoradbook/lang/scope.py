@@ -143,8 +143,8 @@ def lattice_implies_divisible(conditions: tuple[Atom, ...], divisible: Atom) -> 
     """Whether the equations and congruences among ``conditions`` alone make ``n % d = 0`` hold: every integer
     solution of them (``a = 0``; ``a % m = 0`` as ``a = m q``), ``particular + K t`` by the Smith normal form (eq.
     41), gives ``n`` a multiple of ``d``, as do the columns of ``K``. Sufficient, as the inequalities only remove
-    points; it spares the exact search, whose time grows with the box (27 s for ``if {i % 5 = 0} then
-    (b[2 * i / 5 + j])`` on 1000 x 1000, where no point fails)."""
+    points; it spares the exact search, whose time grows with the box (``if {i % 5 = 0} then
+    (b[2 * i / 5 + j])`` on 1000 x 1000, where no point fails, took half a minute)."""
     equations = [atom for atom in conditions if not atom.inequality]
     names = sorted({name for atom in (*equations, divisible) for name in atom.affine.names})
     columns = names + [f"%q{k}" for k, atom in enumerate(equations) if atom.modulus]
@@ -229,7 +229,7 @@ def first_point(rows: list[Affine], variables: tuple[str, ...]) -> dict | None:
 
 
 # A finite box is searched value by value first, for at most this many partial points: Fourier-Motzkin's rows
-# can grow doubly exponentially with the variables (a derivative's nested sums and else-conditions: 7 s for one
+# can grow doubly exponentially with the variables (a derivative's nested sums and else-conditions: one
 # system of 6 variables and 26 rows, in a box of 17,280 points that the search settles in a few hundred), while
 # the search narrows each range by the values chosen, so it visits far fewer points than the box holds.
 SEARCHED_POINTS = 1 << 16
