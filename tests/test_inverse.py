@@ -15,9 +15,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tensoradbook import inverse as ia
-from tensoradbook.inverse import engine as numba_engine
-from tensoradbook.inverse import examples, lumps
-from tensoradbook.inverse import registers as traced
+from tensoradbook.inverse import examples, instructions, rules
 from tensoradbook.lang import simplify
 from tensoradbook.lang.expr import Binary, Element, Number, Unary
 from tensoradbook.lang.function import Function
@@ -702,28 +700,44 @@ def test_the_unlayered_graph_of_fig2_is_fig2f():
         ia.unlayer(ia.partials(prog, x).inverse_layers(), ["x1", "x2", "x3"], [{0: "z1"}, {5: "z2"}])
 
 
-# The engine's numeric rules against the one operation table (tensoradbook.lang.ops): the inverse
-# package stands alone, so only this test ties its derivatives to the language's.
-ENGINE_OPS = {**traced._UNARY, **traced._BINARY, numba_engine.NEG: "neg"}
+# The engine's rules against the one operation table (tensoradbook.lang.ops). The inverse package stands apart
+# from the language, so its rules are a module written from the table (inverse/rules.py renders it): these tests
+# tie the two, the module's text to the table's rows and its numbers to the table's derivatives.
 
 
-@pytest.mark.parametrize("op", sorted(ENGINE_OPS), ids=lambda op: ENGINE_OPS[op])
-def test_the_engines_local_partials_are_the_operation_tables(op):
-    row = OPERATIONS[ENGINE_OPS[op]]
+def test_the_engines_rules_are_written_from_the_operation_table():
+    assert rules.GENERATED.read_text() == rules.render(OPERATIONS), (
+        "inverse/instructions.py is not the table's: run rules.write(OPERATIONS) (see inverse/rules.py)")
+
+
+def _table_value(expression, a, b):
+    shapes = {"d": (), "x": (), "y": ()}
+    return float(Function("d", (), expression, shapes).evaluate({"x": a, "y": b}))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "numba"])
+@pytest.mark.parametrize("op", sorted(rules.INSTRUCTIONS), ids=lambda op: rules.INSTRUCTIONS[op][0])
+def test_the_engines_local_partials_are_the_operation_tables(op, compiled):
+    """Every instruction's value and partials, in both engines, are the table's at a few points (a constant
+    power's exponent is its constant c, and carries no partial)."""
+    name = rules.INSTRUCTIONS[op][1]
+    row = OPERATIONS[name]
+    run = instructions.instruction if compiled else instructions.instruction.py_func
     x, y = Element("x", ()), Element("y", ())
-    node = Unary(row.name, x) if row.arity == 1 else Binary(row.name, x, y)
-    for a, b in [(0.7, 1.3), (1.9, 0.4), (0.2, 2.5)]:
-        mine = lumps._local_partials(op, a, b, 0.0, lumps._numeric(op, a, b, 0.0))
-        for k, partial in enumerate(row.partials(node, simplify)):
-            value = Function("d", (), partial, {"d": (), "x": (), "y": ()}).evaluate({"x": a, "y": b})
-            assert mine[k] == pytest.approx(float(value), rel=1e-12), (row.name, k, a, b)
+    for a, b in [(0.7, 1.3), (1.9, 0.4), (0.2, 2.5), (2.5, -0.5)]:
+        node = (Unary(name, x) if row.arity == 1 else
+                Binary(name, x, Number(b) if op == rules.POWC else y))
+        value, *mine = run(op, a, b, b)
+        assert value == pytest.approx(_table_value(node, a, b), rel=1e-12), (name, a, b)
+        table = [0.0 if p is None else _table_value(p, a, b) for p in row.partials(node, simplify)]
+        for k, partial in enumerate(table + [0.0] * (2 - len(table))):
+            assert mine[k] == pytest.approx(partial, rel=1e-12), (name, k, a, b)
 
 
-def test_the_engines_constant_power_is_the_tables_power_by_a_number():
-    row = OPERATIONS["**"]
-    for a, c in [(0.7, 3.0), (1.9, -0.5), (2.5, 0.25)]:
-        by_base, by_exponent = row.partials(Binary("**", Element("x", ()), Number(c)), simplify)
-        assert by_exponent is None  # a constant exponent carries no adjoint
-        mine = lumps._local_partials(numba_engine.POWC, a, 0.0, c, a ** c)
-        expected = Function("d", (), by_base, {"d": (), "x": ()}).evaluate({"x": a})
-        assert mine[0] == pytest.approx(float(expected), rel=1e-12)
+def test_the_engines_rules_follow_a_new_row_of_the_table():
+    """A row the engine spells (here sinh, whose derivative the table gives as cosh) renders into a rule without a
+    second derivative written for it."""
+    row = OPERATIONS["sinh"]
+    by_a, by_b = rules.partials(rules.EXP, row)
+    assert (by_a.text, by_b.text) == ("np.cosh(a)", "0.0")
+    assert rules.value(rules.EXP, row, rules.node(rules.EXP, 1)).text == "np.sinh(a)"

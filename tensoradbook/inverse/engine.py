@@ -1,5 +1,7 @@
-"""The compiled half of :mod:`tensoradbook.inverse`: its instruction set, the analysis that cuts a
-traced graph into lumps, and the sweeps over the instruction arrays (Numba, serial).
+"""The compiled half of :mod:`tensoradbook.inverse`: the instruction arrays (:class:`Instructions`), the analysis
+that cuts a traced graph into lumps, and the sweeps over the instruction arrays (Numba, serial). The instruction
+set and each instruction's value and local partials are :mod:`.rules`' and :mod:`.instructions`', written from the
+operation table.
 
 The analysis (sec. 3) finds the graph's vertices (values written to registers
 and temporaries two of them share), counts the live values along an order and
@@ -17,104 +19,75 @@ block ``A`` is singular at the point (the caller names it).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from ..codegen.cache import package_jit
-
-# Instruction codes. Operands >= 0 are nodes of the same lump, operands < 0 are registers ("slots")
-# as they were when the lump began: slot s is -1 - s. Traced inputs have the code INPUT.
-INPUT = -1
-CONST, ADD, SUB, MUL, DIV, NEG, POWC, POW, EXP, LOG, SIN, COS, TANH, SQRT = range(14)
-ARITY = np.array([0, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1], dtype=np.int64)
+from .instructions import ARITY, instruction
+from .rules import CONST
 
 _jit = package_jit(error_model="numpy")
 
 
-def pack(code) -> tuple:
-    """The instruction arrays as the tuple the kernels take."""
-    return (code.ops, code.arg0, code.arg1, code.consts, code.node_start, code.out_start, code.out_node,
-            code.out_slot, code.read_start, code.read_slot, ARITY)
+class Instructions(NamedTuple):
+    """The instruction arrays the sweeps read (Numba takes a named tuple of arrays by its fields).
+
+    Lump ``j`` runs the instructions ``node_start[j]:node_start[j+1]`` (opcode ``ops``, operands ``arg0``,
+    ``arg1``: ``>= 0`` an instruction of the same lump, ``< 0`` the register ("slot") ``-1 - arg`` as it was when
+    the lump began; constant ``consts``), writes the slots ``out_slot[out_start[j]:out_start[j+1]]`` with the
+    values of its instructions ``out_node``, and reads the other slots ``read_slot[read_start[j]:read_start[j+1]]``;
+    at the end, slot ``output_slots[r]`` holds result ``r``.
+    """
+
+    ops: np.ndarray
+    arg0: np.ndarray
+    arg1: np.ndarray
+    consts: np.ndarray
+    node_start: np.ndarray
+    out_start: np.ndarray
+    out_node: np.ndarray
+    out_slot: np.ndarray
+    read_start: np.ndarray
+    read_slot: np.ndarray
+    output_slots: np.ndarray
+
+    def tape_offsets(self) -> np.ndarray:
+        """Where lump ``j``'s partials ``A`` (``l x l``) then ``B`` (``l x k``) start in the flat tape."""
+        l = np.diff(self.out_start)
+        k = np.diff(self.read_start)
+        return np.concatenate([[0], np.cumsum(l * l + l * k)]).astype(np.int64)
+
+
+# A lump's instructions are its vertices' nodes plus its own copies of the constants they read: at most two
+# (one per operand) besides each node, so three instructions per node always suffice.
+_INSTRUCTIONS_PER_NODE = 3
 
 
 @_jit
 def _evaluate(code, j, registers, values, d0, d1):
     """Values and local partials of lump ``j``'s instructions, reading the registers as they are."""
-    ops, arg0, arg1, consts, node_start, arity = code[0], code[1], code[2], code[3], code[4], code[10]
-    lo = node_start[j]
-    for i in range(node_start[j + 1] - lo):
-        op = ops[lo + i]
-        k = arity[op]
+    lo = code.node_start[j]
+    for i in range(code.node_start[j + 1] - lo):
+        op = code.ops[lo + i]
+        count = ARITY[op]
         a = 0.0
         b = 0.0
-        if k > 0:
-            index = arg0[lo + i]
+        if count > 0:
+            index = code.arg0[lo + i]
             a = registers[-1 - index] if index < 0 else values[index]
-        if k > 1:
-            index = arg1[lo + i]
+        if count > 1:
+            index = code.arg1[lo + i]
             b = registers[-1 - index] if index < 0 else values[index]
-        c = consts[lo + i]
-        p0 = 0.0
-        p1 = 0.0
-        if op == CONST:
-            v = c
-        elif op == ADD:
-            v = a + b
-            p0 = 1.0
-            p1 = 1.0
-        elif op == SUB:
-            v = a - b
-            p0 = 1.0
-            p1 = -1.0
-        elif op == MUL:
-            v = a * b
-            p0 = b
-            p1 = a
-        elif op == DIV:
-            v = a / b
-            p0 = 1.0 / b
-            p1 = -v / b
-        elif op == NEG:
-            v = -a
-            p0 = -1.0
-        elif op == POWC:
-            v = a ** c
-            p0 = c * a ** (c - 1.0)
-        elif op == POW:
-            v = a ** b
-            p0 = b * a ** (b - 1.0)
-            if a > 0:
-                p1 = v * math.log(a)
-            elif v != 0:
-                p1 = np.nan
-        elif op == EXP:
-            v = math.exp(a)
-            p0 = v
-        elif op == LOG:
-            v = math.log(a) if a > 0 else (-np.inf if a == 0 else np.nan)
-            p0 = 1.0 / a
-        elif op == SIN:
-            v = math.sin(a)
-            p0 = math.cos(a)
-        elif op == COS:
-            v = math.cos(a)
-            p0 = -math.sin(a)
-        elif op == TANH:
-            v = math.tanh(a)
-            p0 = 1.0 - v * v
-        else:  # SQRT
-            v = math.sqrt(a) if a >= 0 else np.nan
-            p0 = 0.5 / v
-        values[i] = v
-        d0[i] = p0
-        d1[i] = p1
+        values[i], d0[i], d1[i] = instruction(op, a, b, code.consts[lo + i])
 
 
 @_jit
 def _blocks(code, j, values, d0, d1, adjoint, slot_adjoint, block):
     """Lump ``j``'s ``A`` (``l x l``) then ``B`` (``l x k``), row-major, into ``block``."""
-    ops, arg0, arg1, node_start, arity = code[0], code[1], code[2], code[4], code[10]
-    out_start, out_node, out_slot, read_start, read_slot = code[5], code[6], code[7], code[8], code[9]
+    ops, arg0, arg1, node_start = code.ops, code.arg0, code.arg1, code.node_start
+    out_start, out_node, out_slot = code.out_start, code.out_node, code.out_slot
+    read_start, read_slot = code.read_start, code.read_slot
     lo = node_start[j]
     l = out_start[j + 1] - out_start[j]
     k = read_start[j + 1] - read_start[j]
@@ -127,7 +100,7 @@ def _blocks(code, j, values, d0, d1, adjoint, slot_adjoint, block):
             w = adjoint[i]
             if w == 0.0:
                 continue
-            count = arity[ops[lo + i]]
+            count = ARITY[ops[lo + i]]
             if count > 0:
                 index = arg0[lo + i]
                 if index < 0:
@@ -184,17 +157,17 @@ def _solve(A, l, rhs, transpose, work):
 
 
 def _scratch(code, n):
-    nodes = int(np.max(np.diff(code[4]), initial=1))
-    l = int(np.max(np.diff(code[5]), initial=1))
-    k = int(np.max(np.diff(code[8]), initial=0))
+    nodes = int(np.max(np.diff(code.node_start), initial=1))
+    l = int(np.max(np.diff(code.out_start), initial=1))
+    k = int(np.max(np.diff(code.read_start), initial=0))
     return (np.empty(nodes), np.empty(nodes), np.empty(nodes), np.empty(nodes), np.zeros(n),
             np.empty(l * l + l * k), np.empty(l * l), np.empty(l))
 
 
 @_jit
 def _run(code, registers, values, d0, d1):
-    out_start, out_node, out_slot = code[5], code[6], code[7]
-    for j in range(len(code[4]) - 1):
+    out_start, out_node, out_slot = code.out_start, code.out_node, code.out_slot
+    for j in range(len(code.node_start) - 1):
         _evaluate(code, j, registers, values, d0, d1)
         for i in range(out_start[j], out_start[j + 1]):
             registers[out_slot[i]] = values[out_node[i]]
@@ -210,8 +183,9 @@ def run(code, x):
 
 @_jit
 def _forward(code, registers, v, inverse, values, d0, d1, adjoint, slot_adjoint, block, work, u):
-    out_start, out_node, out_slot, read_start, read_slot = code[5], code[6], code[7], code[8], code[9]
-    for j in range(len(code[4]) - 1):
+    out_start, out_node, out_slot = code.out_start, code.out_node, code.out_slot
+    read_start, read_slot = code.read_start, code.read_slot
+    for j in range(len(code.node_start) - 1):
         _evaluate(code, j, registers, values, d0, d1)
         _blocks(code, j, values, d0, d1, adjoint, slot_adjoint, block)
         w0 = out_start[j]
@@ -270,8 +244,8 @@ def forward(code, x, v, inverse):
 
 @_jit
 def _record(code, registers, tape, offsets, values, d0, d1, adjoint, slot_adjoint):
-    out_start, out_node, out_slot = code[5], code[6], code[7]
-    for j in range(len(code[4]) - 1):
+    out_start, out_node, out_slot = code.out_start, code.out_node, code.out_slot
+    for j in range(len(code.node_start) - 1):
         _evaluate(code, j, registers, values, d0, d1)
         _blocks(code, j, values, d0, d1, adjoint, slot_adjoint, tape[offsets[j]:offsets[j + 1]])
         for i in range(out_start[j], out_start[j + 1]):
@@ -288,8 +262,8 @@ def record(code, x, tape, offsets):
 
 @_jit
 def _backward(code, tape, offsets, v, inverse, work, u):
-    out_start, out_slot, read_start, read_slot = code[5], code[7], code[8], code[9]
-    for j in range(len(code[4]) - 2, -1, -1):
+    out_start, out_slot, read_start, read_slot = code.out_start, code.out_slot, code.read_start, code.read_slot
+    for j in range(len(code.node_start) - 2, -1, -1):
         block = tape[offsets[j]:offsets[j + 1]]
         w0 = out_start[j]
         l = out_start[j + 1] - w0
@@ -346,9 +320,9 @@ def backward(code, tape, offsets, v, inverse):
 
 @_jit
 def _logdet(code, tape, offsets, work):
-    out_start = code[5]
+    out_start = code.out_start
     total = 0.0
-    for j in range(len(code[4]) - 1):
+    for j in range(len(code.node_start) - 1):
         l = out_start[j + 1] - out_start[j]
         block = tape[offsets[j]:offsets[j + 1]]
         if l == 1:
@@ -376,7 +350,7 @@ def _logdet(code, tape, offsets, work):
 
 def logdet(code, tape, offsets):
     """``sum_t log |det A_t|`` from a recorded tape."""
-    return _logdet(code, tape, offsets, np.empty(int(np.max(np.diff(code[5]), initial=1)) ** 2))
+    return _logdet(code, tape, offsets, np.empty(int(np.max(np.diff(code.out_start), initial=1)) ** 2))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -567,7 +541,7 @@ def greedy_order(pred_start, preds, is_output, n):
 @_jit
 def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, arg1, consts, value,
           is_output, home, n):
-    """The instruction arrays of the lumps between consecutive cuts (see ``inverse._Code``).
+    """The instruction arrays of the lumps between consecutive cuts (see :class:`Instructions`).
 
     Each lump's new values take the slots of the values it kills (a value
     prefers the slot of the register the program wrote it to); its
@@ -586,7 +560,7 @@ def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, a
     read_mark = np.full(values, -1, dtype=np.int64)
     local = np.full(len(ops), -1, dtype=np.int64)
     const_mark = np.full(len(ops), -1, dtype=np.int64)
-    capacity = 3 * len(members)
+    capacity = _INSTRUCTIONS_PER_NODE * len(members)
     out_ops = np.empty(capacity, dtype=np.int64)
     out_arg0 = np.zeros(capacity, dtype=np.int64)
     out_arg1 = np.zeros(capacity, dtype=np.int64)

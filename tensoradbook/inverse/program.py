@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+
 import numpy as np
+
 from . import engine as _kernels
 from ..integer.matrix import as_int, shown
-from .engine import (ARITY, CONST, INPUT, NEG, POWC)
-
-from .registers import Registers, _BINARY, _Graph, _UNARY
-
+from .engine import Instructions
+from .instructions import ARITY
+from .registers import _BINARY, _UNARY, Registers, _Graph
+from .rules import CONST, INPUT, NEG, POWC
 
 # "auto" compiles only programs long enough for the first call's JIT time to pay off; so does trace().
 _AUTO_NODES = 5000
 MAX_REGISTERS = 10**7  # the trace keeps a few arrays of n entries; the benchmarks go to 10**4
-
 
 
 @dataclass(frozen=True)
@@ -185,8 +186,8 @@ class Program:
                                                        self._arg1, self._consts, self._value, self._is_output,
                                                        self._home, n)
         output_slots = slot[self._value[self._outputs]]
-        self.code = _Code(ops, arg0, arg1, consts, node_start, out_start, out_node, out_slot, read_start,
-                          read_slot, output_slots)
+        self.code = Instructions(ops, arg0, arg1, consts, node_start, out_start, out_node, out_slot, read_start,
+                                 read_slot, output_slots)
         self._sequence_values = sequence
         self.live = live
         self.cuts = cuts
@@ -353,31 +354,6 @@ def _paren(text: str) -> str:
         if char == " " and depth == 0:
             return f"({text})"
     return text
-
-
-@dataclass(frozen=True)
-class _Code:
-    """The instruction arrays: lump ``j`` runs nodes ``node_start[j]:node_start[j+1]``, writes
-    ``out_slot[out_start[j]:out_start[j+1]]`` with the values of its nodes ``out_node``, and reads the
-    other slots ``read_slot[read_start[j]:read_start[j+1]]``; ``output_slots[r]`` holds result ``r``."""
-
-    ops: np.ndarray
-    arg0: np.ndarray
-    arg1: np.ndarray
-    consts: np.ndarray
-    node_start: np.ndarray
-    out_start: np.ndarray
-    out_node: np.ndarray
-    out_slot: np.ndarray
-    read_start: np.ndarray
-    read_slot: np.ndarray
-    output_slots: np.ndarray
-
-    def tape_offsets(self) -> np.ndarray:
-        """Where lump ``j``'s partials ``A`` (``l x l``) then ``B`` (``l x k``) start in the flat tape."""
-        l = np.diff(self.out_start)
-        k = np.diff(self.read_start)
-        return np.concatenate([[0], np.cumsum(l * l + l * k)]).astype(np.int64)
 
 
 def trace(step, n: int, order="program") -> Program:

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import numbers
 from array import array
+
 import numpy as np
-from .engine import (ADD, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT,
-                               SUB, TANH)
 
-
-
+from .rules import ADD, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT, SUB, TANH
 
 _UNARY = {EXP: "exp", LOG: "log", SIN: "sin", COS: "cos", TANH: "tanh", SQRT: "sqrt"}
 _BINARY = {ADD: "+", SUB: "-", MUL: "*", DIV: "/", POW: "**"}
-
 
 
 class _Graph:

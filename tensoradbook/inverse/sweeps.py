@@ -265,7 +265,7 @@ def run(program: Program, x, engine: str = "auto") -> np.ndarray:
     x = _vector(x, _program(program).n, "x")
     code = program.code
     if _engine(program, engine) == "numba":
-        return _kernels.run(_kernels.pack(code), x)[code.output_slots]
+        return _kernels.run(code, x)[code.output_slots]
     registers = x.copy()
     with np.errstate(all="ignore"):
         for j in range(len(program)):
@@ -276,22 +276,21 @@ def run(program: Program, x, engine: str = "auto") -> np.ndarray:
 
 def _compiled(program: Program, x: np.ndarray, seed: np.ndarray, mode: str) -> np.ndarray:
     code = program.code
-    packed = _kernels.pack(code)
     v = np.zeros(program.n)
     offsets = code.tape_offsets()
     tape = None
     if mode in ("jvp", "forward_inverse"):
         v[:] = seed
-        status = _kernels.forward(packed, x, v, mode == "forward_inverse")
+        status = _kernels.forward(code, x, v, mode == "forward_inverse")
     else:
         v[code.output_slots] = seed
         tape = np.empty(offsets[-1])
-        _kernels.record(packed, x, tape, offsets)
-        status = _kernels.backward(packed, tape, offsets, v, mode == "reverse_inverse")
+        _kernels.record(code, x, tape, offsets)
+        status = _kernels.backward(code, tape, offsets, v, mode == "reverse_inverse")
     if status >= 0:
         if tape is None:   # the forward sweeps keep no tape: record one to show the singular block
             tape = np.empty(offsets[-1])
-            _kernels.record(packed, x, tape, offsets)
+            _kernels.record(code, x, tape, offsets)
         raise _singular(program, int(status), tape[offsets[status]:offsets[status + 1]])
     return v[code.output_slots] if mode in ("jvp", "forward_inverse") else v
 
@@ -332,8 +331,8 @@ def logdet(program: Program, x, engine: str = "auto") -> float:
         code = program.code
         offsets = code.tape_offsets()
         tape = np.empty(offsets[-1])
-        _kernels.record(_kernels.pack(code), x, tape, offsets)
-        return float(_kernels.logdet(_kernels.pack(code), tape, offsets))
+        _kernels.record(code, x, tape, offsets)
+        return float(_kernels.logdet(code, tape, offsets))
     return partials(program, x).logdet
 
 
