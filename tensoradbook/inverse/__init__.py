@@ -39,8 +39,10 @@ step, :func:`sweep`) and compiled Numba loops (``engine="numba"``, in
 :mod:`tensoradbook.inverse.engine`) for programs of millions of steps.
 
 The package: :mod:`.registers` (traced registers), :mod:`.program` (lumps, the instruction arrays),
-:mod:`.lumps` and :mod:`.engine` (the Python and Numba engines), :mod:`.sweeps`, :mod:`.root_finding` (Newton), and
-:mod:`.examples` (the paper's programs). It stands apart from the rest of tensoradbook.
+:mod:`.rules` (the instruction set, and :mod:`.instructions`, each instruction's value and partials written from
+the operation table), :mod:`.lumps` and :mod:`.engine` (the Python and Numba engines), :mod:`.sweeps`,
+:mod:`.root_finding` (Newton), and :mod:`.examples` (the paper's programs). It stands apart from the rest of
+tensoradbook.
 """
 
 from .registers import cos, exp, log, sin, sqrt, tanh

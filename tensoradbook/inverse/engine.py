@@ -25,7 +25,8 @@ import numpy as np
 
 from ..codegen.cache import package_jit
 from .instructions import ARITY, instruction
-from .rules import CONST
+# The instruction set, also read here by callers that write instruction arrays themselves.
+from .rules import ADD, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT, SUB, TANH  # noqa: F401
 
 _jit = package_jit(error_model="numpy")
 
