@@ -15,8 +15,9 @@ import sympy
 
 from ..integer.matrix import as_int_matrix, matmul, matvec
 from ..integer.smith import extended_gcd, integer_inverse, smith_normal_form
-from .answers import _Wrong, _det, _int_matrix, _int_triple, _int_vector, _triple, _vec
-from .feedback import CheckResult, _pending
+from .answers import determinant, read_int_matrix, read_int_triple, read_int_vector, read_triple, vector_text
+from .checking import Wrong, pending
+from .feedback import CheckResult
 
 __all__ = ["check_bezout", "check_smith", "check_kernel_basis", "check_integer_solutions"]
 
@@ -25,10 +26,10 @@ def check_bezout(a: int, b: int, answer) -> CheckResult:
     """Exercise: a Bezout triple ``(g, x, y)`` with ``g = gcd(a, b) = a x + b y`` (Algorithm 2)."""
     name = f"Bezout triple for a = {a}, b = {b}"
     if answer is None:
-        return _pending(name, "Your answer is a triple (g, x, y).")
+        return pending(name, "Your answer is a triple (g, x, y).")
     try:
-        g, x, y = _int_triple(answer, "g, x, y")
-    except _Wrong as err:
+        g, x, y = read_int_triple(answer, "g, x, y")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     problems = []
     true_gcd = extended_gcd(a, b)[0]
@@ -59,12 +60,12 @@ def check_smith(A, answer) -> CheckResult:
     n_rows, n_cols = A.shape
     name = f"Smith decomposition of a {n_rows}x{n_cols} matrix"
     if answer is None:
-        return _pending(name, "Your answer is a triple (S, U, V) of integer matrices with S = U A V.")
+        return pending(name, "Your answer is a triple (S, U, V) of integer matrices with S = U A V.")
     problems = []
     try:
-        S, U, V = _triple(answer, "S, U, V")
-        S, U, V = _int_matrix(S, "S"), _int_matrix(U, "U"), _int_matrix(V, "V")
-    except _Wrong as err:
+        S, U, V = read_triple(answer, "S, U, V")
+        S, U, V = read_int_matrix(S, "S"), read_int_matrix(U, "U"), read_int_matrix(V, "V")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     for label, M, want in (("S", S, (n_rows, n_cols)), ("U", U, (n_rows, n_rows)), ("V", V, (n_cols, n_cols))):
         if M.shape != want:
@@ -72,7 +73,7 @@ def check_smith(A, answer) -> CheckResult:
     if problems:
         return CheckResult(name, False, problems)
     for label, M in (("U", U), ("V", V)):
-        det = _det(M)
+        det = determinant(M)
         if det not in (1, -1):
             problems.append(f"{label} is not unimodular: det {label} = {det} (it must be +1 or -1)")
     UAV = matmul(matmul(U, A), V)
@@ -117,14 +118,14 @@ def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
         K = [[v] for v in K]  # a plain vector is one column
     if isinstance(K, (list, tuple)) and len(K) == 0:
         K = [[] for _ in range(n_cols)]
-    K = _int_matrix(K, what)
+    K = read_int_matrix(K, what)
     if K.shape[0] != n_cols:
         return [f"{what} must have M = {n_cols} rows (one per entry of alpha), yours has {K.shape[0]}"]
     problems = []
     for j in range(K.shape[1]):
         image = matvec(A, list(K[:, j]))
         if any(image):
-            problems.append(f"column {j} of {what} is not in the kernel: A {what}[:,{j}] = {_vec(image)}")
+            problems.append(f"column {j} of {what} is not in the kernel: A {what}[:,{j}] = {vector_text(image)}")
     if problems:
         return problems
     k = K.shape[1]
@@ -166,10 +167,10 @@ def check_kernel_basis(A, answer) -> CheckResult:
     A = as_int_matrix(A, "A")
     name = f"integer kernel basis of a {A.shape[0]}x{A.shape[1]} matrix"
     if answer is None:
-        return _pending(name, "Your answer is an integer matrix K with one kernel vector per column.")
+        return pending(name, "Your answer is an integer matrix K with one kernel vector per column.")
     try:
         problems = _kernel_problems(A, answer)
-    except _Wrong as err:
+    except Wrong as err:
         problems = [str(err)]
     return CheckResult(name, not problems, problems)
 
@@ -184,10 +185,10 @@ def check_integer_solutions(A, beta, answer) -> CheckResult:
     A = as_int_matrix(A, "A")
     inverse = integer_inverse(A)
     check = inverse.solvability(beta)
-    beta_text = _vec(check.beta)
+    beta_text = vector_text(check.beta)
     name = f"integer solutions of A alpha = beta for beta = {beta_text}"
     if answer is None:
-        return _pending(name, 'Your answer is "no solution" or a pair (alpha_p, K).')
+        return pending(name, 'Your answer is "no solution" or a pair (alpha_p, K).')
     says_none = isinstance(answer, str)
     if says_none and answer.strip().lower() not in ("no solution", "none", "no"):
         return CheckResult(name, False, [f'answer with "no solution" or a pair (alpha_p, K), not {answer!r}'])
@@ -205,16 +206,16 @@ def check_integer_solutions(A, beta, answer) -> CheckResult:
     decide = ("hint: before looking for alpha_p, decide with the cokernel condition (eq. 16) and the "
               "integrality of I beta (eq. 17) whether an integer solution exists")
     try:
-        alpha_p = _int_vector(alpha_p, A.shape[1], "alpha_p")
-    except _Wrong as err:
+        alpha_p = read_int_vector(alpha_p, A.shape[1], "alpha_p")
+    except Wrong as err:
         return CheckResult(name, False, [str(err), decide])
     image = matvec(A, alpha_p)
     if tuple(image) != tuple(check.beta):
-        problems.append(f"alpha_p = {_vec(alpha_p)} is not a solution: A alpha_p = {_vec(image)}, "
+        problems.append(f"alpha_p = {vector_text(alpha_p)} is not a solution: A alpha_p = {vector_text(image)}, "
                         f"not beta = {beta_text}")
         problems.append(decide)
     try:
         problems += _kernel_problems(A, K)
-    except _Wrong as err:
+    except Wrong as err:
         problems.append(str(err))
     return CheckResult(name, not problems, problems)

@@ -11,8 +11,9 @@ import numpy as np
 from ..integer.fourier_motzkin import fourier_motzkin
 from ..integer.matrix import as_int_matrix, as_rational_matrix, matvec, normalize
 from ..integer.smith import integer_inverse
-from .answers import _Wrong, _fmt, _range, _vec
-from .feedback import CheckResult, _pending
+from .answers import exact_text, read_range, vector_text
+from .checking import Wrong, pending
+from .feedback import CheckResult
 
 __all__ = ["check_loop_bounds", "check_point_count", "check_redundant_rows"]
 
@@ -38,19 +39,19 @@ def check_loop_bounds(A, b, answer, names=("x_0", "x_1")) -> CheckResult:
         raise ValueError(f"check_loop_bounds is for two variables; A has {A.shape[1]} columns")
     name = f"loop bounds for the polytope A x >= b in ({names[0]}, {names[1]})"
     if answer is None:
-        return _pending(name, f"Your answer is a pair (outer, inner): outer = (low, high) for {names[1]}, "
+        return pending(name, f"Your answer is a pair (outer, inner): outer = (low, high) for {names[1]}, "
                               f"inner = a function of {names[1]} giving (low, high) for {names[0]}.")
     truth = _brute_force_points(A, b)
     try:
         outer, inner = answer
-        outer_range = _range(outer() if callable(outer) else outer, f"the outer bounds for {names[1]}")
+        outer_range = read_range(outer() if callable(outer) else outer, f"the outer bounds for {names[1]}")
         visited = []
         for x1 in outer_range:
-            for x0 in _range(inner(x1), f"the inner bounds for {names[0]} at {names[1]} = {x1}"):
+            for x0 in read_range(inner(x1), f"the inner bounds for {names[0]} at {names[1]} = {x1}"):
                 visited.append((x0, x1))
                 if len(visited) > 10 * len(truth) + 10_000:
-                    raise _Wrong("your loops visit far too many points; are the bounds finite?")
-    except _Wrong as err:
+                    raise Wrong("your loops visit far too many points; are the bounds finite?")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     except (TypeError, ValueError) as err:
         return CheckResult(name, False, [f"the answer must be (outer, inner) with inner a function: {err}"])
@@ -59,14 +60,14 @@ def check_loop_bounds(A, b, answer, names=("x_0", "x_1")) -> CheckResult:
     outside = [x for x in visited if x not in truth]
     for x in outside[:3]:
         row = _violated_row(A, b, x)
-        problems.append(f"your bounds include {point} = {_vec(x)}, which is outside: inequality {row} "
+        problems.append(f"your bounds include {point} = {vector_text(x)}, which is outside: inequality {row} "
                         f"({_inequality_text(A, b, row, names)}) fails there")
     if len(outside) > 3:
         problems.append(f"... and {len(outside) - 3} more points outside")
     seen = set(visited)
     missing = [x for x in sorted(truth, key=lambda p: (p[1], p[0])) if x not in seen]
     for x in missing[:3]:
-        problems.append(f"your bounds miss the point {point} = {_vec(x)}")
+        problems.append(f"your bounds miss the point {point} = {vector_text(x)}")
     if len(missing) > 3:
         problems.append(f"... and {len(missing) - 3} more missing points")
     return CheckResult(name, not problems, problems,
@@ -81,12 +82,12 @@ def _inequality_text(A: np.ndarray, b: list, row: int, names) -> str:
             continue
         sign = "-" if coeff < 0 else "+"
         mag = abs(coeff)
-        body = label if mag == 1 else f"{_fmt(mag)}*{label}"
+        body = label if mag == 1 else f"{exact_text(mag)}*{label}"
         terms.append(f"{sign} {body}")
     text = " ".join(terms).lstrip("+ ").strip() if terms else "0"
     if text.startswith("- "):
         text = "-" + text[2:]
-    return f"{text} >= {_fmt(b[row])}"
+    return f"{text} >= {exact_text(b[row])}"
 
 
 def _brute_force_points(A: np.ndarray, b: list) -> set[tuple[int, ...]]:
@@ -120,9 +121,9 @@ def check_point_count(A, beta, shape, answer) -> CheckResult:
     A = as_int_matrix(A, "A")
     beta = list(beta) if hasattr(beta, "__iter__") else [beta]
     shape = tuple(shape)
-    name = f"|Sigma(beta)| for beta = {_vec(beta)} in a box of shape {shape}"
+    name = f"|Sigma(beta)| for beta = {vector_text(beta)} in a box of shape {shape}"
     if answer is None:
-        return _pending(name, "Your answer is a non-negative integer.")
+        return pending(name, "Your answer is a non-negative integer.")
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         return CheckResult(name, False, [f"the answer must be an integer count, got {answer!r}"])
     brute = [alpha for alpha in np.ndindex(*shape) if tuple(matvec(A, list(alpha))) == tuple(beta)]
@@ -174,7 +175,7 @@ def check_redundant_rows(A, b, answer) -> CheckResult:
     b = [Fraction(v) for v in b]
     name = "redundant inequalities"
     if answer is None:
-        return _pending(name, "Your answer is a set of row indices, e.g. {0, 3}; the empty set is set().")
+        return pending(name, "Your answer is a set of row indices, e.g. {0, 3}; the empty set is set().")
     try:
         claimed = {int(i) for i in answer}
     except (TypeError, ValueError):

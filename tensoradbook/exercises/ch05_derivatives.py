@@ -26,10 +26,9 @@ from ..lang.evaluate import bound_value
 from ..lang.expr import Element, If, Number, Sum
 from ..lang.function import Function
 from ..lang.printer import expr_text
-from .answers import (
-    _ATOL, _RTOL, _Wrong, _function, _index_text, _int_matrix, _int_triple, _number, _parse_answer, _vec,
-)
-from .feedback import CheckResult, _element_problems, _pending
+from .answers import parse_answer, read_function, read_int_matrix, read_int_triple, vector_text
+from .checking import ATOL, RTOL, Wrong, pending
+from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = [
     "check_derivative",
@@ -60,7 +59,7 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
     argument's name (``dx``), or what the core calls it when that name is taken
     (the gradient of a first derivative ``dx`` with respect to ``x`` is ``dx_1``).
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     if argument not in fn.arguments:
         raise ValueError(f"{argument!r} is not an argument of {fn.name}; it has {fn.arguments}")
     grads = derive(fn)
@@ -74,11 +73,11 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
     name = f"{gradient}, the derivative of {fn.name} with respect to {argument}"
     if answer is None:
         sizes = ", ".join(f"{k}: {v}" for k, v in truth_fn.shapes.items() if k not in accepted)
-        return _pending(name, f"Your answer is text like \"{gradient}[...] = ...\" using {adjoint} "
+        return pending(name, f"Your answer is text like \"{gradient}[...] = ...\" using {adjoint} "
                               f"and the arguments (shapes {sizes}).")
     try:
-        mine = _parse_answer(answer, answer_shapes, "derivative")
-    except _Wrong as err:
+        mine = parse_answer(answer, answer_shapes, "derivative")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     if mine.name not in accepted:
         return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient is called "
@@ -100,11 +99,11 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
                 values[extra] = rng.uniform(0.5, 1.5, truth_fn.shapes[extra])
         right = truth_fn.evaluate(values)
         yours = mine.evaluate(values)
-        close = np.isclose(yours, right, rtol=_RTOL, atol=_ATOL * max(1.0, float(np.abs(right).max(initial=0))))
+        close = np.isclose(yours, right, rtol=RTOL, atol=ATOL * max(1.0, float(np.abs(right).max(initial=0))))
         if close.all():
             continue
-        problems += _element_problems(gradient, yours, right, close, _ATOL,
-                                      lambda b: f"no element of {fn.name} reads {argument}{_index_text(b)}",
+        problems += element_problems(gradient, yours, right, close, ATOL,
+                                      lambda b: f"no element of {fn.name} reads {argument}{index_text(b)}",
                                       "a Kronecker delta / condition is missing")
         break
     return CheckResult(name, not problems, problems,
@@ -148,26 +147,26 @@ def check_term_count(fn, argument: str, beta, answer, shapes=None) -> CheckResul
     size of the set Gamma of eq. 39 (summed over the occurrences of x). Counted
     by brute force over every element of the output and every sum.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     if argument not in fn.arguments:
         raise ValueError(f"{argument!r} is not an argument of {fn.name}; it has {fn.arguments}")
     beta = tuple(int(v) for v in (beta if hasattr(beta, "__iter__") else [beta]))
-    name = f"number of terms of d{argument}{_index_text(beta)}"
+    name = f"number of terms of d{argument}{index_text(beta)}"
     if answer is None:
-        return _pending(name, "Your answer is a non-negative integer.")
+        return pending(name, "Your answer is a non-negative integer.")
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         return CheckResult(name, False, [f"the answer must be an integer count, got {answer!r}"])
     hits = _element_points(fn, argument, beta)
     count = len(hits)
     if int(answer) == count:
-        return CheckResult(name, True, note=f"Indeed, {fn.name} reads {argument}{_index_text(beta)} "
+        return CheckResult(name, True, note=f"Indeed, {fn.name} reads {argument}{index_text(beta)} "
                                             f"at {count} extended ind{'ex' if count == 1 else 'ices'}.")
     # The same words for every wrong count: "too many" / "too few" would make repeated tries a binary search.
     return CheckResult(name, False, [
         f"{int(answer)} is not the number of extended indices (output index and sum indices) at which {fn.name} "
-        f"reads {argument}{_index_text(beta)}",
+        f"reads {argument}{index_text(beta)}",
         f"hint: write the extended index alpha (the indices of {fn.name}, then the sums' indices), solve "
-        f"{argument}'s index expressions = {_index_text(beta)} for it, and count the solutions inside every range "
+        f"{argument}'s index expressions = {index_text(beta)} for it, and count the solutions inside every range "
         f"(the shape of {fn.name} and the sums' bounds, both ends included); an index that {argument} does not read "
         f"runs over its whole range (the set Gamma of eq. 39)"])
 
@@ -179,7 +178,7 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
     then the sum indices from the outermost sum inwards; one row per index of
     the argument. Compared with the matrix Algorithm 4 uses.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     parts = derive(fn).contributions.get(argument)
     if not parts:
         raise ValueError(f"{argument!r} is not an argument of {fn.name} with a non-zero derivative")
@@ -189,11 +188,11 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
     name = f"index matrix of {element} over alpha = ({alpha})"
     A = part.index_matrix
     if answer is None:
-        return _pending(name, f"Your answer is an integer matrix with {A.shape[0]} row(s) (one per index of "
+        return pending(name, f"Your answer is an integer matrix with {A.shape[0]} row(s) (one per index of "
                               f"{argument}) and {A.shape[1]} columns ({alpha}).")
     try:
-        mine = _int_matrix(answer, "A")
-    except _Wrong as err:
+        mine = read_int_matrix(answer, "A")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     if mine.ndim == 1 or mine.shape != A.shape:
         got = "x".join(str(n) for n in mine.shape)
@@ -201,7 +200,7 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
                                          f"one column per entry of alpha = ({alpha}); yours is {got}"])
     if (mine == A).all():
         return CheckResult(name, True, note="" if not any(part.offset) else
-                           f"(The constant offset a = {_vec(part.offset)} is not part of A.)")
+                           f"(The constant offset a = {vector_text(part.offset)} is not part of A.)")
     # One message for any wrong matrix: naming the wrong rows would let a few tries fix it row by row.
     coefficients = [f"c_{n}" for n in range(len(part.alpha))]
     written = " + ".join(f"{c} {a}" for c, a in zip(coefficients, part.alpha))
@@ -241,40 +240,40 @@ def check_adjoint(fn, node, answer, shapes=None, points: int = 3, seed: int = 0)
     """
     text = fn if isinstance(fn, str) else str(fn)
     shapes = dict(shapes) if shapes is not None else _scalar_shapes(text)
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     shapes = dict(fn.shapes)
-    node_fn = _function(f"{fn.name}[] = {node}" if isinstance(node, str) else node, shapes)
+    node_fn = read_function(f"{fn.name}[] = {node}" if isinstance(node, str) else node, shapes)
     found, adjoint, parts = _consumer_parts(fn.body, node_fn.body)
     if not found:
         raise ValueError(f"{node!r} is not a part of {fn}")
     node_text = expr_text(node_fn.body)
     name = f"adjoint of the part {node_text} of {fn.name}"
     if answer is None:
-        return _pending(name, f"Your answer is an expression in {', '.join(fn.arguments)} (text), "
+        return pending(name, f"Your answer is an expression in {', '.join(fn.arguments)} (text), "
                               f"e.g. \"cos ({fn.arguments[0]}[])\", or a number.")
     if isinstance(answer, (int, float, np.integer, np.floating)) and not isinstance(answer, bool):
         answer = repr(float(answer))
     try:
-        mine = _parse_answer(f"{fn.name}[] = {answer}" if isinstance(answer, str) else answer, shapes, "adjoint")
-    except _Wrong as err:
+        mine = parse_answer(f"{fn.name}[] = {answer}" if isinstance(answer, str) else answer, shapes, "adjoint")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     rng = np.random.default_rng(seed)
     for _ in range(points):
         values = {a: rng.uniform(0.5, 1.5) for a in fn.arguments}
         right = _scalar_value(adjoint, shapes, values)
         yours = float(mine.evaluate(values))
-        if np.isclose(yours, right, rtol=_RTOL, atol=_ATOL):
+        if np.isclose(yours, right, rtol=RTOL, atol=ATOL):
             continue
-        at = ", ".join(f"{k} = {_number(v)}" for k, v in values.items())
-        problems = [f"at {at} your adjoint is {_number(yours)}, the right value is {_number(right)}"]
+        at = ", ".join(f"{k} = {number_text(v)}" for k, v in values.items())
+        problems = [f"at {at} your adjoint is {number_text(yours)}, the right value is {number_text(right)}"]
         for parent, contribution, partial in parts:
             parent_text = expr_text(parent)
-            if len(parts) > 1 and np.isclose(yours, _scalar_value(contribution, shapes, values), rtol=_RTOL):
+            if len(parts) > 1 and np.isclose(yours, _scalar_value(contribution, shapes, values), rtol=RTOL):
                 problems.append(f"that is only the path through the consumer {parent_text}; the part is used "
                                 f"by {len(parts)} consumers and eq. 2 sums over all of them")
                 break
-            if partial is not None and np.isclose(yours, _scalar_value(partial, shapes, values), rtol=_RTOL) \
-                    and not np.isclose(yours, _scalar_value(contribution, shapes, values), rtol=_RTOL):
+            if partial is not None and np.isclose(yours, _scalar_value(partial, shapes, values), rtol=RTOL) \
+                    and not np.isclose(yours, _scalar_value(contribution, shapes, values), rtol=RTOL):
                 problems.append(f"that is the local derivative d({parent_text})/d({node_text}) only; "
                                 f"multiply it by the adjoint of {parent_text} (eq. 2)")
                 break
@@ -291,11 +290,11 @@ def check_scalar_gradient(fn, point: dict, answer, shapes=None, rtol: float = 1e
     """
     text = fn if isinstance(fn, str) else str(fn)
     shapes = dict(shapes) if shapes is not None else _scalar_shapes(text)
-    fn = _function(fn, shapes)
-    at = ", ".join(f"{k} = {_number(v)}" for k, v in point.items())
+    fn = read_function(fn, shapes)
+    at = ", ".join(f"{k} = {number_text(v)}" for k, v in point.items())
     name = f"gradient of {fn.name} at {at}"
     if answer is None:
-        return _pending(name, "Your answer is a dict {" + ", ".join(f'"{a}": ...' for a in fn.arguments) + "}.")
+        return pending(name, "Your answer is a dict {" + ", ".join(f'"{a}": ...' for a in fn.arguments) + "}.")
     if not isinstance(answer, dict):
         return CheckResult(name, False, [f"the answer must be a dict like {{'{fn.arguments[0]}': 1.23, ...}}, "
                                          f"got {type(answer).__name__}"])
@@ -320,7 +319,7 @@ def check_scalar_gradient(fn, point: dict, answer, shapes=None, rtol: float = 1e
             continue
         if np.isclose(yours, exact[a], rtol=rtol, atol=1e-4):
             continue
-        message = f"df/d{a} = {_number(yours)} is not right"
+        message = f"df/d{a} = {number_text(yours)} is not right"
         _, _, parts = _consumer_parts(fn.body, Element(a, ()))
         values_parts = [_scalar_value(contribution, fn.shapes, args) for _, contribution, _ in parts]
         if len(parts) > 1 and any(np.isclose(yours, v, rtol=rtol, atol=1e-4) for v in values_parts):
@@ -343,13 +342,13 @@ def check_vec_index(shape, index, answer) -> CheckResult:
     shape = tuple(int(n) for n in shape)
     index = tuple(int(i) for i in index)
     if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape)):
-        raise ValueError(f"{_index_text(index)} is not an index of an array of shape {shape}")
+        raise ValueError(f"{index_text(index)} is not an index of an array of shape {shape}")
     if int(np.ravel_multi_index(index, shape, order="F")) == int(np.ravel_multi_index(index, shape, order="C")):
-        raise ValueError(f"A{_index_text(index)} has the same position in vec A (column-major) and in row-major "
+        raise ValueError(f"A{index_text(index)} has the same position in vec A (column-major) and in row-major "
                          f"order, so the exercise cannot tell the two apart: pick another index")
-    name = f"vec index of A{_index_text(index)} for A of shape {shape}"
+    name = f"vec index of A{index_text(index)} for A of shape {shape}"
     if answer is None:
-        return _pending(name, "Your answer is one integer (zero-based).")
+        return pending(name, "Your answer is one integer (zero-based).")
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         return CheckResult(name, False, [f"the answer must be an integer position, got {answer!r}"])
     right = int(np.ravel_multi_index(index, shape, order="F"))
@@ -366,7 +365,7 @@ def check_vec_index(shape, index, answer) -> CheckResult:
         return CheckResult(name, False, ["that is the row-major (C order) position; vec stacks columns, so the FIRST "
                                          "index runs fastest (eq. 4)"])
     # Which element a wrong position holds, or "off by one", would let a few tries read the answer off.
-    return CheckResult(name, False, [f"{answer} is not the position of A{_index_text(index)} in vec A",
+    return CheckResult(name, False, [f"{answer} is not the position of A{index_text(index)} in vec A",
                                      "hint: vec stacks the columns, so the first index runs fastest: the position "
                                      "is sum_d i_d s_d with the strides s_0 = 1, s_d = N_0 ... N_(d-1) (eq. 4), "
                                      "counted from 0 here (eq. 4 counts from 1)"])
@@ -384,10 +383,10 @@ def check_jacobian_memory(out_shape, in_shape, answer, itemsize: int = 8) -> Che
     size = rows * cols * itemsize
     name = f"explicit Jacobian of F: {in_shape} -> {out_shape}"
     if answer is None:
-        return _pending(name, f"Your answer is a triple (rows, columns, bytes) for {itemsize}-byte entries.")
+        return pending(name, f"Your answer is a triple (rows, columns, bytes) for {itemsize}-byte entries.")
     try:
-        r, c, b = _int_triple(answer, "rows, columns, bytes")
-    except _Wrong as err:
+        r, c, b = read_int_triple(answer, "rows, columns, bytes")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     problems = []
     if (r, c) == (cols, rows) and rows != cols:
@@ -417,12 +416,12 @@ def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckR
     fastest). Each row is the core's gradient with ``df`` a unit tensor
     (sec. 5.3: substitute ``df_alpha = prod delta``).
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     out_shape, in_shape = tuple(fn.shapes[fn.name]), tuple(fn.shapes[argument])
     rows, cols = math.prod(out_shape), math.prod(in_shape)
     name = f"Jacobian d vec {fn.name} / d vec {argument} ({rows}x{cols})"
     if answer is None:
-        return _pending(name, f"Your answer is a {rows}x{cols} matrix (nested lists or a numpy array).")
+        return pending(name, f"Your answer is a {rows}x{cols} matrix (nested lists or a numpy array).")
     try:
         mine = np.array(answer, dtype=float)
     except (TypeError, ValueError):

@@ -21,8 +21,9 @@ from ..ad.gradcheck import random_arguments
 from ..lang.evaluate import bound_value
 from ..lang.expr import Element, If, Sum, walk
 from ..lang.printer import bound_text, expr_text
-from .answers import _ATOL, _RTOL, _Wrong, _function, _index_text, _range
-from .feedback import CheckResult, _element_problems, _pending
+from .answers import read_function, read_range
+from .checking import ATOL, RTOL, Wrong, pending
+from .feedback import CheckResult, element_problems, index_text
 
 __all__ = ["check_gradient_element", "check_scatter_races", "check_max_contention", "check_gather_bounds"]
 
@@ -49,7 +50,7 @@ class _Guarded(np.ndarray):
         if parts and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in parts):
             for v, n in zip(parts, self.shape):
                 if not 0 <= int(v) < n:
-                    raise IndexError(f"it reads {self.label}{_index_text(parts)}, outside the shape "
+                    raise IndexError(f"it reads {self.label}{index_text(parts)}, outside the shape "
                                      f"{tuple(self.shape)} of {self.label} (numpy would wrap a negative index "
                                      f"around silently, a GPU would read foreign memory)")
         out = super().__getitem__(key)
@@ -94,20 +95,20 @@ def _checked_argument(fn, argument: str) -> None:
 
 
 def _gradient_by_elements(answer, pass_names: list[str], arrays: dict, shape: tuple, gradient: str):
-    """The student's element function evaluated at every gradient index, or a _Wrong naming the first failure."""
+    """The student's element function evaluated at every gradient index, or a Wrong naming the first failure."""
     out = np.zeros(shape)
     for beta in np.ndindex(*shape):
         try:
             value = answer(*(int(v) for v in beta), **{p: arrays[p] for p in pass_names})
         except IndexError as err:
-            raise _Wrong(f"your function fails at {gradient}{_index_text(beta)}: {err}") from None
+            raise Wrong(f"your function fails at {gradient}{index_text(beta)}: {err}") from None
         except Exception as err:  # the student's code: report any error with the element it happened at
-            raise _Wrong(f"your function raised {type(err).__name__} at {gradient}{_index_text(beta)}: "
+            raise Wrong(f"your function raised {type(err).__name__} at {gradient}{index_text(beta)}: "
                          f"{err}") from None
         try:
             out[beta] = float(value)
         except (TypeError, ValueError):
-            raise _Wrong(f"at {gradient}{_index_text(beta)} your function returned {value!r}, "
+            raise Wrong(f"at {gradient}{index_text(beta)} your function returned {value!r}, "
                          f"not a number") from None
     return out
 
@@ -130,7 +131,7 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
     arrays it gets are read-only and refuse indices outside their shape
     (numpy would wrap ``x[-1]`` around silently).
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _checked_argument(fn, argument)
     grads = derive(fn)
     gradient, adjoint = "d" + argument, grads.adjoint_name
@@ -140,7 +141,7 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
     name = f"one element of {gradient}, the gradient of {fn.name} with respect to {argument}"
     if answer is None:
         example = ", ".join(index_names + ["...", adjoint])
-        return _pending(name, f"Your answer is a Python function like def {gradient}_element({example}): "
+        return pending(name, f"Your answer is a Python function like def {gradient}_element({example}): "
                               f"{len(shape)} index parameter(s) first, then any of the arrays "
                               f"{', '.join(available)} by name; it returns the number {gradient}[...].")
     if not callable(answer):
@@ -175,15 +176,15 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
         arrays = {k: (np.array(v, dtype=np.float64) if plain else _Guarded(v, k)) for k, v in values.items()}
         try:
             yours = _gradient_by_elements(answer, pass_names, arrays, shape, gradient)
-        except _Wrong as err:
+        except Wrong as err:
             return CheckResult(name, False, [str(err)])
         right = grads.evaluate(args, df)[argument]
         scale = max(1.0, float(np.abs(right).max(initial=0)))
-        close = np.isclose(yours, right, rtol=_RTOL, atol=_ATOL * scale)
+        close = np.isclose(yours, right, rtol=RTOL, atol=ATOL * scale)
         if close.all():
             continue
-        problems = _element_problems(gradient, yours, right, close, _ATOL,
-                                     lambda b: f"{fn.name} never reads {argument}{_index_text(b)}",
+        problems = element_problems(gradient, yours, right, close, ATOL,
+                                     lambda b: f"{fn.name} never reads {argument}{index_text(b)}",
                                      "a condition is missing, or a loop runs too far")
         return CheckResult(name, False, problems)
     # The defining property, without the core: <dx, v> = d/dt sum(df * f(x + t v)) at t = 0.
@@ -211,7 +212,7 @@ def _thread_of(fn, env: dict, threads: str) -> tuple:
 
 def _thread_text(fn, thread: tuple, threads: str) -> str:
     if threads == "output":
-        return f"{fn.name}{_index_text(thread)}"
+        return f"{fn.name}{index_text(thread)}"
     return "(" + ", ".join(f"{k} = {v}" for k, v in thread) + ")"
 
 
@@ -231,10 +232,10 @@ def _gradient_indices(answer, shape: tuple, gradient: str) -> set:
     """A set of gradient indices from a set/list of tuples (ints for one index) or a boolean mask."""
     if isinstance(answer, np.ndarray) and answer.dtype == bool:
         if answer.shape != shape:
-            raise _Wrong(f"a mask must have the shape {shape} of {gradient}, yours has {answer.shape}")
+            raise Wrong(f"a mask must have the shape {shape} of {gradient}, yours has {answer.shape}")
         return {tuple(int(v) for v in idx) for idx in np.argwhere(answer)}
     if isinstance(answer, (str, bytes, dict)) or not hasattr(answer, "__iter__"):
-        raise _Wrong(f"the answer must be a set of indices of {gradient} (tuples, or integers for one index), "
+        raise Wrong(f"the answer must be a set of indices of {gradient} (tuples, or integers for one index), "
                      f"got {answer!r}")
     out = set()
     for item in answer:
@@ -243,13 +244,13 @@ def _gradient_indices(answer, shape: tuple, gradient: str) -> set:
         try:
             index = tuple(item)
         except TypeError:
-            raise _Wrong(f"{item!r} is not an index of {gradient}") from None
+            raise Wrong(f"{item!r} is not an index of {gradient}") from None
         if len(index) != len(shape) or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
                                            for v in index):
-            raise _Wrong(f"{item!r} is not an index of {gradient}: it needs {len(shape)} integer(s)")
+            raise Wrong(f"{item!r} is not an index of {gradient}: it needs {len(shape)} integer(s)")
         index = tuple(int(v) for v in index)
         if any(not 0 <= v < n for v, n in zip(index, shape)):
-            raise _Wrong(f"{gradient}{_index_text(index)} is not an element: {gradient} has shape {shape}")
+            raise Wrong(f"{gradient}{index_text(index)} is not an element: {gradient} has shape {shape}")
         out.add(index)
     return out
 
@@ -273,18 +274,18 @@ def check_scatter_races(fn, argument: str, answer, shapes=None, threads: str = "
     vector), or a boolean mask of ``x``'s shape. Checked by enumerating every
     read by brute force.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _checked_argument(fn, argument)
     gradient, shape = "d" + argument, tuple(fn.shapes[argument])
     per = "element of " + fn.name if threads == "output" else "extended index"
     name = f"races in the scatter kernel of {gradient} (one thread per {per})"
     writers, _ = _writers(fn, argument, threads)
     if answer is None:
-        return _pending(name, f"Your answer is a set of indices of {gradient}, e.g. "
+        return pending(name, f"Your answer is a set of indices of {gradient}, e.g. "
                               f"{'{(0, 1), (2, 2)}' if len(shape) > 1 else '{0, 3}'}; set() if there are none.")
     try:
         claimed = _gradient_indices(answer, shape, gradient)
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     races = {beta for beta, who in writers.items() if len(who) > 1}
     if claimed != races:
@@ -300,7 +301,7 @@ def check_scatter_races(fn, argument: str, answer, shapes=None, threads: str = "
     else:
         top = max(sorted(races), key=lambda b: len(writers[b]))
         note = (f"{len(races)} of {math.prod(shape)} elements race; the most contended, "
-                f"{gradient}{_index_text(top)}, gets adds from {len(writers[top])} threads.")
+                f"{gradient}{index_text(top)}, gets adds from {len(writers[top])} threads.")
     return CheckResult(name, True, note=note)
 
 
@@ -312,14 +313,14 @@ def check_max_contention(fn, argument: str, answer, shapes=None, threads: str = 
     in :func:`check_scatter_races`; adds of one thread (its sum loop) count
     once. Checked by brute-force enumeration.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _checked_argument(fn, argument)
     gradient = "d" + argument
     per = "element of " + fn.name if threads == "output" else "extended index"
     name = f"largest number of threads adding into one element of {gradient} (one thread per {per})"
     writers, adds = _writers(fn, argument, threads)
     if answer is None:
-        return _pending(name, "Your answer is a non-negative integer.")
+        return pending(name, "Your answer is a non-negative integer.")
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         return CheckResult(name, False, [f"the answer must be an integer count, got {answer!r}"])
     answer = int(answer)
@@ -327,13 +328,13 @@ def check_max_contention(fn, argument: str, answer, shapes=None, threads: str = 
     most = max(counts.values(), default=0)
     top = min(b for b, c in counts.items() if c == most) if counts else None
     if answer == most:
-        note = (f"{gradient}{_index_text(top)} gets adds from {most} threads: "
+        note = (f"{gradient}{index_text(top)} gets adds from {most} threads: "
                 f"{_threads_list(fn, writers[top], threads)}." if top is not None else "")
         return CheckResult(name, True, note=note)
     if answer in adds.values() and answer not in counts.values():
         # a count of adds that no element's count of threads equals: the mistake shows whatever the right answer is
         beta = min(b for b, n in adds.items() if n == answer)
-        return CheckResult(name, False, [f"{answer} is the number of adds into {gradient}{_index_text(beta)}, not of "
+        return CheckResult(name, False, [f"{answer} is the number of adds into {gradient}{index_text(beta)}, not of "
                                          f"threads: the adds of one thread (its loop over a sum) come one after "
                                          f"another and do not race"])
     # "too low" / "too high" would turn repeated tries into a binary search for the maximum
@@ -363,7 +364,7 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
     step). Checked for every ``beta`` against brute-force enumeration; any
     way of writing the bounds passes.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _checked_argument(fn, argument)
     sums = [node.index for node in walk(fn.body) if isinstance(node, Sum)]
     if index not in fn.indices and index not in sums:
@@ -380,7 +381,7 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
     beta_names = list(derive(fn)[argument].indices)
     name = f"bounds of the loop over {index} in the gather kernel of {gradient}"
     if answer is None:
-        return _pending(name, f"Your answer is a function of {', '.join(beta_names)} returning (low, high) for "
+        return pending(name, f"Your answer is a function of {', '.join(beta_names)} returning (low, high) for "
                               f"{index}, both ends inclusive, e.g. lambda {', '.join(beta_names)}: (0, 3).")
     if not callable(answer):
         return CheckResult(name, False, [f"the answer must be a function of the index of {gradient} returning "
@@ -392,14 +393,14 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
     alpha = ", ".join(reads[0][2] if reads else fn.indices)
     problems, extra_count, missing_count = [], 0, 0
     for beta in truth:
-        at = f"{gradient}{_index_text(beta)}"
+        at = f"{gradient}{index_text(beta)}"
         try:
             result = answer(*(int(v) for v in beta))
         except Exception as err:  # the student's code: say where it failed
             return CheckResult(name, False, [f"your function raised {type(err).__name__} at {at}: {err}"])
         try:
-            visited = result if isinstance(result, range) else _range(result, f"your function at {at}")
-        except _Wrong as err:
+            visited = result if isinstance(result, range) else read_range(result, f"your function at {at}")
+        except Wrong as err:
             return CheckResult(name, False, [str(err)])
         if len(visited) > 10_000:
             return CheckResult(name, False, [f"at {at} your loop visits {len(visited)} values: "
@@ -411,12 +412,12 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
         missing_count += len(missing)
         if extra and len(problems) < 3:
             problems.append(f"at {at} your loop visits {index} = {extra[0]}, but no in-range ({alpha}) with "
-                            f"{index} = {extra[0]} has {element} = {argument}{_index_text(beta)}")
+                            f"{index} = {extra[0]} has {element} = {argument}{index_text(beta)}")
         if missing and len(problems) < 3:
             env = truth[beta][missing[0]]
             witness = ", ".join(f"{k} = {v}" for k, v in env.items())
             problems.append(f"at {at} your loop misses {index} = {missing[0]}: {witness} reads "
-                            f"{argument}{_index_text(beta)}")
+                            f"{argument}{index_text(beta)}")
     if problems:
         counts = []
         if extra_count:

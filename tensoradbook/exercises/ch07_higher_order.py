@@ -16,8 +16,9 @@ import numpy as np
 
 from ..ad.finite_differences import mixed_central, richardson
 from ..ad.gradcheck import numeric_gradient, random_arguments
-from .answers import _Wrong, _function, _index_text, _number, _parse_answer
-from .feedback import CheckResult, _element_problems, _pending
+from .answers import parse_answer, read_function
+from .checking import Wrong, pending
+from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_second_derivative", "check_hessian_vector_product", "check_hessian_pattern"]
 
@@ -88,7 +89,7 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     form. It is evaluated on random inputs, ``df`` and ``v`` and compared with
     mixed second differences of ``L`` itself (not with the core's derivative).
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _checked_pair(fn, first, second)
     adjoint, direction, result = "d" + fn.name, "dd" + first, "d" + second
     for taken in (adjoint, direction):
@@ -101,7 +102,7 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     name = f"{result} = d/d{second} sum({direction} * d{first}), {what} of sum({adjoint} * {fn.name})"
     if answer is None:
         sizes = ", ".join(f"{k}: {v}" for k, v in answer_shapes.items() if k != result)
-        return _pending(name, f"Your answer is text like \"{result}[...] = ...\" using {direction} (the direction v), "
+        return pending(name, f"Your answer is text like \"{result}[...] = ...\" using {direction} (the direction v), "
                               f"{adjoint} and the arguments (shapes {sizes}).")
     left = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", answer) if isinstance(answer, str) else None
     # The core derives the gradient under a fresh name when d<second> is taken (dx_1 for the gradient of dx
@@ -114,8 +115,8 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     accepted = {result} | ({left.group(1)} if fresh else set())
     answer_shapes.update({n: tuple(fn.shapes[second]) for n in accepted})
     try:
-        mine = _parse_answer(answer, answer_shapes, "second derivative")
-    except _Wrong as err:
+        mine = parse_answer(answer, answer_shapes, "second derivative")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     if mine.name not in accepted:  # pragma: no cover -- caught from the text above
         return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient with respect to "
@@ -134,9 +135,9 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
         close = np.abs(yours - right) <= tolerance
         if close.all():
             continue
-        problems += _element_problems(
+        problems += element_problems(
             result, yours, right, close, tolerance,
-            lambda b: f"L's derivative with respect to {second}{_index_text(b)} does not change along v",
+            lambda b: f"L's derivative with respect to {second}{index_text(b)} does not change along v",
             "a condition is missing or a sum range is too wide", ratio_rtol=1e-4)
         for n, kind in ((direction, "v"), (adjoint, "df")):
             if n not in mine.arguments:
@@ -159,7 +160,7 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
     derived second-order functions. It is compared with mixed second
     differences of ``L`` itself, element by element.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     wrt = argument if wrt is None else wrt
     _checked_pair(fn, argument, wrt)
     arrays = fn.argument_arrays(args)
@@ -175,7 +176,7 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
     else:
         name = f"d/d{wrt} <v, dL/d{argument}>: the mixed second derivative of sum(d{fn.name} * {fn.name}), times v"
     if answer is None:
-        return _pending(name, f"Your answer is an array of shape {shape}: derive d{argument} once more and evaluate "
+        return pending(name, f"Your answer is an array of shape {shape}: derive d{argument} once more and evaluate "
                               f"its gradient with respect to {wrt} with the adjoint dd{argument} = v.")
     try:
         mine = np.asarray(answer, dtype=np.float64)
@@ -217,7 +218,7 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
     else:
         wrong = np.argwhere(difference > tolerance)
         idx = tuple(int(k) for k in wrong[0])
-        problems.append(f"element {_index_text(idx)} is {_number(mine[idx])}, which is not right: derive "
+        problems.append(f"element {index_text(idx)} is {number_text(mine[idx])}, which is not right: derive "
                         f"d{argument} once more and evaluate its gradient with respect to {wrt} with the adjoint "
                         f"dd{argument} = v")
         if len(wrong) > 1:
@@ -226,7 +227,7 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
 
 
 def _index_answer(value, shape: tuple, what: str) -> tuple[int, ...]:
-    """One index of an array of ``shape`` (an int for a vector), or a _Wrong."""
+    """One index of an array of ``shape`` (an int for a vector), or a Wrong."""
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -234,12 +235,12 @@ def _index_answer(value, shape: tuple, what: str) -> tuple[int, ...]:
     try:
         index = tuple(value)
     except TypeError:
-        raise _Wrong(f"{what} {value!r} is not an index") from None
+        raise Wrong(f"{what} {value!r} is not an index") from None
     if len(index) != len(shape) or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) for k in index):
-        raise _Wrong(f"{what} {value!r} is not an index of {len(shape)} integer(s)")
+        raise Wrong(f"{what} {value!r} is not an index of {len(shape)} integer(s)")
     index = tuple(int(k) for k in index)
     if any(not 0 <= k < n for k, n in zip(index, shape)):
-        raise _Wrong(f"{what} {_index_text(index)} is outside the shape {shape}")
+        raise Wrong(f"{what} {index_text(index)} is outside the shape {shape}")
     return index
 
 
@@ -255,18 +256,18 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
     row is measured by second differences of ``L`` at random points: an entry
     counts as non-zero if it is at any of them.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _checked_pair(fn, argument, argument)
     shape = tuple(fn.shapes[argument])
     try:
         beta = _index_answer(beta, shape, "beta")
-    except _Wrong as err:
+    except Wrong as err:
         raise ValueError(str(err)) from None
     entry = "H[" + "; ".join([str(k) for k in beta] + ["gamma"]) + "]"
-    name = f"non-zero entries of row {_index_text(beta)} of the Hessian of sum(d{fn.name} * {fn.name}) " \
+    name = f"non-zero entries of row {index_text(beta)} of the Hessian of sum(d{fn.name} * {fn.name}) " \
            f"with respect to {argument}"
     if answer is None:
-        return _pending(name, f"Your answer is a list of the indices gamma of {argument} with "
+        return pending(name, f"Your answer is a list of the indices gamma of {argument} with "
                               f"{entry} != 0 ({'ints' if len(shape) == 1 else 'tuples'}), "
                               f"or their number.")
     rng = np.random.default_rng(seed)
@@ -282,7 +283,7 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
             if value > _PATTERN_ZERO * scale:
                 row[gamma] = max(row[gamma], value)
     truth = {tuple(int(k) for k in gamma) for gamma in np.ndindex(*shape) if row[gamma]}
-    here = f"{argument}{_index_text(beta)}"
+    here = f"{argument}{index_text(beta)}"
     how = (f"{entry} != 0 where some term of L reads {here} and {argument}[gamma] inside one non-linear factor; "
            f"list, for every output element (and sum term) that reads {here}, the elements of {argument} it reads "
            f"in the same non-linear factor ({here} itself counts when it appears non-linearly)")
@@ -291,21 +292,21 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
         if count == len(truth):
             return CheckResult(name, True, note=f"Indeed: gamma in {_indices_text(truth)}.")
         # The same words for every wrong count: "too many" / "too few" would make repeated tries a binary search.
-        return CheckResult(name, False, [f"{count} is not the number of non-zero entries of row {_index_text(beta)}",
+        return CheckResult(name, False, [f"{count} is not the number of non-zero entries of row {index_text(beta)}",
                                          f"hint: {how}"])
     try:
         if isinstance(answer, (str, bytes)):
-            raise _Wrong(f"the answer must be a list of indices or a count, got {answer!r}")
+            raise Wrong(f"the answer must be a list of indices or a count, got {answer!r}")
         items = list(answer.tolist() if hasattr(answer, "tolist") else answer)
     except TypeError:
         return CheckResult(name, False, [f"the answer must be a list of indices or a count, got {answer!r}"])
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     mine, problems = [], []
     for item in items:
         try:
             mine.append(_index_answer(item, shape, "gamma ="))
-        except _Wrong as err:
+        except Wrong as err:
             problems.append(str(err))
     if problems:
         return CheckResult(name, False, problems)
@@ -326,4 +327,4 @@ def _indices_text(indices) -> str:
         return "{}"
     if all(len(g) == 1 for g in indices):
         return "{" + ", ".join(str(g[0]) for g in indices) + "}"
-    return "{" + ", ".join(_index_text(g) for g in indices) + "}"
+    return "{" + ", ".join(index_text(g) for g in indices) + "}"

@@ -22,8 +22,9 @@ import numpy as np
 
 from ..ad.finite_differences import jacobian
 from .. import inverse
-from .answers import _entries, _Wrong
-from .feedback import CheckResult, _pending
+from .answers import read_entries
+from .checking import Wrong, pending
+from .feedback import CheckResult
 
 __all__ = [
     "check_step_inverse",
@@ -38,21 +39,21 @@ _INVERSE_RTOL = 1e-6  # central differences (h = 1e-6) are good to about 1e-9 re
 
 
 def _float_vector(value, length: int, what: str) -> np.ndarray:
-    """The answer as ``length`` finite floats (lists, tuples, arrays, Fractions, ints), or a _Wrong saying why not."""
+    """The answer as ``length`` finite floats (lists, tuples, arrays, Fractions, ints), or a Wrong saying why not."""
     if isinstance(value, (str, bytes)):
-        raise _Wrong(f"{what} must be {length} numbers, got the text {value!r}")
-    items = _entries(value, length, what, (int, float, Fraction, np.number),
+        raise Wrong(f"{what} must be {length} numbers, got the text {value!r}")
+    items = read_entries(value, length, what, (int, float, Fraction, np.number),
                      lambda v: f"{what} must be {length} numbers, got {type(v).__name__}", "register")
     values = []
     for k, item in enumerate(items):
         if isinstance(item, (bool, str, bytes)):
-            raise _Wrong(f"entry {k} of {what} is {item!r}, not a number")
+            raise Wrong(f"entry {k} of {what} is {item!r}, not a number")
         try:
             number = float(item)
         except (TypeError, ValueError):
-            raise _Wrong(f"entry {k} of {what} is {item!r}, not a number") from None
+            raise Wrong(f"entry {k} of {what} is {item!r}, not a number") from None
         if not math.isfinite(number):
-            raise _Wrong(f"entry {k} of {what} is {number}: not finite")
+            raise Wrong(f"entry {k} of {what} is {number}: not finite")
         values.append(number)
     return np.array(values)
 
@@ -83,7 +84,7 @@ def _close(mine: np.ndarray, right: np.ndarray) -> bool:
 def _point(x, n: int, what: str) -> np.ndarray:
     try:
         return _float_vector(x, n, what)
-    except _Wrong as err:
+    except Wrong as err:
         raise ValueError(str(err)) from None
 
 
@@ -106,7 +107,7 @@ def check_step_inverse(a, b, answer) -> CheckResult:
     k = 1 + len(b)
     name = f"row R of J_t^-1 for a = {float(a):.6g}, b = {_numbers_text(b)}"
     if answer is None:
-        return _pending(name, f"Your answer is {k} numbers: the inverse's entries for x[R] and then for each other "
+        return pending(name, f"Your answer is {k} numbers: the inverse's entries for x[R] and then for each other "
                               f"input (or the whole {k} x {k} inverse); \"no inverse\" if J_t has none.")
     J = np.eye(k)
     J[0, 0], J[0, 1:] = float(a), [float(v) for v in b]
@@ -120,18 +121,18 @@ def check_step_inverse(a, b, answer) -> CheckResult:
         try:
             whole = np.ndim(answer) == 2 and not isinstance(answer, str)
         except ValueError:  # ragged rows
-            raise _Wrong(f"your rows have different lengths; give {k} numbers or a {k} x {k} matrix") from None
+            raise Wrong(f"your rows have different lengths; give {k} numbers or a {k} x {k} matrix") from None
         if whole:
             matrix = np.array([_float_vector(row, k, f"row {i} of your inverse") for i, row in enumerate(answer)])
             if matrix.shape != (k, k):
-                raise _Wrong(f"the whole inverse must be {k} x {k}, yours is {matrix.shape[0]} x {matrix.shape[1]}")
+                raise Wrong(f"the whole inverse must be {k} x {k}, yours is {matrix.shape[0]} x {matrix.shape[1]}")
             if not _close(matrix[1:], right[1:]):
                 return CheckResult(name, False, ["the rows of the other inputs are not right: a step only changes "
                                                  "x[R], and its inverse leaves the other registers as they are"])
             mine = matrix[0]
         else:
             mine = _float_vector(answer, k, "your row")
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     if _close(mine, right[0]):
         return CheckResult(name, True, note="The inverse has the sparsity of J_t itself: one row, k entries.")
@@ -179,10 +180,10 @@ def _inverse_product(step, n, x, seed, answer, transpose: bool) -> CheckResult:
                                "J^-1 ydot", "ydot")
         sweep = "a reverse-inverse sweep: from the last step back, v[R] = (v[R] - sum_i b_i v[S_i]) / a"
     if answer is None:
-        return _pending(name, f"Your answer is {n} numbers. Compute them with {sweep}.")
+        return pending(name, f"Your answer is {n} numbers. Compute them with {sweep}.")
     try:
         mine = _float_vector(answer, n, f"your {symbol}")
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     J = jacobian(F, x, 1e-6)  # central differences
     A = J.T if transpose else J
@@ -233,11 +234,11 @@ def check_newton_step(step, n: int, x, answer) -> CheckResult:
     x = _point(x, n, "x")
     name = f"the Newton step from x = {_numbers_text(x)}"
     if answer is None:
-        return _pending(name, f"Your answer is the new point, {n} numbers: x - J^-1 F(x), with J^-1 F(x) from one "
+        return pending(name, f"Your answer is the new point, {n} numbers: x - J^-1 F(x), with J^-1 F(x) from one "
                               f"reverse-inverse sweep seeded with F(x).")
     try:
         mine = _float_vector(answer, n, "your new point")
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     value = F(x)
     J = jacobian(F, x, 1e-6)  # central differences
@@ -273,7 +274,7 @@ def check_lump_order(step, n: int, answer) -> CheckResult:
         raise ValueError(f"the program has {len(vertices)} vertices: too many to try every order (at most 7)")
     name = "an order with the smallest lumps"
     if answer is None:
-        return _pending(name, f"Your answer is an order of the vertices {', '.join(vertices)}: every vertex after "
+        return pending(name, f"Your answer is an order of the vertices {', '.join(vertices)}: every vertex after "
                               f"the vertices it reads.")
     if isinstance(answer, str):
         answer = [v for v in answer.replace(",", " ").split() if v]

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..chaining import Chain, optimize, schedules, two_factor_schedules
-from .answers import _Wrong
-from .feedback import CheckResult, _pending
+from .checking import Wrong, pending
+from .feedback import CheckResult
 
 __all__ = [
     "check_two_factor_optimum",
@@ -43,18 +43,18 @@ def _exercise_chain(chain):
 
 
 def _count_answer(answer, what: str) -> int:
-    """A non-negative whole number given as an int, a whole float or text like "1,234"; else a _Wrong."""
+    """A non-negative whole number given as an int, a whole float or text like "1,234"; else a Wrong."""
     if isinstance(answer, bool):
-        raise _Wrong(f"{what} must be a whole number, got {answer!r}")
+        raise Wrong(f"{what} must be a whole number, got {answer!r}")
     if isinstance(answer, (int, np.integer)) or (isinstance(answer, (float, np.floating))
                                                    and float(answer).is_integer()):
         value = int(answer)
     elif isinstance(answer, str) and answer.strip().replace(",", "").replace("_", "").isdigit():
         value = int(answer.strip().replace(",", "").replace("_", ""))
     else:
-        raise _Wrong(f"{what} must be a whole number, got {answer!r}")
+        raise Wrong(f"{what} must be a whole number, got {answer!r}")
     if value < 0:
-        raise _Wrong(f"{what} cannot be negative, got {value}")
+        raise Wrong(f"{what} cannot be negative, got {value}")
     return value
 
 
@@ -62,10 +62,10 @@ def _read_count(name: str, answer, what: str, hint: str) -> int | CheckResult:
     """The student's whole number, or the verdict to give at once: no answer yet (with ``hint``), or not
     a whole number."""
     if answer is None:
-        return _pending(name, hint)
+        return pending(name, hint)
     try:
         return _count_answer(answer, what)
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
 
 
@@ -90,7 +90,7 @@ def check_two_factor_optimum(sizes, answer) -> CheckResult:
     eight = two_factor_schedules(n1, m1, m2, e1, e2)
     name = f"cheapest schedule of F2 o F1 with n1={n1}, m1=n2={m1}, m2={m2}, |E1|={e1}, |E2|={e2}"
     if answer is None:
-        return _pending(name, "Your answer is a letter a..h (the paper's order), the schedule written like "
+        return pending(name, "Your answer is a letter a..h (the paper's order), the schedule written like "
                               "'(F2dot I4)(I4 F1bar)', or its cost in fma.")
     best = min(s.fma for s in schedules(chain))
     cheapest = [letter for letter, s in eight.items() if s.fma == best]
@@ -103,20 +103,20 @@ def check_two_factor_optimum(sizes, answer) -> CheckResult:
             return text.strip("()").lower()
         if _compact_notation(text) in by_notation:
             return by_notation[_compact_notation(text)]
-        raise _Wrong(f"{text!r} is neither a letter a..h nor one of the eight schedules "
+        raise Wrong(f"{text!r} is neither a letter a..h nor one of the eight schedules "
                      f"(written like {eight['e'].notation(chain)!r})")
 
     try:
         if isinstance(answer, (list, tuple, set, frozenset)):
             letters = [letter_of(item) for item in answer]
             if not letters:
-                raise _Wrong("the list of schedules is empty")
+                raise Wrong("the list of schedules is empty")
         elif isinstance(answer, str) and not answer.strip().replace(",", "").isdigit():
             letters = [letter_of(answer)]
         else:
             letters = None
             cost = _count_answer(answer, "the cost")
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     # Only right or wrong, with a hint in terms of the submitted schedule alone: the cost of a wrong schedule, or
     # how far a wrong cost is from the least, would let eight tries rank the schedules without costing one.
@@ -150,16 +150,16 @@ def check_homogeneous_costs(chain, answer) -> CheckResult:
     chain = _exercise_chain(chain)
     name = f"homogeneous tangent and adjoint fma of the chain {[(f.m, f.n, f.edges) for f in chain]}"
     if answer is None:
-        return _pending(name, "Your answer is a pair (tangent fma, adjoint fma).")
+        return pending(name, "Your answer is a pair (tangent fma, adjoint fma).")
     columns, rows = chain.factor(1).n, chain.factor(chain.q).m
     tangent = sum(columns * f.edges for f in chain)
     adjoint = sum(rows * f.edges for f in chain)
     try:
         if isinstance(answer, (str, bytes)) or not hasattr(answer, "__len__") or len(answer) != 2:
-            raise _Wrong(f"the answer must be a pair (tangent, adjoint), got {answer!r}")
+            raise Wrong(f"the answer must be a pair (tangent, adjoint), got {answer!r}")
         pair = list(answer)
         mine_tangent, mine_adjoint = (_count_answer(v, what) for v, what in zip(pair, ("tangent", "adjoint")))
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     if (mine_tangent, mine_adjoint) == (tangent, adjoint):
         return CheckResult(name, True, note=f"n1 * sum |E| = {columns} * {tangent // columns} and "

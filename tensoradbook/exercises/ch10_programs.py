@@ -26,8 +26,9 @@ from ..lang.expr import ExpressionError
 from ..lang.function import Function
 from ..lang.parser import parse
 from ..lang.program import Program, definitions_of
-from .answers import _index_text, _number, _parse_answer, _Wrong
-from .feedback import CheckResult, _element_problems, _pending
+from .answers import parse_answer
+from .checking import Wrong, pending
+from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_intermediate_adjoint", "check_pooling_gradient", "check_softmax_program", "element_terms"]
 
@@ -106,15 +107,15 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
     exercise = f"{result}, the adjoint of the intermediate {name} (seeded by {seed_name})"
     if answer is None:
         readable = ", ".join([*program.arguments, *defined, seed_name, *adjoint_names])
-        return _pending(exercise, f'Your answer is text like "{result}[...] = ..." in the report\'s notation; it may '
+        return pending(exercise, f'Your answer is text like "{result}[...] = ..." in the report\'s notation; it may '
                                   f"read {readable}.")
     left = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", answer) if isinstance(answer, str) else None
     if left and left.group(1) != result:
         return CheckResult(exercise, False, [f"your left side defines {left.group(1)!r}; the adjoint of {name} is "
                                              f"called {result!r} (write {result}[...] = ...)"])
     try:
-        mine = _parse_answer(answer, answer_shapes, "adjoint")
-    except _Wrong as err:
+        mine = parse_answer(answer, answer_shapes, "adjoint")
+    except Wrong as err:
         return CheckResult(exercise, False, [str(err)])
     if mine.name != result:  # pragma: no cover -- caught from the text above
         return CheckResult(exercise, False, [f"your left side defines {mine.name!r}; the adjoint of {name} is "
@@ -144,9 +145,9 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
                                 f"by {', '.join(others)}: its adjoint is the sum over all its consumers (eq. 2)")
                 break
         else:
-            problems += _element_problems(
+            problems += element_problems(
                 result, yours, right, close, tolerance,
-                lambda b: f"sum({seed_name} * {program.name}) does not change with {name}{_index_text(b)}",
+                lambda b: f"sum({seed_name} * {program.name}) does not change with {name}{index_text(b)}",
                 "a condition is missing or a sum range is too wide")
             if len(consumers) > 1:
                 problems.append(f"{name} is read by {len(consumers)} definitions ({', '.join(consumers)}): one "
@@ -202,7 +203,7 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
         raise ValueError(f"x must be a matrix of even sizes and df of half its sizes; got {x.shape} and {df.shape}")
     exercise = f"the gradient dx of 2 x 2 max pooling of a {x.shape[0]} x {x.shape[1]} x"
     if answer is None:
-        return _pending(exercise, f"Your answer is an array of shape {x.shape}, like x.")
+        return pending(exercise, f"Your answer is an array of shape {x.shape}, like x.")
     try:
         mine = np.asarray(answer, dtype=np.float64)
     except (TypeError, ValueError):
@@ -261,12 +262,12 @@ def _softmax_answer(answer, n: int):
     try:
         text, shapes = answer
     except (TypeError, ValueError):
-        raise _Wrong("the answer is a program, tab.parse(text, shapes), or the pair (text, shapes)") from None
+        raise Wrong("the answer is a program, tab.parse(text, shapes), or the pair (text, shapes)") from None
     try:
         return parse(text, shapes)
     except ExpressionError as err:
         indented = "\n".join("    " + line for line in str(err).splitlines())
-        raise _Wrong(f"your program cannot be read:\n{indented}") from None
+        raise Wrong(f"your program cannot be read:\n{indented}") from None
 
 
 def check_softmax_program(answer, n: int = 64, budget: int = 16) -> CheckResult:
@@ -281,12 +282,12 @@ def check_softmax_program(answer, n: int = 64, budget: int = 16) -> CheckResult:
     """
     exercise = f"softmax of {n} values as a program whose kernels do linear work (at most {budget} * {n} terms)"
     if answer is None:
-        return _pending(exercise, f'Your answer is tab.parse(text, shapes): definitions one per line, the input '
+        return pending(exercise, f'Your answer is tab.parse(text, shapes): definitions one per line, the input '
                                   f'x of shape ({n},), the last one s[i] of shape ({n},), every intermediate\'s '
                                   f'shape given (a scalar has shape ()).')
     try:
         program = _softmax_answer(answer, n)
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(exercise, False, [str(err)])
     problems = []
     if program.name != "s" or tuple(program.shapes[program.name]) != (n,):
@@ -307,8 +308,8 @@ def check_softmax_program(answer, n: int = 64, budget: int = 16) -> CheckResult:
             problems.append("your s is proportional to the softmax but does not add up to 1: divide by the sum of "
                             "the exponentials")
         else:
-            problems.append(f"s[{k}] is {_number(value[k])}, the softmax of the random x is {_number(expected[k])} "
-                            f"there")
+            problems.append(f"s[{k}] is {number_text(value[k])}, the softmax of the random x is "
+                            f"{number_text(expected[k])} there")
         return CheckResult(exercise, False, problems)
     errors = check_gradients(program, {"x": x}, seed=11)
     if max(errors.values()) > 1e-6:  # pragma: no cover -- the derived gradient of a right value is right

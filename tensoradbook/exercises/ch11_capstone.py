@@ -19,8 +19,8 @@ from ..ad.gradcheck import check_gradients
 from ..lang.expr import ExpressionError
 from ..lang.function import Function
 from ..lang.parser import parse
-from .answers import _index_text, _number
-from .feedback import CheckResult, _pending
+from .checking import pending
+from .feedback import CheckResult, index_text, number_text
 
 __all__ = ["check_layer", "network"]
 
@@ -138,7 +138,7 @@ def check_layer(layer: str, answer) -> CheckResult:
     spec = LAYERS[layer]
     exercise = f"{layer}: {spec.what}"
     if answer is None:
-        return _pending(exercise, f'Your answer is one definition, text like "{spec.output}[...] = ...", reading '
+        return pending(exercise, f'Your answer is one definition, text like "{spec.output}[...] = ...", reading '
                                   f"{', '.join(spec.reads)}.")
     if not isinstance(answer, str):
         return CheckResult(exercise, False, [f"the answer must be text in the report's notation, got "
@@ -188,21 +188,21 @@ def _value_problems(layer: str, spec: _Layer, inputs: dict, yours, right, close)
     nonzero = np.abs(right) > 1e-12
     ratio = yours[nonzero] / right[nonzero]
     if ratio.size and np.allclose(ratio, ratio[0], rtol=1e-9):
-        problems.append(f"every value is {_number(ratio[0])} times the right one: a constant factor is off")
+        problems.append(f"every value is {number_text(ratio[0])} times the right one: a constant factor is off")
         if layer == "average pooling" and np.isclose(ratio[0], 4):
             problems.append("a mean divides the window's sum by its number of elements")
     elif layer == "average pooling":
-        problems.append(f"{spec.output}{_index_text(first)} is {_number(yours[first])}, the mean of its window is "
-                        f"{_number(right[first])} (on random inputs): window [u; v] covers rows 2u, 2u + 1 and "
+        problems.append(f"{spec.output}{index_text(first)} is {number_text(yours[first])}, the mean of its window is "
+                        f"{number_text(right[first])} (on random inputs): window [u; v] covers rows 2u, 2u + 1 and "
                         f"columns 2v, 2v + 1")
     elif layer == "leaky relu":
         h = inputs["h"][first]
         side = "above" if h > 0 else "below" if h < 0 else "at"
-        problems.append(f"{spec.output}{_index_text(first)} is {_number(yours[first])} for h = {_number(h)} ({side} 0)"
-                        f"; the leaky ReLU is h above 0 and {SLOPE} h below")
+        problems.append(f"{spec.output}{index_text(first)} is {number_text(yours[first])} for h = {number_text(h)} "
+                        f"({side} 0); the leaky ReLU is h above 0 and {SLOPE} h below")
     else:
-        problems.append(f"{spec.output}{_index_text(first)} is {_number(yours[first])}, numpy's padded convolution "
-                        f"gives {_number(right[first])} (on random inputs): output channel e sums over every input "
+        problems.append(f"{spec.output}{index_text(first)} is {number_text(yours[first])}, numpy's padded convolution "
+                        f"gives {number_text(right[first])} (on random inputs): output channel e sums over every input "
                         f"channel c of a, and the bias b2[e] is added once")
         near = [b for b in wrong if b[2] in (0, 1, 6, 7) or b[3] in (0, 1, 6, 7)]
         if len(near) == len(wrong):
@@ -224,6 +224,6 @@ def _kink_problems(fn: Function, inputs: dict) -> list[str]:
         return []
     b = tuple(int(k) for k in np.argwhere(at_zero)[0])
     factor = dh[b] / da[b]
-    return [f"at h{_index_text(b)} = 0 your definition passes {_number(factor)} times the adjoint back; PyTorch's "
+    return [f"at h{index_text(b)} = 0 your definition passes {number_text(factor)} times the adjoint back; PyTorch's "
             f"leaky_relu passes {SLOPE} times it (0 belongs to the negative side). Which branch does your "
             f"definition take at 0 (a tie in max (u, v) goes to the first operand)?"]

@@ -50,8 +50,9 @@ from ..lang.parser import parse
 from ..lang.printer import atom_text, expr_text
 from ..lang.simplify import ZERO, atom_truth
 from ..lang.tokens import TOKEN
-from .answers import _ATOL, _RTOL, _function, _index_text, _number, _Wrong
-from .feedback import CheckResult, _element_problems, _pending
+from .answers import read_function
+from .checking import ATOL, RTOL, Wrong, pending
+from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_reads", "check_adjoints", "check_index_solve", "check_box_solutions", "check_algorithm4",
            "index_matrix", "kernel_loops"]
@@ -112,16 +113,16 @@ def _type_name(value) -> str:
 
 
 def _call(answer, what: str, *args):
-    """``answer(*args)``, or a _Wrong saying that it is not a function or what it raised."""
+    """``answer(*args)``, or a Wrong saying that it is not a function or what it raised."""
     if not callable(answer):
-        raise _Wrong(f"the answer must be your function {what} (its name, without calling it), "
+        raise Wrong(f"the answer must be your function {what} (its name, without calling it), "
                      f"got {_type_name(answer)}")
     try:
         result = answer(*args)
     except Exception as error:  # the student's code: say what it raised, and on what
-        raise _Wrong(f"your {what} raised {type(error).__name__}: {error}") from None
+        raise Wrong(f"your {what} raised {type(error).__name__}: {error}") from None
     if result is NotImplemented or _type_name(result) == "NotImplementedType":
-        raise _Wrong(f"your {what} returns NotImplemented, the chapter's placeholder: write its body")
+        raise Wrong(f"your {what} returns NotImplemented, the chapter's placeholder: write its body")
     return result
 
 
@@ -129,9 +130,9 @@ def _text(value, what: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, Expr):
-        raise _Wrong(f"{what} is an expression node ({type(value).__name__}); return its text, "
+        raise Wrong(f"{what} is an expression node ({type(value).__name__}); return its text, "
                      f"expr_text(node): nodes cannot be graded")
-    raise _Wrong(f"{what} must be text in the report's notation, got {_type_name(value)}")
+    raise Wrong(f"{what} must be text in the report's notation, got {_type_name(value)}")
 
 
 def _scope_error(fn: Function) -> None:
@@ -186,9 +187,9 @@ def _read_of(text, fn: Function, names, what: str) -> Element:
         read = parse(f"{holder}[{'; '.join(names)}] = {body}", {**fn.shapes, holder: tuple(box)}).body
         read = read.then if condition and isinstance(read, If) else read
     except ExpressionError as error:
-        raise _Wrong(f"{what} {text!r} cannot be read as a read of {fn.name}: {str(error).splitlines()[0]}") from None
+        raise Wrong(f"{what} {text!r} cannot be read as a read of {fn.name}: {str(error).splitlines()[0]}") from None
     if not isinstance(read, Element) or read.name not in fn.arguments:
-        raise _Wrong(f"{what} {text!r} is not a read of an argument of {fn.name} (a name with its indices, "
+        raise Wrong(f"{what} {text!r} is not a read of an argument of {fn.name} (a name with its indices, "
                      f"as expr_text prints an Element)")
     return read
 
@@ -204,28 +205,28 @@ def check_reads(fn, answer, shapes=None) -> CheckResult:
     the tree and the extended index ``alpha = (outputs, sums)`` each is read at (sec. 5.2, eq. 52). The texts
     may be formatted any way the parser reads; the order of the pairs does not matter.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _scope_error(fn)
     name = f"reads(fn) for {fn.name}[{'; '.join(fn.indices)}] = ..."
     if answer is None:
-        return _pending(name, "Your answer is your function reads(fn), which returns a list of pairs "
+        return pending(name, "Your answer is your function reads(fn), which returns a list of pairs "
                               "(text of a read, tuple of the indices of the sums around it).")
     truth = Counter((element, tuple(s.index for s in scope)) for element, scope in _scopes(fn))
     names = list(fn.indices) + [s.index for s in _all_sums(fn)]
     try:
         listed = _call(answer, "reads(fn)", fn)
         if isinstance(listed, (str, bytes, dict)) or not hasattr(listed, "__iter__"):
-            raise _Wrong(f"reads(fn) must return a list of pairs, got {_type_name(listed)}")
+            raise Wrong(f"reads(fn) must return a list of pairs, got {_type_name(listed)}")
         yours = Counter()
         for item in listed:
             if not isinstance(item, (tuple, list)) or len(item) != 2:
-                raise _Wrong(f"each entry must be a pair (text of a read, tuple of sum indices), got {item!r}")
+                raise Wrong(f"each entry must be a pair (text of a read, tuple of sum indices), got {item!r}")
             text, scope = item
             if isinstance(scope, str) or not hasattr(scope, "__iter__") or \
                     not all(isinstance(s, str) for s in scope):
-                raise _Wrong(f"the scope of {text!r} must be a tuple of sum indices (text), got {scope!r}")
+                raise Wrong(f"the scope of {text!r} must be a tuple of sum indices (text), got {scope!r}")
             yours[_read_of(text, fn, names, "the read"), tuple(scope)] += 1
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     if yours == truth:
         return CheckResult(name, True, note=f"Every read of {fn.name} with its liberated sums (sec. 5.2).")
@@ -360,15 +361,15 @@ def _close(got, right) -> np.ndarray:
     """Where ``got`` equals ``right`` to rounding, relative to the largest element of ``right``: the values of
     sec. 6 are near 1e-8 (``exp`` of minus a sum of five terms), so an absolute tolerance would pass anything."""
     scale = max(float(np.abs(right).max(initial=0)), 1e-300)
-    return np.isclose(got, right, rtol=_RTOL, atol=_ATOL * scale)
+    return np.isclose(got, right, rtol=RTOL, atol=ATOL * scale)
 
 
 def _constant_factor(got, right) -> float | None:
     """The one factor between ``got`` and ``right`` where ``right`` is not 0, if there is one (and ``got`` is 0
     where ``right`` is)."""
     got, right = np.asarray(got), np.asarray(right)
-    nonzero = np.abs(right) > _ATOL * float(np.abs(right).max(initial=0))
-    if not nonzero.any() or np.abs(got[~nonzero]).max(initial=0) > _ATOL * float(np.abs(right).max()):
+    nonzero = np.abs(right) > ATOL * float(np.abs(right).max(initial=0))
+    if not nonzero.any() or np.abs(got[~nonzero]).max(initial=0) > ATOL * float(np.abs(right).max()):
         return None
     ratio = got[nonzero] / right[nonzero]
     return float(ratio[0]) if np.allclose(ratio, ratio[0], rtol=1e-6) else None
@@ -390,14 +391,14 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
     extended index on ``trials`` random inputs against the core's sweep; a read whose adjoint is 0 may be left
     out. Typical slips get their own hint: the seed left out, one path of two, a sign.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     _scope_error(fn)
     used = all_names(fn)
     adjoint_name = fresh_name("d" + fn.name, used)
     seed_element = Element(adjoint_name, tuple(Affine.index(i) for i in fn.indices))
     name = f"adjoints(fn) for {fn.name}[{'; '.join(fn.indices)}] = ..."
     if answer is None:
-        return _pending(name, f"Your answer is your function adjoints(fn), which returns a dict from the text of "
+        return pending(name, f"Your answer is your function adjoints(fn), which returns a dict from the text of "
                               f"each read to the text of its adjoint (the seed is {expr_text(seed_element)}).")
     reference = _adjoint_reference(fn, seed_element)
     names = list(fn.indices) + [s.index for s in _all_sums(fn)]
@@ -406,16 +407,16 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
     try:
         given = _call(answer, "adjoints(fn)", fn)
         if not isinstance(given, dict):
-            raise _Wrong(f"adjoints(fn) must return a dict from the text of each read to the text of its "
+            raise Wrong(f"adjoints(fn) must return a dict from the text of each read to the text of its "
                          f"adjoint, got {_type_name(given)}")
         yours = {}
         for key, value in given.items():
             read = _read_of(key, fn, names, "the key")
             if read in yours:
-                raise _Wrong(f"two keys name the read {expr_text(read)}: give each read one entry, the sum of "
+                raise Wrong(f"two keys name the read {expr_text(read)}: give each read one entry, the sum of "
                              f"its paths (eq. 2)")
             yours[read] = _text(value, f"the adjoint of {expr_text(read)}")
-    except _Wrong as err:
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     problems = [f"no adjoint for the read {expr_text(e)}: every leaf of the tree gets one"
                 for e, (_, adjoint, _, _) in reference.items() if e not in yours and adjoint != ZERO]
@@ -449,7 +450,8 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
             if close.all():
                 continue
             point = tuple(np.argwhere(~close)[0]) if np.ndim(right) else ()
-            message = f"the adjoint of {read} is not right: at {_where(alpha, point)} yours is {_number(got[point])}"
+            message = (f"the adjoint of {read} is not right: at {_where(alpha, point)} yours is "
+                       f"{number_text(got[point])}")
 
             def same(expr, values=values):
                 return _close(got, _values_of(expr, alpha, shapes_all, holder, sizes, values, condition)).all()
@@ -463,7 +465,7 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
             elif _close(got, -right).all():
                 message += ": the sign is off (the local derivative of neg and of the right side of - is -1)"
             elif (factor := _constant_factor(got, right)) is not None:
-                message += (f": every value is {_number(factor)} times the right one, so a constant factor is off "
+                message += (f": every value is {number_text(factor)} times the right one, so a constant factor is off "
                             f"(a local derivative such as that of ** or *, or a path counted twice)")
             else:
                 message += (": check the local derivatives on the path from the root (eq. 1) and that a sum "
@@ -489,15 +491,15 @@ INDEX_MATRICES = (
 
 def _exact(value, what: str, integer: bool = False) -> sympy.Matrix:
     if isinstance(value, np.ndarray) and value.dtype == object:
-        raise _Wrong(f"{what} is a numpy array of Python objects, which cannot be graded; return nested "
+        raise Wrong(f"{what} is a numpy array of Python objects, which cannot be graded; return nested "
                      f"lists: {what}.tolist()")
     try:
         M = as_rational_matrix(value, what)
     except ValueError as err:
         hint = " (use fractions.Fraction for an exact fraction)" if "float" in str(err) else ""
-        raise _Wrong(f"{err}{hint}") from None
+        raise Wrong(f"{err}{hint}") from None
     if integer and any(isinstance(v, Fraction) and v.denominator != 1 for v in M.flat):
-        raise _Wrong(f"{what} must be an integer matrix (a lattice basis has integer columns)")
+        raise Wrong(f"{what} must be an integer matrix (a lattice basis has integer columns)")
     return sympy.Matrix(M.shape[0], M.shape[1], [sympy.Rational(v.numerator, v.denominator)
                                                   if isinstance(v, Fraction) else v for v in M.flat])
 
@@ -579,7 +581,7 @@ def check_index_solve(answer, matrices=None) -> CheckResult:
     """
     name = "index_solve(A): the pseudo-inverse I, kernel K and cokernel C"
     if answer is None:
-        return _pending(name, "Your answer is your function index_solve(A), which returns (I, K, C) as nested "
+        return pending(name, "Your answer is your function index_solve(A), which returns (I, K, C) as nested "
                               "lists (Fractions where needed).")
     matrices = INDEX_MATRICES if matrices is None else matrices
     for matrix in matrices:
@@ -587,7 +589,7 @@ def check_index_solve(answer, matrices=None) -> CheckResult:
         shown = f"A = {A.tolist()}" if A.shape[0] else f"A with no rows and {A.shape[1]} columns (a scalar argument)"
         try:
             problems = _index_solve_problems(A, _call(answer, "index_solve(A)", A))
-        except _Wrong as err:
+        except Wrong as err:
             problems = [str(err)]
         if problems:
             return CheckResult(name, False, [f"for {shown}: {problems[0]}"] + problems[1:])
@@ -640,7 +642,7 @@ def _box_problems(A, offset, box, beta, listed) -> list[str]:
             problems.append(f"alpha = {alpha} lies outside the box (entry {n} is {v}, outside {low}..{high}): "
                             f"the bounds of z (eq. 45) let it through; round lower bounds up, upper bounds down")
         elif reads != tuple(beta):
-            problems.append(f"alpha = {alpha} reads x{_index_text(reads)}, not x{_index_text(beta)}: is it "
+            problems.append(f"alpha = {alpha} reads x{index_text(reads)}, not x{index_text(beta)}: is it "
                             f"I (beta - a) + K z, with the offset a subtracted from beta first?")
         if len(problems) > 2:
             break
@@ -666,7 +668,7 @@ def check_box_solutions(answer, cases=None) -> CheckResult:
     """
     name = "solutions_in_box(A, a, box, beta): the alpha that read x[beta]"
     if answer is None:
-        return _pending(name, "Your answer is your function solutions_in_box(A, a, box, beta), which returns a "
+        return pending(name, "Your answer is your function solutions_in_box(A, a, box, beta), which returns a "
                               "list of tuples alpha.")
     cases = BOX_CASES if cases is None else cases
     for A, offset, box, beta in cases:
@@ -676,7 +678,7 @@ def check_box_solutions(answer, cases=None) -> CheckResult:
             problems = _box_problems(matrix.tolist(), list(offset), [tuple(b) for b in box], list(beta),
                                      _call(answer, "solutions_in_box(A, a, box, beta)", matrix, list(offset),
                                            [tuple(b) for b in box], list(beta)))
-        except _Wrong as err:
+        except Wrong as err:
             problems = [str(err)]
         if problems:
             return CheckResult(name, False, [f"for {shown}: {problems[0]}"] + problems[1:])
@@ -687,10 +689,10 @@ def check_box_solutions(answer, cases=None) -> CheckResult:
 
 def _gradient_problems(label: str, argument: str, fn_name: str, yours: np.ndarray, right: np.ndarray) -> list[str]:
     """What is wrong where ``yours`` differs from ``right``, the most telling first; never a right value."""
-    zero_atol = _ATOL * max(float(np.abs(right).max(initial=0)), 1e-300)
-    return _element_problems(
+    zero_atol = ATOL * max(float(np.abs(right).max(initial=0)), 1e-300)
+    return element_problems(
         label, yours, right, _close(yours, right), zero_atol,
-        lambda b: f"no element of {fn_name} reads {argument}{_index_text(b)}",
+        lambda b: f"no element of {fn_name} reads {argument}{index_text(b)}",
         "a condition (C (beta - a) = 0, eq. 16; I (beta - a) integral, eq. 17; eq. 34) or a bound of the sums "
         "over z (eq. 45) is missing",
         hint="check the substitution alpha = I (beta - a) + K z into each read's adjoint (eq. 47)")
@@ -707,7 +709,7 @@ def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, se
     ``I (beta - a)`` integral (line 10, eq. 47). Any way of writing it passes: it is parsed and evaluated at
     every element on ``trials`` random inputs and random ``df`` against :func:`tensoradbook.derive`.
     """
-    fn = _function(fn, shapes)
+    fn = read_function(fn, shapes)
     if argument not in fn.arguments:
         raise ValueError(f"{argument!r} is not an argument of {fn.name}; it has {fn.arguments}")
     grads = derive(fn)
@@ -717,7 +719,7 @@ def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, se
     answer_shapes = {**truth.shapes, **{n: tuple(fn.shapes[argument]) for n in accepted}}
     name = f"gradient(fn, {argument!r}): d{argument} by Algorithm 4"
     if answer is None:
-        return _pending(name, f"Your answer is your function gradient(fn, argument), which returns the text "
+        return pending(name, f"Your answer is your function gradient(fn, argument), which returns the text "
                               f"\"{gradient}[...] = ...\" (the adjoint of {fn.name} is {adjoint}).")
     try:
         result = _call(answer, "gradient(fn, argument)", fn, argument)
@@ -726,15 +728,15 @@ def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, se
         text = _text(result, "gradient(fn, argument)'s result")
         defined = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", text)
         if defined and defined.group(1) not in accepted:
-            raise _Wrong(f"your gradient defines {defined.group(1)!r}; call it {gradient!r} ({gradient}[...] = ...)")
+            raise Wrong(f"your gradient defines {defined.group(1)!r}; call it {gradient!r} ({gradient}[...] = ...)")
         try:
             mine = parse(text, answer_shapes)
         except ExpressionError as error:
             indented = "\n".join("    " + line for line in str(error).splitlines())
-            raise _Wrong(f"your gradient cannot be read:\n{indented}") from None
+            raise Wrong(f"your gradient cannot be read:\n{indented}") from None
         if not isinstance(mine, Function):
-            raise _Wrong("your gradient must be one definition, \"name[indices] = expression\"")
-    except _Wrong as err:
+            raise Wrong("your gradient must be one definition, \"name[indices] = expression\"")
+    except Wrong as err:
         return CheckResult(name, False, [str(err)])
     rng = np.random.default_rng(seed)
     for _ in range(trials):

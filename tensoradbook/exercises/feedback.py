@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .answers import _index_text, _number
-
 
 @dataclass
 class CheckResult:
@@ -45,11 +43,17 @@ class CheckResult:
     __repr__ = __str__
 
 
-def _pending(exercise: str, hint: str = "") -> CheckResult:
-    return CheckResult(exercise, False, pending=True, note=hint)
+def index_text(index) -> str:
+    """An element's index as the notation writes it, ``[2; 0]``."""
+    return "[" + "; ".join(str(int(v)) for v in index) + "]"
 
 
-def _element_problems(label: str, yours, right, close, zero_atol: float, why_zero, missing: str,
+def number_text(value: float) -> str:
+    """A number in feedback: six significant digits."""
+    return f"{value:.6g}"
+
+
+def element_problems(label: str, yours, right, close, zero_atol: float, why_zero, missing: str,
                       ratio_rtol: float = 1e-6, hint: str | None = None) -> list[str]:
     """What is wrong with the tensor ``yours`` where it is not ``close`` to ``right``, the most telling
     first: an element that must be 0 (``why_zero(index)`` says why, ``missing`` what is missing), one that
@@ -62,20 +66,20 @@ def _element_problems(label: str, yours, right, close, zero_atol: float, why_zer
     ratio = np.asarray(yours)[nonzero] / np.asarray(right)[nonzero]
     if zero_should:
         b = zero_should[0]
-        problems = [f"{label}{_index_text(b)} must be 0 ({why_zero(b)}), yours is {_number(yours[b])}: {missing}"]
+        problems = [f"{label}{index_text(b)} must be 0 ({why_zero(b)}), yours is {number_text(yours[b])}: {missing}"]
     elif zero_yours:
         b = zero_yours[0]
-        right_value = "not 0" if hint else _number(right[b])
-        problems = [f"yours gives 0 at {label}{_index_text(b)}, but the right value is {right_value}: "
+        right_value = "not 0" if hint else number_text(right[b])
+        problems = [f"yours gives 0 at {label}{index_text(b)}, but the right value is {right_value}: "
                     f"are your sum ranges or conditions too narrow?"]
     elif ratio.size and np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=ratio_rtol):
-        problems = [f"every element is {_number(ratio[0])} times the right value: a constant factor "
+        problems = [f"every element is {number_text(ratio[0])} times the right value: a constant factor "
                     f"(or the sign) is off"]
     else:
         b = wrong[0]
-        problems = [f"{label}{_index_text(b)} is not right (on random inputs; yours is {_number(yours[b])}): {hint}"
-                    if hint else f"{label}{_index_text(b)} is {_number(yours[b])} but should be "
-                    f"{_number(right[b])} (on random inputs)"]
+        problems = [f"{label}{index_text(b)} is not right (on random inputs; yours is {number_text(yours[b])}): {hint}"
+                    if hint else f"{label}{index_text(b)} is {number_text(yours[b])} but should be "
+                    f"{number_text(right[b])} (on random inputs)"]
     if len(wrong) > 1:
         problems.append(f"{len(wrong)} of {max(1, np.size(right))} elements differ")
     return problems
