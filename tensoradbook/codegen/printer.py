@@ -6,26 +6,26 @@ chains of operations, and integer index arithmetic. How a value is written is th
 
 * :class:`ScalarPrinter` (Numba on the CPU): one element at a time, Python's ``math`` functions,
   optionally a row of *lanes* (the last output index innermost, see ``codegen.module``);
-* :class:`CudaPrinter`: the same for one GPU thread, with the CUDA names of the operation table;
+* :class:`CudaPrinter`: the same for one GPU thread, with CUDA's spellings;
 * :class:`VectorPrinter` (numpy): the whole output grid at once, masks instead of branches.
 
-Operation names come from the operation table (:data:`tensoradbook.lang.ops.OPERATIONS`), as sympy's
-code printers take a function table per language.
+Each printer is given its target's spelling of every operation (:mod:`.spellings`), as sympy's code
+printers take a function table per language.
 """
 
 from __future__ import annotations
 
 import keyword
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-
-import numpy as np
 
 from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, free_indices, postorder,
                          substitute)
 from ..lang.names import fresh_name
-from ..lang.ops import OPERATIONS, REDUCTIONS
+from ..lang.ops import REDUCTIONS
 from ..lang.simplify import atom_as_bound
+from .spellings import ACCUMULATE, CUDA, NUMPY, NUMPY_ACCUMULATE, SCALAR, spelled
 from .thresholds import MAX_NESTING
 
 # Names the generated code uses itself; user names that clash get a suffix.
@@ -116,9 +116,11 @@ class KernelPrinter:
     """Python statements computing one expression; :meth:`value` returns the text of its value and writes,
     before it, the statements it needs (sum loops, branches, shared temporaries)."""
 
-    column = "scalar"  # which code template of the operation table (lang.ops.Operation) this printer writes
+    spellings = SCALAR  # the target's code of each operation (codegen.spellings)
 
-    def __init__(self, shapes: dict, names: set[str], depth: int, lane: Lanes | None = None):
+    def __init__(self, shapes: dict, names: set[str], depth: int, lane: Lanes | None = None,
+                 spellings: Mapping[str, str] | None = None):
+        self.spellings = self.spellings if spellings is None else spellings
         self.shapes = shapes
         self.names = set(names)  # every tensor and index name the code may meet: fresh ones avoid them
         self.lines: list[str] = []
@@ -339,7 +341,7 @@ class KernelPrinter:
 
     def template(self, op: str) -> str:
         """The code of operation ``op`` as a format string over its operands' texts."""
-        return getattr(OPERATIONS[op], self.column)
+        return spelled(self.spellings, op)
 
     def _print_Unary(self, node: Unary) -> str:
         template = self.template(node.op)
@@ -407,7 +409,7 @@ class KernelPrinter:
             if node.op == "sum":
                 return self.store(total, term, lanes, op="+=")
             running = f"{total}[{self.lanes.slot()}]" if lanes else total
-            return self.store(total, reduction.combine.format(running, self.named(term, node.body)), lanes)
+            return self.store(total, ACCUMULATE[node.op].format(running, self.named(term, node.body)), lanes)
 
     def _print_Select(self, node: Select) -> str:
         """Both branches, then the one the comparison picks: no branch in the code, so rows of lanes stay
@@ -453,7 +455,7 @@ class ScalarPrinter(KernelPrinter):
 class CudaPrinter(ScalarPrinter):
     """Numba CUDA: one output element per GPU thread, with the device functions of the operation table."""
 
-    column = "cuda"
+    spellings = CUDA
 
     def element(self, name: str, indices) -> str:  # signed subscripts: a GPU thread has no loop to vectorise
         return KernelPrinter.element(self, name, indices)
@@ -464,20 +466,7 @@ class VectorPrinter(KernelPrinter):
     clipped, since masked-out lanes still read."""
 
     maximum, minimum = "np.maximum", "np.minimum"
-
-    def template(self, op: str) -> str:
-        row = OPERATIONS[op]  # numpy's ufunc for a function, Python's operators (numpy overloads them)
-        if op == "**":
-            # not the operator: on numpy scalars it is libm's pow, on arrays numpy's vectorised loop, and the two
-            # differ in the last bit for 1 input in 20 on AVX-512; a max/min's adjoint recomputes its terms and must
-            # reach the forward's extremum in the same bits, whichever of the two shapes a term has there
-            return f"np.{row.numpy}({{0}}, {{1}})"
-        if not row.is_function:
-            return row.scalar
-        operands = ", ".join(f"{{{k}}}" for k in range(row.arity))
-        if hasattr(np, row.numpy):
-            return f"np.{row.numpy}({operands})"
-        return f"numpy_function({row.numpy!r})({operands})"  # erf: numpy has none
+    spellings = NUMPY
 
     def conjunction(self, parts: list[str]) -> str:
         return " & ".join(f"({p})" for p in parts)
@@ -497,7 +486,7 @@ class VectorPrinter(KernelPrinter):
         index = py_name(node.index)  # no lanes here: no gates, and every sum its own total
         reduction = REDUCTIONS[node.op]
         identity = _identity_text(reduction.identity, "np.inf")
-        combine = f"np.{reduction.numpy}"
+        combine = NUMPY_ACCUMULATE[node.op]
         self.line(f"{total} = np.full(_GRID, {identity})")
         if all(a.is_constant for a in node.lower + node.upper):
             with self.block(f"for {index} in range({low}, {high} + 1):"):

@@ -2,8 +2,9 @@
 
 Every other way of computing a function (its derivatives, the generated kernels of sec. 6, finite
 differences) is checked against it. It walks the tree with a stack of operands rather than recursion
-(only a sum's body is a call of its own), applies each operation's numpy function from the operation
-table (:data:`tensoradbook.lang.ops.OPERATIONS`), and estimates its work before it starts
+(only a sum's body is a call of its own), applies numpy's function of each operation of the table
+(:data:`tensoradbook.lang.ops.OPERATIONS`, spelled here: the kernels' spellings are code generation's),
+and estimates its work before it starts
 (:func:`work`), so that a huge sum is refused in milliseconds rather than run for minutes.
 """
 
@@ -90,7 +91,12 @@ def bound_value(affines: tuple[Affine, ...], env: dict, lower: bool):
     return out
 
 
-_NUMPY = {name: numpy_function(row.numpy) for name, row in (*OPERATIONS.items(), *COMPARISONS.items())}
+# numpy's ufunc of each operation, comparison and reduction (the one that folds its terms) is the one of the same
+# name, but for these.
+_UFUNC_NAMES = {"neg": "negative", "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
+                "round": "rint", "max": "maximum", "min": "minimum", "sum": "add",
+                ">": "greater", ">=": "greater_equal", "<": "less", "<=": "less_equal"}
+_NUMPY = {name: numpy_function(_UFUNC_NAMES.get(name, name)) for name in (*OPERATIONS, *COMPARISONS, *REDUCTIONS)}
 
 
 def _clipped(index, size: int):
@@ -153,7 +159,7 @@ def _sum_value(node: Sum, env: dict, args: dict, grid_shape: tuple, active) -> n
     low = bound_value(node.lower, env, lower=True)
     lengths = np.where(active, bound_value(node.upper, env, lower=False) - low + 1, 0)
     reduction = REDUCTIONS[node.op]
-    combine = numpy_function(reduction.numpy)
+    combine = _NUMPY[node.op]
     total = np.full(grid_shape, reduction.identity)
     if total.size == 0:
         return total

@@ -1,15 +1,17 @@
 """The one table of operations: everything a pass needs to know about ``exp``, ``+`` or ``**``.
 
-Each :class:`Operation` row says how the notation writes the operation (sec. 6), how LaTeX shows
-it, which numpy function evaluates it (the reference evaluator and the numpy kernels), which scalar
-function Numba and Numba CUDA call, and its local derivatives: the ``d node / d child`` of the
+Each :class:`Operation` row says what the operation is: how the notation writes it (sec. 6), its
+arity and precedence, how LaTeX shows it, and its local derivatives: the ``d node / d child`` of the
 reverse sweep (sec. 2, eqs. 1-3). The parser, both printers, the evaluator, the reverse sweep and
 every kernel printer read this table; the inverse-mode engine's numeric rules are checked against
-it by a test.
+it by a test. How code computes an operation is not the table's: the reference evaluator has its
+numpy spelling of each (``lang.evaluate``), and each kernel target its own
+(``tensoradbook.codegen.spellings``).
 
-Adding an operation is one row here: its text reads, prints, evaluates, derives and compiles for
-every target. (A row whose ``text`` is not a name, or that needs a new precedence, also needs the
-parser's grammar.)
+Adding an operation is one row here and its spelling in the evaluator and in every kernel target
+(tests/test_spellings.py names any missing): then its text reads, prints, evaluates, derives and
+compiles for every target. (A row whose ``text`` is not a name, or that needs a new precedence, also
+needs the parser's grammar.)
 
 The derivative rules are written against a builder namespace (``tensoradbook.lang.simplify``,
 passed in by the reverse sweep) rather than importing it, so that this table sits at the bottom of
@@ -33,16 +35,11 @@ class Operation:
     ``partials(node, b)`` gives ``d node / d child`` for each child in order, built with the
     simplifying constructors of ``b`` (``b.mul``, ``b.div``, ``b.ONE``, ...); a partial that is
     ``None`` is a child with nothing to carry (a constant exponent).
-    ``scalar`` and ``cuda`` are format strings of one Python expression over the operands'
-    texts ``{0}``, ``{1}``; ``numpy`` is the name of the numpy function (``np.<name>``).
     """
 
     name: str                    # Unary.op or Binary.op
     arity: int
     latex: str                   # format string over the operands' LaTeX (functions only)
-    numpy: str
-    scalar: str                  # Numba on the CPU (math module, operators)
-    cuda: str                    # Numba CUDA (the math module's device functions, operators)
     partials: Callable[..., tuple]
     precedence: int | None = None  # binary operators: loosest first, see PREFIX ... ATOM
     is_function: bool = False      # written ``name (argument)`` in the notation
@@ -52,10 +49,10 @@ class Operation:
 PREFIX, ADD, MUL, UNARY, POWER, ATOM = range(6)
 
 
-def _function(name: str, partial: Callable, latex: str | None = None, numpy: str | None = None) -> Operation:
-    """A function of one argument whose numpy and math names are its own name."""
-    return Operation(name, 1, latex or rf"\{name}\left({{0}}\right)", numpy or name, f"math.{name}({{0}})",
-                     f"math.{name}({{0}})", lambda node, b: (partial(node, node.arg, b),), is_function=True)
+def _function(name: str, partial: Callable, latex: str | None = None) -> Operation:
+    """A function of one argument, ``partial(node, argument, b)`` its derivative."""
+    return Operation(name, 1, latex or rf"\{name}\left({{0}}\right)", lambda node, b: (partial(node, node.arg, b),),
+                     is_function=True)
 
 
 def _power_partials(node, b):
@@ -66,43 +63,23 @@ def _power_partials(node, b):
     return by_base, b.mul(node, b.unary("log", u))
 
 
-def _taken(strict: str) -> str:
-    """The kernels' ``max`` (``strict`` ``">"``) or ``min`` (``"<"``) of ``{0}`` and ``{1}``, as numpy's ``maximum``
-    and ``minimum`` compute them: a NaN operand gives NaN, and of two equal operands the second is taken
-    (``maximum(-0.0, 0.0)`` is ``0.0``). Python's and Numba's ``max`` return their first operand when the second is
-    NaN, and the first of equal ones."""
-    return f"({{0}} if {{0}} {strict} {{1}} or {{0}} != {{0}} else {{1}})"
-
-
 def _extremum(name: str, relation: str) -> Operation:
     """``max (a, b)`` or ``min (a, b)``: the whole adjoint goes to the operand that is taken, and a tie goes
     to the first operand (``relation`` holds), as for the first maximal element of a reduction."""
-    taken = _taken(relation[0])
-    return Operation(name, 2, rf"\{name}\left({{0}}, {{1}}\right)", name + "imum", taken, taken,
+    return Operation(name, 2, rf"\{name}\left({{0}}, {{1}}\right)",
                      lambda node, b: (b.select(relation, node.left, node.right, b.ONE, b.ZERO),
                                       b.select(relation, node.left, node.right, b.ZERO, b.ONE)),
                      ATOM, is_function=True)
 
 
-def _flat(name: str, numpy: str, cuda: str, latex: str) -> Operation:
+def _flat(name: str, latex: str) -> Operation:
     """A step function (sign, floor, ceil, round): derivative 0 wherever it is differentiable, and 0 taken at
     its jumps too, as PyTorch does."""
-    return Operation(name, 1, latex, numpy, f"np.{numpy}({{0}})", cuda, lambda node, b: (b.ZERO,), is_function=True)
+    return Operation(name, 1, latex, lambda node, b: (b.ZERO,), is_function=True)
 
-
-# 2 ** 52: from there on every float64 is an integer, and below it adding and subtracting it rounds to the
-# nearest integer, ties to even (the FPU's own rounding), which CUDA's round() (to int64) does not give.
-_RINT_CUDA = ("(math.copysign((math.fabs({0}) + 4503599627370496.0) - 4503599627370496.0, {0}) "
-              "if math.fabs({0}) < 4503599627370496.0 else {0})")
-
-# CUDA's math.floor and math.ceil return an integer: undefined for inf and nan, and without the sign of -0.0 (numpy's
-# floor(-0.0) and ceil(-0.5) are -0.0). Below 2 ** 52 the integer is exact and takes the argument's sign; from there
-# on every float64 is an integer, and inf and nan stay as they are.
-_STEP_CUDA = ("(math.copysign(float(math.{0}({{0}})), {{0}}) if math.fabs({{0}}) < 4503599627370496.0 "
-              "else {{0}})")
 
 _ROWS = (
-    Operation("neg", 1, "-{0}", "negative", "(-{0})", "(-{0})", lambda node, b: (b.number(-1),)),
+    Operation("neg", 1, "-{0}", lambda node, b: (b.number(-1),)),
     _function("exp", lambda y, u, b: y),                                         # exp' = exp
     _function("log", lambda y, u, b: b.div(b.ONE, u)),
     _function("log10", lambda y, u, b: b.div(b.ONE, b.mul(b.unary("log", b.number(10)), u)),
@@ -125,28 +102,22 @@ _ROWS = (
     _function("tanh", lambda y, u, b: b.sub(b.ONE, b.power(y, b.number(2)))),    # 1 - tanh^2
     _function("sqrt", lambda y, u, b: b.div(b.ONE, b.mul(b.number(2), y)),       # 1 / (2 sqrt u)
               latex=r"\sqrt{{{0}}}"),
-    # erf' = 2 / sqrt(pi) exp(-u^2); numpy has no erf: numpy_function gives a vectorised math.erf
+    # erf' = 2 / sqrt(pi) exp(-u^2)
     _function("erf", lambda y, u, b: b.mul(b.number(2 / math.sqrt(math.pi)),
                                            b.unary("exp", b.neg(b.power(u, b.number(2))))),
               latex=r"\operatorname{{erf}}\left({0}\right)"),
     # |u|' = sign(u): 0 at the kink u = 0, as PyTorch's abs
-    Operation("abs", 1, r"\left|{0}\right|", "abs", "math.fabs({0})", "math.fabs({0})",
-              lambda node, b: (b.unary("sign", node.arg),), is_function=True),
-    # as numpy's: sign(nan) is nan and sign(-0.0) is 0.0
-    _flat("sign", "sign", "(1.0 if {0} > 0 else (-1.0 if {0} < 0 else math.fabs({0})))",
-          r"\operatorname{{sign}}\left({0}\right)"),
-    _flat("floor", "floor", _STEP_CUDA.format("floor"), r"\left\lfloor {0} \right\rfloor"),
-    _flat("ceil", "ceil", _STEP_CUDA.format("ceil"), r"\left\lceil {0} \right\rceil"),
-    _flat("round", "rint", _RINT_CUDA, r"\operatorname{{round}}\left({0}\right)"),
-    Operation("+", 2, "{0} + {1}", "add", "({0} + {1})", "({0} + {1})",
-              lambda node, b: (b.ONE, b.ONE), ADD),
-    Operation("-", 2, "{0} - {1}", "subtract", "({0} - {1})", "({0} - {1})",
-              lambda node, b: (b.ONE, b.number(-1)), ADD),
-    Operation("*", 2, r"{0} \cdot {1}", "multiply", "({0} * {1})", "({0} * {1})",
-              lambda node, b: (node.right, node.left), MUL),
-    Operation("/", 2, r"\frac{{{0}}}{{{1}}}", "divide", "({0} / {1})", "({0} / {1})",
+    Operation("abs", 1, r"\left|{0}\right|", lambda node, b: (b.unary("sign", node.arg),), is_function=True),
+    _flat("sign", r"\operatorname{{sign}}\left({0}\right)"),  # as numpy's: sign(nan) is nan, sign(-0.0) is 0.0
+    _flat("floor", r"\left\lfloor {0} \right\rfloor"),
+    _flat("ceil", r"\left\lceil {0} \right\rceil"),
+    _flat("round", r"\operatorname{{round}}\left({0}\right)"),  # half to even, as numpy's rint
+    Operation("+", 2, "{0} + {1}", lambda node, b: (b.ONE, b.ONE), ADD),
+    Operation("-", 2, "{0} - {1}", lambda node, b: (b.ONE, b.number(-1)), ADD),
+    Operation("*", 2, r"{0} \cdot {1}", lambda node, b: (node.right, node.left), MUL),
+    Operation("/", 2, r"\frac{{{0}}}{{{1}}}",
               lambda node, b: (b.div(b.ONE, node.right), b.neg(b.div(node, node.right))), MUL),
-    Operation("**", 2, "{{{0}}}^{{{1}}}", "power", "({0} ** {1})", "({0} ** {1})", _power_partials, POWER),
+    Operation("**", 2, "{{{0}}}^{{{1}}}", _power_partials, POWER),
     _extremum("max", ">="),
     _extremum("min", "<="),
 )
@@ -156,50 +127,45 @@ _ROWS = (
 class Reduction:
     """A reduction over a range of an index, ``sum{k}_l^u (body)`` (the report's sums), ``max{k}`` or ``min{k}``.
 
-    ``identity`` is its value over an empty range; ``combine`` (the kernels' and the evaluator's
-    accumulation, a format string over the running value ``{0}`` and the term ``{1}``) and ``numpy`` (its
-    ufunc) fold the terms in. ``body_partial(node, b)`` is ``d node / d body`` at the liberated index
+    ``identity`` is its value over an empty range, where no term is folded in (the evaluator and each
+    kernel target spell the folding). ``body_partial(node, b)`` is ``d node / d body`` at the liberated index
     (sec. 5.2): 1 for a sum; for max and min, 1 at the first extremal element (the least index among
     ties, as PyTorch's max pooling and ``torch.max(dim)``) and 0 elsewhere.
     """
 
     name: str
     identity: float
-    numpy: str
-    combine: str
     latex: str
     body_partial: Callable[..., object]
 
 
 REDUCTIONS: MappingProxyType[str, Reduction] = MappingProxyType({row.name: row for row in (
-    Reduction("sum", 0.0, "add", "{0} + {1}", r"\sum", lambda node, b: b.ONE),
-    Reduction("max", -math.inf, "maximum", _taken(">"), r"\max", lambda node, b: b.first_extremum(node, ">=")),
-    Reduction("min", math.inf, "minimum", _taken("<"), r"\min", lambda node, b: b.first_extremum(node, "<=")),
+    Reduction("sum", 0.0, r"\sum", lambda node, b: b.ONE),
+    Reduction("max", -math.inf, r"\max", lambda node, b: b.first_extremum(node, ">=")),
+    Reduction("min", math.inf, r"\min", lambda node, b: b.first_extremum(node, "<=")),
 )})
 
 
 @dataclass(frozen=True)
 class Comparison:
     """A comparison of two values in a condition, ``if {x[i] > 0} then (...) else (...)``: its text (also
-    Python's and numpy's operator), its LaTeX and the ufunc the evaluator calls. Its derivative is 0 almost
-    everywhere: the adjoint flows into the branch that was taken."""
+    Python's and numpy's operator) and its LaTeX. Its derivative is 0 almost everywhere: the adjoint flows
+    into the branch that was taken."""
 
     text: str
     latex: str
-    numpy: str
 
 
 COMPARISONS: MappingProxyType[str, Comparison] = MappingProxyType({row.text: row for row in (
-    Comparison(">", ">", "greater"), Comparison(">=", r"\geq", "greater_equal"),
-    Comparison("<", "<", "less"), Comparison("<=", r"\leq", "less_equal"),
+    Comparison(">", ">"), Comparison(">=", r"\geq"), Comparison("<", "<"), Comparison("<=", r"\leq"),
 )})
 
 _NUMPY_MISSING = {"erf": np.vectorize(math.erf, otypes=[np.float64])}
 
 
 def numpy_function(name: str):
-    """The numpy function called ``name`` (an Operation's or Reduction's ``numpy``), or our vectorised
-    stand-in where numpy has none (``erf``)."""
+    """The numpy function called ``name``, or our vectorised stand-in where numpy has none (``erf``): for the
+    reference evaluator, and imported from here by the generated numpy modules."""
     return getattr(np, name, None) or _NUMPY_MISSING[name]
 
 
