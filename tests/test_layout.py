@@ -49,7 +49,6 @@ FACADES = {
     ("tensoradbook.ad.derive", "tensoradbook.codegen"),  # Gradients.compile, Gradients.source
     ("tensoradbook.lang.program", "tensoradbook.codegen"),  # Program.compile, Program.kernel_source
     ("tensoradbook.ad.program", "tensoradbook.codegen"),  # ProgramGradients.compile, ProgramGradients.source
-    ("tensoradbook.ad.derive", "tensoradbook.ad.program"),  # derive(program): the sweep over its definitions
 }
 MAX_LINES = 800
 

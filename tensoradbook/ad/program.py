@@ -13,8 +13,10 @@ intermediate is a tensor computed once in the forward pass and read by the backw
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,7 +25,10 @@ from ..lang.function import Function
 from ..lang.names import all_names, fresh_name
 from ..lang.program import Program
 from ..lang.simplify import ZERO, add
-from .derive import GradientMap, Gradients, _derive
+from .gradient_map import GradientMap
+
+if TYPE_CHECKING:
+    from .derive import Gradients
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,8 @@ class ProgramGradients(GradientMap):
         For evaluation only: the forward values are data here."""
         if self.reads_forward:
             return self
-        return program_gradients(self.program, tuple(self.functions), reads_forward=True)
+        steps = tuple(Step(step.definition, step.gradients.simplified, step.adjoint) for step in self.steps)
+        return _assembled(self.program, steps, tuple(self.functions), reads_forward=True)
 
     def compile(self, target: str = "numba"):
         """``grad(args, df) -> {"x": dX, ...}`` running generated kernels (:mod:`tensoradbook.codegen`): one
@@ -113,19 +119,30 @@ class ProgramGradients(GradientMap):
 
 
 
-def program_gradients(program: Program, wrt=None, reads_forward: bool = False) -> ProgramGradients:
+def program_gradients(program: Program, wrt, derive_function: Callable[[Function], Gradients]) -> ProgramGradients:
     """Reverse accumulation over ``program``'s definitions (sec. 2 at the tensor level), with respect to the
-    inputs named in ``wrt`` (all by default). ``reads_forward`` gives :attr:`ProgramGradients.simplified`."""
+    inputs named in ``wrt`` (all by default), each definition's gradients by ``derive_function`` (Algorithm 4,
+    :func:`tensoradbook.ad.derive.derive_function`, which derives a program through this function)."""
+    wanted = _wanted(program, wrt)
+    return _assembled(program, _steps(program, wanted, derive_function), wanted, reads_forward=False)
+
+
+def _wanted(program: Program, wrt) -> tuple[str, ...]:
+    """The inputs named in ``wrt``, in the program's order; all of them for None."""
     inputs = program.arguments
     if wrt is None:
-        wanted = inputs
-    else:
-        wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
-        for name in wrt:
-            if name not in inputs:
-                raise ExpressionError(f"derive: {name!r} is not an input of the program (its inputs: "
-                                      f"{', '.join(inputs) or 'none'})")
-        wanted = tuple(name for name in inputs if name in wrt)
+        return inputs
+    wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    for name in wrt:
+        if name not in inputs:
+            raise ExpressionError(f"derive: {name!r} is not an input of the program (its inputs: "
+                                  f"{', '.join(inputs) or 'none'})")
+    return tuple(name for name in inputs if name in wrt)
+
+
+def _steps(program: Program, wanted: tuple, derive_function) -> tuple[Step, ...]:
+    """The sweep: the definitions that read a wanted input and that the last one reads, backwards, each with its
+    gradients with respect to the tensors it reads that lead to a wanted input."""
     reaches = set(wanted)  # the tensors that read a wanted input through a path
     for definition in program.definitions:
         if reaches.intersection(definition.arguments):
@@ -136,32 +153,41 @@ def program_gradients(program: Program, wrt=None, reads_forward: bool = False) -
         if definition.name in live:
             live.update(name for name in definition.arguments if name in defined)
     made: dict[str, tuple] = {}  # the sweep's tensors so far -> their shapes
-    parts: dict[str, list[Function]] = {}  # tensor -> its consumers' gradients with respect to it
-    steps, adjoints = [], {}
+    steps = []
     for definition in reversed(program.definitions):
         if definition.name not in live or definition.name not in reaches:
             continue
-        shape = tuple(program.shapes[definition.name])
         # every name the program and the sweep use so far in its shapes: derive's fresh names avoid them
-        grads = _derive(Function(definition.name, definition.indices, definition.body,
-                                 {**program.shapes, **definition.shapes, **made}, definition.source), reads_forward)
-        if definition is not program.output:  # its consumers, all further down, are done: eq. 2's sum
-            adjoints[definition.name] = _total(grads.adjoint_name, parts.pop(definition.name), shape,
-                                               grads.function.shapes)
+        grads = derive_function(Function(definition.name, definition.indices, definition.body,
+                                         {**program.shapes, **definition.shapes, **made}, definition.source))
         keep = [name for name in grads if name in reaches]
         grads = replace(grads, functions={name: grads[name] for name in keep},
                         contributions={name: grads.contributions[name] for name in keep})
-        for name in keep:
-            parts.setdefault(name, []).append(grads[name])
-        made.update(dict.fromkeys([grads.adjoint_name, *grads.intermediates], shape))
+        made.update(dict.fromkeys(grads.tensor_names, tuple(program.shapes[definition.name])))
         steps.append(Step(definition, grads, grads.adjoint_name))
+    return tuple(steps)
+
+
+def _assembled(program: Program, steps: tuple[Step, ...], wanted: tuple, reads_forward: bool) -> ProgramGradients:
+    """The adjoints and the inputs' gradients as the sums over their consumers' gradients (eqs. 2, 3)."""
+    made: dict[str, tuple] = {}
+    parts: dict[str, list[Function]] = {}  # tensor -> its consumers' gradients with respect to it
+    adjoints = {}
+    for step in steps:
+        grads, shape = step.gradients, tuple(program.shapes[step.definition.name])
+        if step.definition is not program.output:  # its consumers, all further down, are done: eq. 2's sum
+            adjoints[step.definition.name] = _total(grads.adjoint_name, parts.pop(step.definition.name), shape,
+                                                    grads.function.shapes)
+        for name in grads:
+            parts.setdefault(name, []).append(grads[name])
+        made.update(dict.fromkeys(grads.tensor_names, shape))
     adjoint_name = steps[0].adjoint if steps else \
-        fresh_name("d" + program.name, all_names(program.output) | set(program.shapes))  # as _derive names it
+        fresh_name("d" + program.name, all_names(program.output) | set(program.shapes))  # as derive names it
     shapes = {**program.shapes, **made}
     used = set(shapes)
     functions = {name: _total(fresh_name("d" + name, used), parts.get(name, []), tuple(program.shapes[name]), shapes)
                  for name in wanted}  # no part: an input that no wanted path reads has gradient 0
-    return ProgramGradients(program, tuple(steps), adjoints, functions, adjoint_name, reads_forward)
+    return ProgramGradients(program, steps, adjoints, functions, adjoint_name, reads_forward)
 
 
 def _total(name: str, parts: list[Function], shape: tuple, shapes: dict) -> Function:
