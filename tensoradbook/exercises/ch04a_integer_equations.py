@@ -16,7 +16,7 @@ import sympy
 from ..integer.matrix import as_int_matrix, matmul, matvec
 from ..integer.smith import extended_gcd, integer_inverse, smith_normal_form
 from .answers import determinant, read_int_matrix, read_int_triple, read_int_vector, read_triple, vector_text
-from .checking import Wrong, pending
+from .checking import Wrong, pending, verdict
 from .feedback import CheckResult
 
 __all__ = ["check_bezout", "check_smith", "check_kernel_basis", "check_integer_solutions"]
@@ -30,7 +30,7 @@ def check_bezout(a: int, b: int, answer) -> CheckResult:
     try:
         g, x, y = read_int_triple(answer, "g, x, y")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     problems = []
     true_gcd = extended_gcd(a, b)[0]
     if g < 0:
@@ -46,7 +46,7 @@ def check_bezout(a: int, b: int, answer) -> CheckResult:
     combination = a * x + b * y
     if combination != g:
         problems.append(f"a x + b y = {a}*({x}) + {b}*({y}) = {combination}, not g = {g}")
-    return CheckResult(name, not problems, problems)
+    return verdict(name, problems)
 
 
 def check_smith(A, answer) -> CheckResult:
@@ -66,7 +66,7 @@ def check_smith(A, answer) -> CheckResult:
         S, U, V = read_triple(answer, "S, U, V")
         S, U, V = read_int_matrix(S, "S"), read_int_matrix(U, "U"), read_int_matrix(V, "V")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     for label, M, want in (("S", S, (n_rows, n_cols)), ("U", U, (n_rows, n_rows)), ("V", V, (n_cols, n_cols))):
         if M.shape != want:
             problems.append(f"{label} must be {want[0]}x{want[1]}, yours is {M.shape[0]}x{M.shape[1]}")
@@ -104,7 +104,7 @@ def check_smith(A, answer) -> CheckResult:
         if mine != reference.invariant_factors:
             problems.append(f"the diagonal {mine} is not the Smith normal form of A: Algorithm 1 finds other "
                             f"invariant factors")
-    return CheckResult(name, not problems, problems)
+    return verdict(name, problems)
 
 
 def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
@@ -172,7 +172,7 @@ def check_kernel_basis(A, answer) -> CheckResult:
         problems = _kernel_problems(A, answer)
     except Wrong as err:
         problems = [str(err)]
-    return CheckResult(name, not problems, problems)
+    return verdict(name, problems)
 
 
 def check_integer_solutions(A, beta, answer) -> CheckResult:
@@ -218,4 +218,4 @@ def check_integer_solutions(A, beta, answer) -> CheckResult:
         problems += _kernel_problems(A, K)
     except Wrong as err:
         problems.append(str(err))
-    return CheckResult(name, not problems, problems)
+    return verdict(name, problems)

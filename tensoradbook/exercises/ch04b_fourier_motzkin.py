@@ -12,10 +12,14 @@ from ..integer.fourier_motzkin import fourier_motzkin
 from ..integer.matrix import as_int_matrix, as_rational_matrix, matvec, normalize
 from ..integer.smith import integer_inverse
 from .answers import exact_text, read_range, vector_text
-from .checking import Wrong, pending
+from .checking import MAX_PROBLEMS, Wrong, pending, verdict
 from .feedback import CheckResult
 
 __all__ = ["check_loop_bounds", "check_point_count", "check_redundant_rows"]
+
+# Loops that visit more points than this (a multiple of the polytope's, plus room for a small one) are taken as
+# unbounded and stopped, rather than run on for ever: right bounds visit each point once.
+_VISITS_PER_POINT, _VISITS_SPARE = 10, 10_000
 
 
 def _violated_row(A: np.ndarray, b: list, x) -> int | None:
@@ -49,29 +53,28 @@ def check_loop_bounds(A, b, answer, names=("x_0", "x_1")) -> CheckResult:
         for x1 in outer_range:
             for x0 in read_range(inner(x1), f"the inner bounds for {names[0]} at {names[1]} = {x1}"):
                 visited.append((x0, x1))
-                if len(visited) > 10 * len(truth) + 10_000:
+                if len(visited) > _VISITS_PER_POINT * len(truth) + _VISITS_SPARE:
                     raise Wrong("your loops visit far too many points; are the bounds finite?")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     except (TypeError, ValueError) as err:
         return CheckResult(name, False, [f"the answer must be (outer, inner) with inner a function: {err}"])
     problems = []
     point = names[0].split("_")[0]
     outside = [x for x in visited if x not in truth]
-    for x in outside[:3]:
+    for x in outside[:MAX_PROBLEMS]:
         row = _violated_row(A, b, x)
         problems.append(f"your bounds include {point} = {vector_text(x)}, which is outside: inequality {row} "
                         f"({_inequality_text(A, b, row, names)}) fails there")
-    if len(outside) > 3:
-        problems.append(f"... and {len(outside) - 3} more points outside")
+    if len(outside) > MAX_PROBLEMS:
+        problems.append(f"... and {len(outside) - MAX_PROBLEMS} more points outside")
     seen = set(visited)
     missing = [x for x in sorted(truth, key=lambda p: (p[1], p[0])) if x not in seen]
-    for x in missing[:3]:
+    for x in missing[:MAX_PROBLEMS]:
         problems.append(f"your bounds miss the point {point} = {vector_text(x)}")
-    if len(missing) > 3:
-        problems.append(f"... and {len(missing) - 3} more missing points")
-    return CheckResult(name, not problems, problems,
-                       note="" if problems else f"Your loops visit all {len(truth)} integer points.")
+    if len(missing) > MAX_PROBLEMS:
+        problems.append(f"... and {len(missing) - MAX_PROBLEMS} more missing points")
+    return verdict(name, problems, note=f"Your loops visit all {len(truth)} integer points.")
 
 
 def _inequality_text(A: np.ndarray, b: list, row: int, names) -> str:

@@ -27,7 +27,7 @@ from ..lang.expr import Element, If, Number, Sum
 from ..lang.function import Function
 from ..lang.printer import expr_text
 from .answers import parse_answer, read_function, read_int_matrix, read_int_triple, vector_text
-from .checking import ATOL, RTOL, Wrong, pending
+from .checking import ATOL, RTOL, Wrong, pending, verdict
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = [
@@ -78,7 +78,7 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
     try:
         mine = parse_answer(answer, answer_shapes, "derivative")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     if mine.name not in accepted:
         return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient is called "
                                          f"{gradient!r} (write {gradient}[...] = ...)"])
@@ -193,7 +193,7 @@ def check_index_matrix(fn, argument: str, answer, shapes=None, occurrence: int =
     try:
         mine = read_int_matrix(answer, "A")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     if mine.ndim == 1 or mine.shape != A.shape:
         got = "x".join(str(n) for n in mine.shape)
         return CheckResult(name, False, [f"A must be {A.shape[0]}x{A.shape[1]}: one row per index of {argument}, "
@@ -256,7 +256,7 @@ def check_adjoint(fn, node, answer, shapes=None, points: int = 3, seed: int = 0)
     try:
         mine = parse_answer(f"{fn.name}[] = {answer}" if isinstance(answer, str) else answer, shapes, "adjoint")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     rng = np.random.default_rng(seed)
     for _ in range(points):
         values = {a: rng.uniform(0.5, 1.5) for a in fn.arguments}
@@ -326,7 +326,7 @@ def check_scalar_gradient(fn, point: dict, answer, shapes=None, rtol: float = 1e
             message += (f": it is the path through one consumer only; {a} is used by {len(parts)} parts "
                         f"and eq. 3 adds all their contributions")
         problems.append(message)
-    return CheckResult(name, not problems, problems)
+    return verdict(name, problems)
 
 
 def check_vec_index(shape, index, answer) -> CheckResult:
@@ -387,7 +387,7 @@ def check_jacobian_memory(out_shape, in_shape, answer, itemsize: int = 8) -> Che
     try:
         r, c, b = read_int_triple(answer, "rows, columns, bytes")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     problems = []
     if (r, c) == (cols, rows) and rows != cols:
         problems.append("rows and columns are swapped: d vec F / d vec X has one row per element of F "

@@ -22,10 +22,14 @@ from ..lang.evaluate import bound_value
 from ..lang.expr import Element, If, Sum, walk
 from ..lang.printer import bound_text, expr_text
 from .answers import read_function, read_range
-from .checking import ATOL, RTOL, Wrong, pending
+from .checking import ATOL, RTOL, Problems, Wrong, pending, require_callable, verdict
 from .feedback import CheckResult, element_problems, index_text
 
 __all__ = ["check_gradient_element", "check_scatter_races", "check_max_contention", "check_gather_bounds"]
+
+# A loop that visits more values than this at one element is taken as unbounded and stopped: the exercises'
+# tensors have a few dozen elements a side.
+_MAX_LOOP_VALUES = 10_000
 
 
 class _Guarded(np.ndarray):
@@ -144,9 +148,10 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
         return pending(name, f"Your answer is a Python function like def {gradient}_element({example}): "
                               f"{len(shape)} index parameter(s) first, then any of the arrays "
                               f"{', '.join(available)} by name; it returns the number {gradient}[...].")
-    if not callable(answer):
-        return CheckResult(name, False, [f"the answer must be a function returning one element of {gradient}, "
-                                         f"got {type(answer).__name__}"])
+    try:
+        require_callable(answer, f"a function returning one element of {gradient}")
+    except Wrong as err:
+        return err.result(name)
     try:
         params = list(inspect.signature(answer).parameters.values())
     except (TypeError, ValueError):
@@ -177,7 +182,7 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
         try:
             yours = _gradient_by_elements(answer, pass_names, arrays, shape, gradient)
         except Wrong as err:
-            return CheckResult(name, False, [str(err)])
+            return err.result(name)
         right = grads.evaluate(args, df)[argument]
         scale = max(1.0, float(np.abs(right).max(initial=0)))
         close = np.isclose(yours, right, rtol=RTOL, atol=ATOL * scale)
@@ -286,7 +291,7 @@ def check_scatter_races(fn, argument: str, answer, shapes=None, threads: str = "
     try:
         claimed = _gradient_indices(answer, shape, gradient)
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     races = {beta for beta, who in writers.items() if len(who) > 1}
     if claimed != races:
         # One message for every wrong set: naming an element that does or does not race would answer the
@@ -383,15 +388,16 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
     if answer is None:
         return pending(name, f"Your answer is a function of {', '.join(beta_names)} returning (low, high) for "
                               f"{index}, both ends inclusive, e.g. lambda {', '.join(beta_names)}: (0, 3).")
-    if not callable(answer):
-        return CheckResult(name, False, [f"the answer must be a function of the index of {gradient} returning "
-                                         f"(low, high), got {type(answer).__name__}"])
+    try:
+        require_callable(answer, f"a function of the index of {gradient} returning (low, high)")
+    except Wrong as err:
+        return err.result(name)
     truth: dict[tuple, dict] = {beta: {} for beta in np.ndindex(*shape)}
     for _, beta, env in reads:
         truth[beta].setdefault(env[index], env)  # value of the loop index -> a witness alpha
     element = elements[0] if elements else f"{argument}[...]"
     alpha = ", ".join(reads[0][2] if reads else fn.indices)
-    problems, extra_count, missing_count = [], 0, 0
+    problems, extra_count, missing_count = Problems(), 0, 0
     for beta in truth:
         at = f"{gradient}{index_text(beta)}"
         try:
@@ -401,8 +407,8 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
         try:
             visited = result if isinstance(result, range) else read_range(result, f"your function at {at}")
         except Wrong as err:
-            return CheckResult(name, False, [str(err)])
-        if len(visited) > 10_000:
+            return err.result(name)
+        if len(visited) > _MAX_LOOP_VALUES:
             return CheckResult(name, False, [f"at {at} your loop visits {len(visited)} values: "
                                              f"are the bounds finite?"])
         visited = set(visited)
@@ -410,13 +416,13 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
         missing = sorted(truth[beta].keys() - visited)
         extra_count += len(extra)
         missing_count += len(missing)
-        if extra and len(problems) < 3:
-            problems.append(f"at {at} your loop visits {index} = {extra[0]}, but no in-range ({alpha}) with "
+        if extra:
+            problems.add(f"at {at} your loop visits {index} = {extra[0]}, but no in-range ({alpha}) with "
                             f"{index} = {extra[0]} has {element} = {argument}{index_text(beta)}")
-        if missing and len(problems) < 3:
+        if missing and not problems.full:
             env = truth[beta][missing[0]]
             witness = ", ".join(f"{k} = {v}" for k, v in env.items())
-            problems.append(f"at {at} your loop misses {index} = {missing[0]}: {witness} reads "
+            problems.add(f"at {at} your loop misses {index} = {missing[0]}: {witness} reads "
                             f"{argument}{index_text(beta)}")
     if problems:
         counts = []
@@ -425,7 +431,7 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
         if missing_count:
             counts.append(f"{missing_count} missing")
         problems.append("in all, over every element of " + gradient + ": " + " and ".join(counts))
-        return CheckResult(name, False, problems)
+        return verdict(name, problems)
     loops = _loops_text(derive(fn).simplified[argument])
     return CheckResult(name, True, note=f"Your loop visits exactly the right values for all {len(truth)} elements. "
                                         f"For comparison, the core's {gradient} sums over: {loops}.")

@@ -117,7 +117,7 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     try:
         mine = parse_answer(answer, answer_shapes, "second derivative")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     if mine.name not in accepted:  # pragma: no cover -- caught from the text above
         return CheckResult(name, False, [f"your left side defines {mine.name!r}; the gradient with respect to "
                                          f"{second} is called {result!r} (write {result}[...] = ...)"])
@@ -301,7 +301,7 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
     except TypeError:
         return CheckResult(name, False, [f"the answer must be a list of indices or a count, got {answer!r}"])
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     mine, problems = [], []
     for item in items:
         try:

@@ -133,7 +133,7 @@ def check_step_inverse(a, b, answer) -> CheckResult:
         else:
             mine = _float_vector(answer, k, "your row")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     if _close(mine, right[0]):
         return CheckResult(name, True, note="The inverse has the sparsity of J_t itself: one row, k entries.")
     problems = []
@@ -184,7 +184,7 @@ def _inverse_product(step, n, x, seed, answer, transpose: bool) -> CheckResult:
     try:
         mine = _float_vector(answer, n, f"your {symbol}")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     J = jacobian(F, x, 1e-6)  # central differences
     A = J.T if transpose else J
     right = _solve_or_explain(A, seed, f"x = {_numbers_text(x)}")
@@ -239,7 +239,7 @@ def check_newton_step(step, n: int, x, answer) -> CheckResult:
     try:
         mine = _float_vector(answer, n, "your new point")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     value = F(x)
     J = jacobian(F, x, 1e-6)  # central differences
     delta = _solve_or_explain(J, value, f"x = {_numbers_text(x)}")

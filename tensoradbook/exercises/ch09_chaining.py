@@ -66,7 +66,7 @@ def _read_count(name: str, answer, what: str, hint: str) -> int | CheckResult:
     try:
         return _count_answer(answer, what)
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
 
 
 def _compact_notation(text: str) -> str:
@@ -117,7 +117,7 @@ def check_two_factor_optimum(sizes, answer) -> CheckResult:
             letters = None
             cost = _count_answer(answer, "the cost")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     # Only right or wrong, with a hint in terms of the submitted schedule alone: the cost of a wrong schedule, or
     # how far a wrong cost is from the least, would let eight tries rank the schedules without costing one.
     how = ("cost each of the eight with the fma column of sec. 3's table (a tangent of c columns costs c |E_i|, an "
@@ -160,7 +160,7 @@ def check_homogeneous_costs(chain, answer) -> CheckResult:
         pair = list(answer)
         mine_tangent, mine_adjoint = (_count_answer(v, what) for v, what in zip(pair, ("tangent", "adjoint")))
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     if (mine_tangent, mine_adjoint) == (tangent, adjoint):
         return CheckResult(name, True, note=f"n1 * sum |E| = {columns} * {tangent // columns} and "
                                             f"m{chain.q} * sum |E| = {rows} * {adjoint // rows}.")

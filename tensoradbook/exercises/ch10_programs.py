@@ -116,7 +116,7 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
     try:
         mine = parse_answer(answer, answer_shapes, "adjoint")
     except Wrong as err:
-        return CheckResult(exercise, False, [str(err)])
+        return err.result(exercise)
     if mine.name != result:  # pragma: no cover -- caught from the text above
         return CheckResult(exercise, False, [f"your left side defines {mine.name!r}; the adjoint of {name} is "
                                              f"called {result!r} (write {result}[...] = ...)"])
@@ -288,7 +288,7 @@ def check_softmax_program(answer, n: int = 64, budget: int = 16) -> CheckResult:
     try:
         program = _softmax_answer(answer, n)
     except Wrong as err:
-        return CheckResult(exercise, False, [str(err)])
+        return err.result(exercise)
     problems = []
     if program.name != "s" or tuple(program.shapes[program.name]) != (n,):
         problems.append(f"the last definition must be s[i] of shape ({n},); yours is {program.name} of shape "

@@ -51,7 +51,7 @@ from ..lang.printer import atom_text, expr_text
 from ..lang.simplify import ZERO, atom_truth
 from ..lang.tokens import TOKEN
 from .answers import read_function
-from .checking import ATOL, RTOL, Wrong, pending
+from .checking import ATOL, RTOL, Problems, Wrong, pending, require_callable, type_name
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_reads", "check_adjoints", "check_index_solve", "check_box_solutions", "check_algorithm4",
@@ -107,21 +107,14 @@ def kernel_loops(system: FourierMotzkin, rhs, z_names) -> tuple[list[tuple[tuple
 
 # --- reading and calling the student's functions ------------------------------------------------------------
 
-def _type_name(value) -> str:
-    # an answer that could not cross the grader's wire arrives as a stand-in that knows its type
-    return getattr(value, "type_name", type(value).__name__)
-
-
 def _call(answer, what: str, *args):
     """``answer(*args)``, or a Wrong saying that it is not a function or what it raised."""
-    if not callable(answer):
-        raise Wrong(f"the answer must be your function {what} (its name, without calling it), "
-                     f"got {_type_name(answer)}")
+    require_callable(answer, f"your function {what} (its name, without calling it)")
     try:
         result = answer(*args)
     except Exception as error:  # the student's code: say what it raised, and on what
         raise Wrong(f"your {what} raised {type(error).__name__}: {error}") from None
-    if result is NotImplemented or _type_name(result) == "NotImplementedType":
+    if result is NotImplemented or type_name(result) == "NotImplementedType":
         raise Wrong(f"your {what} returns NotImplemented, the chapter's placeholder: write its body")
     return result
 
@@ -132,7 +125,7 @@ def _text(value, what: str) -> str:
     if isinstance(value, Expr):
         raise Wrong(f"{what} is an expression node ({type(value).__name__}); return its text, "
                      f"expr_text(node): nodes cannot be graded")
-    raise Wrong(f"{what} must be text in the report's notation, got {_type_name(value)}")
+    raise Wrong(f"{what} must be text in the report's notation, got {type_name(value)}")
 
 
 def _scope_error(fn: Function) -> None:
@@ -162,14 +155,14 @@ def _intervals(fn: Function, scope) -> dict:
 
 def _scopes(fn: Function) -> list[tuple[Element, tuple[Sum, ...]]]:
     """Every read of ``fn`` (each occurrence) with the sums around it, outermost first, by a walk of the tree."""
-    found, pending = [], [(fn.body, ())]
-    while pending:
-        node, scope = pending.pop()
+    found, waiting = [], [(fn.body, ())]
+    while waiting:
+        node, scope = waiting.pop()
         if isinstance(node, Element):
             found.append((node, scope))
             continue
         inner = scope + (node,) if isinstance(node, Sum) else scope
-        pending.extend((child, inner) for child in reversed(node.children()))
+        waiting.extend((child, inner) for child in reversed(node.children()))
     return found
 
 
@@ -216,7 +209,7 @@ def check_reads(fn, answer, shapes=None) -> CheckResult:
     try:
         listed = _call(answer, "reads(fn)", fn)
         if isinstance(listed, (str, bytes, dict)) or not hasattr(listed, "__iter__"):
-            raise Wrong(f"reads(fn) must return a list of pairs, got {_type_name(listed)}")
+            raise Wrong(f"reads(fn) must return a list of pairs, got {type_name(listed)}")
         yours = Counter()
         for item in listed:
             if not isinstance(item, (tuple, list)) or len(item) != 2:
@@ -227,7 +220,7 @@ def check_reads(fn, answer, shapes=None) -> CheckResult:
                 raise Wrong(f"the scope of {text!r} must be a tuple of sum indices (text), got {scope!r}")
             yours[_read_of(text, fn, names, "the read"), tuple(scope)] += 1
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     if yours == truth:
         return CheckResult(name, True, note=f"Every read of {fn.name} with its liberated sums (sec. 5.2).")
     problems = []
@@ -408,7 +401,7 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
         given = _call(answer, "adjoints(fn)", fn)
         if not isinstance(given, dict):
             raise Wrong(f"adjoints(fn) must return a dict from the text of each read to the text of its "
-                         f"adjoint, got {_type_name(given)}")
+                         f"adjoint, got {type_name(given)}")
         yours = {}
         for key, value in given.items():
             read = _read_of(key, fn, names, "the key")
@@ -417,7 +410,7 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
                              f"its paths (eq. 2)")
             yours[read] = _text(value, f"the adjoint of {expr_text(read)}")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     problems = [f"no adjoint for the read {expr_text(e)}: every leaf of the tree gets one"
                 for e, (_, adjoint, _, _) in reference.items() if e not in yours and adjoint != ZERO]
     rng = np.random.default_rng(seed)
@@ -510,7 +503,7 @@ def _index_solve_problems(A: np.ndarray, triple) -> list[str]:
     exact = sympy.Matrix(N, M, [int(v) for v in A.flat])
     R = exact.rank()
     if not isinstance(triple, (tuple, list)) or len(triple) != 3:
-        return [f"index_solve(A) must return a triple (I, K, C), got {_type_name(triple)}"]
+        return [f"index_solve(A) must return a triple (I, K, C), got {type_name(triple)}"]
     I, K, C = (_exact(v, w, integer=(w == "K")) for v, w in zip(triple, ("I", "K", "C")))
     if N == 0 and not I:  # a list of no rows cannot say that I is M x 0
         I = sympy.zeros(M, 0)
@@ -620,7 +613,7 @@ BOX_CASES = (
 def _box_problems(A, offset, box, beta, listed) -> list[str]:
     M = len(box)
     if isinstance(listed, (str, bytes, dict)) or not hasattr(listed, "__iter__"):
-        return [f"solutions_in_box must return a list of index tuples alpha, got {_type_name(listed)}"]
+        return [f"solutions_in_box must return a list of index tuples alpha, got {type_name(listed)}"]
     mine = []
     for alpha in listed:
         if isinstance(alpha, (str, bytes)) or not hasattr(alpha, "__iter__"):
@@ -630,7 +623,7 @@ def _box_problems(A, offset, box, beta, listed) -> list[str]:
                                     not (isinstance(v, Fraction) and v.denominator == 1) for v in entries):
             return [f"each solution must be a tuple of {M} integers (alpha), got {alpha!r}"]
         mine.append(tuple(int(v) for v in entries))
-    problems = []
+    problems = Problems()
     repeated = [alpha for alpha, n in Counter(mine).items() if n > 1]
     if repeated:
         problems.append(f"you list alpha = {repeated[0]} more than once: each z gives one alpha")
@@ -639,12 +632,12 @@ def _box_problems(A, offset, box, beta, listed) -> list[str]:
         reads = tuple(sum(int(c) * v for c, v in zip(row, alpha)) + o for row, o in zip(A, offset))
         if outside:
             n, v, (low, high) = outside[0]
-            problems.append(f"alpha = {alpha} lies outside the box (entry {n} is {v}, outside {low}..{high}): "
+            problems.add(f"alpha = {alpha} lies outside the box (entry {n} is {v}, outside {low}..{high}): "
                             f"the bounds of z (eq. 45) let it through; round lower bounds up, upper bounds down")
         elif reads != tuple(beta):
-            problems.append(f"alpha = {alpha} reads x{index_text(reads)}, not x{index_text(beta)}: is it "
+            problems.add(f"alpha = {alpha} reads x{index_text(reads)}, not x{index_text(beta)}: is it "
                             f"I (beta - a) + K z, with the offset a subtracted from beta first?")
-        if len(problems) > 2:
+        if problems.full:
             break
     truth = {alpha for alpha in itertools.product(*(range(low, high + 1) for low, high in box))
              if tuple(sum(int(c) * v for c, v in zip(row, alpha)) + o for row, o in zip(A, offset)) == tuple(beta)}
@@ -737,7 +730,7 @@ def check_algorithm4(fn, argument: str, answer, shapes=None, trials: int = 3, se
         if not isinstance(mine, Function):
             raise Wrong("your gradient must be one definition, \"name[indices] = expression\"")
     except Wrong as err:
-        return CheckResult(name, False, [str(err)])
+        return err.result(name)
     rng = np.random.default_rng(seed)
     for _ in range(trials):
         values = random_arguments(fn, rng)
