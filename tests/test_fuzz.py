@@ -272,6 +272,14 @@ FOUND_CASES = [
     # refuses it with the limit (derive._within_max_integer) instead of printing a text the parser refuses
     Case("mutated", "out[j] = log (tanh (if {-j <= 1 and 3 * j = 1 and j % 4 = 0} then (min{t}_(-9007199254740991)^("
          "j + 3) (log1p(W[]))) else (W[])))", {"out": (2,), "W": ()}),
+    # FUZZ_SEED=161803 and 99991, mutated: a read at 9007199254740991 * n, substituted, wrote 12009599006321320 *
+    # da_0 (da_0 only 0 on its box) in another element's index, a literal the parser refuses: derive refuses it
+    Case("mutated", "out[n] = a[2 * n, n * 2] ** -2 / (if {n <= 1 and n >= 2 * n - 1 and (1 + 3 * n) % 2 = 1} then (a"
+         "[(n * 3) / 2;(n * 9007199254740991) / 2] * (.25 + a[(n * 3) / 2, n])) else (W[n * 3; -n]))",
+         {"out": (1,), "a": (1, 1), "W": (1, 1)}),
+    Case("mutated", "f[i, j, n] = (min{m}_(-1)^(min [2 * n + 1; floor((1 + n + j) / 2); -1]) (if {(i * 3 + 1) % 3 = 1 "
+         "and 2 * m <= -1} then (w[-i]) else (a[-2 * n + i + 2;3 * j + 3 * i]))) ** x2[i; 0; 4 - j * 2 + "
+         "9007199254740991 * i]", {"f": (1, 3, 2), "w": (1,), "a": (3, 7), "x2": (1, 1, 5)}),
 ]
 
 

@@ -109,10 +109,16 @@ def parts_reach(parts: tuple[Affine, ...], intervals: dict) -> int:
     return max(*reaches, sum(-(-r // part.denominator) for r, part in zip(reaches, parts)))
 
 
+def written_number(affine: Affine) -> int:
+    """The largest number written in ``affine``: a coefficient, the constant or the divisor."""
+    return max(abs(affine.constant), affine.denominator, *(abs(c) for _, c in affine.terms))
+
+
 def past_max_integer(fn) -> tuple[Affine, int] | None:
     """The first index expression of ``fn`` (a Function) whose text the parser refuses at MAX_INTEGER, and how far
-    it reaches, on the same box the parser checks (the output's shape, each sum's range; :func:`index_box`); None
-    where every one fits. A modulus is a number it writes, so it counts at its own size."""
+    it reaches or the largest number it writes, on the same box the parser checks (the output's shape, each sum's
+    range; :func:`index_box`); None where every one fits. A modulus is a number it writes, so it counts at its own
+    size."""
     stack = [(fn.body, {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])})]
     while stack:
         node, intervals = stack.pop()
@@ -127,7 +133,7 @@ def past_max_integer(fn) -> tuple[Affine, int] | None:
         elif isinstance(node, Sum):
             affines = [a.written_parts for a in node.lower + node.upper]
         for parts in affines:
-            far = parts_reach(parts, intervals)
+            far = max(parts_reach(parts, intervals), *(written_number(part) for part in parts))
             if far >= MAX_INTEGER:
                 return sum(parts[1:], parts[0]), far
         if isinstance(node, Sum):
