@@ -15,6 +15,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tensoradbook import inverse as ia
+from tensoradbook.inverse import engine as numba_engine
 from tensoradbook.inverse import examples, instructions, rules
 from tensoradbook.lang import simplify
 from tensoradbook.lang.expr import Binary, Element, Number, Unary
@@ -706,8 +707,12 @@ def test_the_unlayered_graph_of_fig2_is_fig2f():
 
 
 def test_the_engines_rules_are_written_from_the_operation_table():
-    assert rules.GENERATED.read_text() == rules.render(OPERATIONS), (
+    written = rules.GENERATED.read_text()
+    assert written == rules.render(OPERATIONS), (
         "inverse/instructions.py is not the table's: run rules.write(OPERATIONS) (see inverse/rules.py)")
+    assert rules.digest(written) == numba_engine.RULES_DIGEST, (
+        f"set RULES_DIGEST = {rules.digest(written)!r} in inverse/engine.py, so that Numba compiles its sweeps "
+        f"with the new rules instead of loading them from its cache")
 
 
 def _table_value(expression, a, b):

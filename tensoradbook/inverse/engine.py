@@ -30,6 +30,11 @@ from .rules import ADD, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, S
 
 _jit = package_jit(error_model="numpy")
 
+# The rules of .instructions this file's sweeps are compiled with (rules.digest of its text). Numba's on-disk cache
+# of a sweep keeps the rules it inlined and is renewed only when this file changes, so a change of the rules must
+# change this line too; tests/test_inverse.py checks it.
+RULES_DIGEST = "64c5aa14c6e8a5fc"
+
 
 class Instructions(NamedTuple):
     """The instruction arrays the sweeps read (Numba takes a named tuple of arrays by its fields).

@@ -16,6 +16,9 @@ committed one differs; to bring it up to date after a rule changes, run in ``.ve
     from tensoradbook.inverse import rules
     rules.write(OPERATIONS)
 
+and set ``engine.RULES_DIGEST`` to ``rules.digest`` of the new text (the test says the value): Numba caches the
+sweeps with the rules compiled into them, and renews that cache only when the sweeps' own file changes.
+
 A new operation reaches the engine with a line in :data:`INSTRUCTIONS` (and its spelling in :data:`FUNCTIONS`
 where it is a function), a traced function in :mod:`.registers`, and ``rules.write``; its derivative is the
 table's.
@@ -23,6 +26,7 @@ table's.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -215,5 +219,11 @@ GENERATED = Path(__file__).with_name("instructions.py")
 
 
 def write(operations) -> None:
-    """Write :mod:`.instructions` from the table (see the module's docstring for the command)."""
+    """Write :mod:`.instructions` from the table (see the module's docstring for the command); then set
+    ``engine.RULES_DIGEST`` to :func:`digest` of it, as tests/test_inverse.py says."""
     GENERATED.write_text(render(operations))
+
+
+def digest(text: str) -> str:
+    """A short fingerprint of the text of :mod:`.instructions`, which :mod:`.engine` names (``RULES_DIGEST``)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
