@@ -65,14 +65,6 @@ STEPS = ("derive", "generate", "compile", "run", "check", "per element")
 MIN_RUNS, MAX_RUNS, TIME_BUDGET = 3, 25, 0.05
 MESSAGE_CHARS = 3000  # compiler errors can be very long; the start says what went wrong
 
-TARGET_LABELS = {
-    "numpy": "numpy (vectorised)",
-    "numba": "numba (CPU threads, gather)",
-    "numba-scatter": "numba-scatter (eq. 40, serial)",
-    "cuda": "cuda (GPU thread per element)",
-    "cuda-scatter": "cuda-scatter (eq. 40, atomics)",
-}
-
 
 # -- sizes ------------------------------------------------------------------------------------
 
@@ -568,9 +560,9 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             args, df = _inputs(fn, self.seed)
             compile_time = None
             if (*key, target) not in _WARM:
+                compiling = codegen.KERNEL_TARGETS[target].compiling  # what the wait is, where the target says
                 step = self._step("compile", f"compiling the {target} kernels"
-                                  + (" (Numba: several seconds for new sizes, then cached on disk)"
-                                     if "numba" in target else "") + " …")
+                                  + (f" ({compiling})" if compiling else "") + " …")
                 t = time.perf_counter()
                 compiled = _warmed(*key, target, args, df)
                 compile_time = time.perf_counter() - t
@@ -645,7 +637,7 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
 
     # -- display --------------------------------------------------------------
     def _target_label(self, target: str) -> str:
-        label = TARGET_LABELS[target]
+        label = codegen.KERNEL_TARGETS[target].label
         if codegen.KERNEL_TARGETS[target].on_gpu:
             if self._cuda_problem:
                 label += " — needs a GPU"

@@ -27,9 +27,9 @@ from ..lang.limits import MAX_KERNEL_WORK
 from ..lang.program import Program
 from .cache import load_module
 from ..lang.program import definitions_of
-from .module import Sweep, function_source, gradients_source, module_functions, scatter_reads
-from .printer import py_name
-from .targets import GATHER_TARGETS, TARGETS, storage_shape, target_named
+from .module import function_module, function_source, gradients_module, gradients_source, module_functions
+from .render import render
+from .targets import GATHER_TARGETS, KERNEL_TARGETS, TARGETS, Target, target_named
 
 
 #: Seconds to wait for the helper process of :func:`precompile` before compiling its share here instead.
@@ -37,6 +37,9 @@ HELPER_TIMEOUT_S = 300
 #: Kernels not in the disk cache from which a helper process pays: starting one (Python, numpy, Numba) costs
 #: about as much as compiling a kernel, so it takes half of at least four.
 HELPER_KERNELS = 4
+#: A CPU counts as idle for the helper where the load average is below the CPUs by this much: a CPU busy half
+#: the time would make the helper's compiling as slow as compiling here.
+IDLE_MARGIN = 0.5
 
 _HELPER = """
 import importlib.util, json, sys
@@ -55,10 +58,9 @@ def precompile(module) -> None:
     """Type and compile every kernel of a generated Numba module now, for the float64 C-order arrays the module
     passes (its ``KERNEL_ARRAYS``), rather than one by one at the first call: each is loaded from Numba's disk
     cache where it is there. Where :data:`HELPER_KERNELS` or more are not and a CPU is idle (the load average
-    below the CPUs this process may use, less a half), a helper process compiles every second one into that
-    cache meanwhile (Numba's compiler is Python, one core per process), and this one then loads them (the
-    report's example at 256 x 256 compiles in about 2.7 s rather than 3.5 s). Arrays of other types (a
-    read-only input) still compile at the call that brings them."""
+    below the CPUs this process may use by :data:`IDLE_MARGIN`), a helper process compiles every second one into that
+    cache meanwhile (Numba's compiler is Python, one core per process), and this one then loads them. Arrays of
+    other types (a read-only input) still compile at the call that brings them."""
     from numba import types
 
     signatures = {name: tuple(types.Array(types.float64, n, "C") for n in dimensions)
@@ -66,7 +68,7 @@ def precompile(module) -> None:
     cold = sorted((name for name in signatures if not _cached(getattr(module, name))),
                   key=lambda name: not getattr(module, name).targetoptions.get("parallel"))  # slowest first
     cpus = len(os.sched_getaffinity(0))
-    shared = cold[1::2] if len(cold) >= HELPER_KERNELS and os.getloadavg()[0] < cpus - 0.5 else []
+    shared = cold[1::2] if len(cold) >= HELPER_KERNELS and os.getloadavg()[0] < cpus - IDLE_MARGIN else []
     helper = None
     if shared:
         jobs = json.dumps({name: module.KERNEL_ARRAYS[name] for name in shared})
@@ -97,11 +99,12 @@ def _cached(dispatcher) -> bool:
         return True
 
 
-def _arrays(fn: Function | Program, args, vector: bool, adjoint: tuple[str, object] | None = None) -> list[np.ndarray]:
+def _arrays(fn: Function | Program, args, kind: Target, adjoint: tuple[str, object] | None = None) -> list[np.ndarray]:
     """The arguments of ``fn`` in its order, then the adjoint ``(name, value)`` if given, as C-contiguous
-    float64 arrays, checked by :meth:`Function.argument_arrays` (real numbers, declared shapes)."""
+    float64 arrays in ``kind``'s shapes, checked by :meth:`Function.argument_arrays` (real numbers, declared
+    shapes)."""
     arrays = fn.argument_arrays(args, adjoint)
-    return [np.ascontiguousarray(a).reshape(storage_shape(a.shape, vector)) for a in arrays.values()]
+    return [np.ascontiguousarray(a).reshape(kind.stored_shape(a.shape)) for a in arrays.values()]
 
 
 def check_work(functions) -> None:
@@ -132,7 +135,7 @@ class CompiledFunction:
             precompile(self.module)
 
     def __call__(self, args: dict) -> np.ndarray:
-        arrays = self.kind.to_device(_arrays(self.function, args, self.kind.vector))
+        arrays = self.kind.to_device(_arrays(self.function, args, self.kind))
         shape = tuple(self.function.shapes[self.function.name])
         return self.kind.to_host(self.module.forward(*arrays)).reshape(shape)
 
@@ -157,7 +160,7 @@ class CompiledGradients:
             precompile(self.module)
 
     def _inputs(self, args, adjoint: tuple[str, object] | None = None) -> list:
-        return self.kind.to_device(_arrays(self.gradients.function, args, self.kind.vector, adjoint))
+        return self.kind.to_device(_arrays(self.gradients.function, args, self.kind, adjoint))
 
     def forward(self, args: dict) -> np.ndarray:
         fn = self.gradients.function
@@ -188,7 +191,7 @@ class CompiledGradients:
             if array.shape != tuple(fn.shapes[fn.name]):
                 raise ExpressionError(f"{fn.name}: the forward value has shape {array.shape}, expected "
                                       f"{tuple(fn.shapes[fn.name])}")
-            arrays.append(np.ascontiguousarray(array).reshape(storage_shape(array.shape, self.kind.vector)))
+            arrays.append(np.ascontiguousarray(array).reshape(self.kind.stored_shape(array.shape)))
         return self.kind.to_device(arrays)
 
     # as Gradients.evaluate, so tensoradbook.check_gradients(fn, grads=compiled) checks the kernels
@@ -220,29 +223,19 @@ def compile_ptx(subject, target: str = "cuda", cc: tuple[int, int] = (7, 5)) -> 
         raise RuntimeError("compile_ptx needs the real CUDA target: unset NUMBA_ENABLE_CUDASIM")
     from numba import cuda
 
-    parameters = {}  # kernel -> its parameters' shapes
     if isinstance(subject, (Function, Program)):
-        target_named(target, ("cuda",))
-        source = function_source(subject, target)
-        kernels = {f"{py_name(fn.name)}_kernel": fn for fn in definitions_of(subject)}
+        kind = target_named(target, tuple(name for name in GATHER_TARGETS if KERNEL_TARGETS[name].on_gpu))
+        planned = function_module(subject, kind)
     else:
-        target_named(target, ("cuda", "cuda-scatter"))
-        grads = subject.simplified
-        source = gradients_source(grads, target)
-        first, gather = module_functions(grads)
-        kernels = {**first, **({} if target == "cuda-scatter" else gather)}
-        for step, _, name in Sweep.of(grads).steps if target == "cuda-scatter" else ():
-            parameters[name] = {py_name(a): shape for a, shape in scatter_reads(step).items()}
-            parameters[name].update({py_name(g.name): g.shapes[g.name] for g in step.functions.values()})
-    for name, fn in kernels.items():
-        parameters[name] = {**{py_name(a): fn.shapes[a] for a in fn.arguments}, "_out": fn.shapes[fn.name]}
-    module = load_module(source)
+        kind = target_named(target, tuple(name for name in TARGETS if KERNEL_TARGETS[name].on_gpu))
+        planned = gradients_module(subject.simplified, kind)
+    module = load_module(render(planned, kind))
     ptx = {}
-    for name, shapes in parameters.items():
+    for name, shapes in planned.compiled_kernels().items():
         kernel = getattr(module, name)
         signature = []
         for parameter in inspect.signature(kernel.py_func).parameters:
-            shape = storage_shape(tuple(shapes[parameter]), vector=False)
+            shape = kind.stored_shape(tuple(shapes[parameter]))
             signature.append(float64[(slice(None),) * (len(shape) - 1) + (slice(None, None, 1),)])
         ptx[name] = cuda.compile_ptx(kernel.py_func, tuple(signature), cc=cc)[0]
     return ptx

@@ -16,6 +16,15 @@ into the adjoints of what it reads. Every gradient module has ``forward(*inputs)
 ``gradients(*inputs, df)``, and ``_values(*inputs)`` and ``_backward(*inputs, *values, df)``, its two
 halves: the backward pass reads forward values given to it (names with ``_`` first are the module's
 own, never a tensor's).
+
+Planning here decides once, and writes down as :mod:`.kernel_ir` nodes, what :mod:`.render` then writes for
+the target: :func:`plan_module` (BLAS products, gathers, scratch arrays, the parts the backward pass reads
+again), :func:`lane` and :func:`_blocks` (rows of lanes and their blocks), :func:`_parallel`, :func:`broadcasts`
+(numpy over views), then the kernels (:func:`element_kernel`, :func:`broadcast_kernel`, :func:`scatter_kernel`)
+and the entry points (:func:`_compute` per tensor; the backward pass by :func:`_gather_pass` or
+:func:`_scatter_pass`, the one question of the target's that picks between the two forms).
+:func:`function_module` and :func:`gradients_module` give the plan; :func:`function_source` and
+:func:`gradients_source` its source.
 """
 
 from __future__ import annotations
@@ -34,66 +43,46 @@ from ..lang.printer import expr_text, to_text
 from ..lang.simplify import decided_on, gates_as_bounds, peel_gates
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
                           plain_index, reads_plainly, split_contractions)
-from .printer import BroadcastPrinter, Lanes, py_name
-from .targets import GATHER_TARGETS, TARGETS, Target, size_of, storage_shape, target_named
+from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, BroadcastKernel, ElementLoop, Entry, FillKept,
+                        GradientsEntry, GuardedProduct, Header, Kernel, Launch, Line, Module, Printed, ReadKept, Return,
+                        ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Store, Unflatten)
+from .printer import BroadcastPrinter, KernelPrinter, Lanes, py_name
+from .render import render
+from .targets import GATHER_TARGETS, TARGETS, Target, size_of, target_named
 from .thresholds import BLAS_WORK, LANE_BLOCK, MIN_LANES, MIN_ROWS, PARALLEL_WORK, VECTOR_WORK
 
-FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 
-
-def _unflatten(writer, names: tuple[str, ...], shape: tuple, flat: str) -> None:
-    """``i, j = divmod`` of the flat element number: row-major, like numpy."""
-    stride = 1
-    strides = []
-    for n in reversed(shape):
-        strides.append(stride)
-        stride *= n
-    for name, n, s in zip(names, shape, reversed(strides)):
-        value = flat if s == 1 else f"{flat} // {s}"
-        if s * n != stride:  # not the outermost index: wrap around
-            value = f"{value} % {n}" if s == 1 else f"({value}) % {n}"
-        writer.line(f"{py_name(name)} = {value}")
-
-
-def element_kernel(fn: Function, target: Target, name: str, serial: bool = False) -> list[str]:
+def element_kernel(fn: Function, target: Target, name: str, serial: bool = False) -> Kernel:
     """A kernel ``name(args..., _out)`` writing every element of ``fn``'s output (on one thread if ``serial``)."""
     fn = apart(fn)  # f[x] = x[x]: the index x would overwrite the array x
     shape = tuple(fn.shapes[fn.name])
-    params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
     body = kernel_body(fn)
     row = lane(fn, body) if target.lanes else None
     count, blocks = _iterations(fn, row), _blocks(fn, row)
     parallel = not serial and _parallel(fn, row)
-    lines = [*target.decorator(parallel, exact=compares(body)), f"def {name}({params}):"]
-    if target.vector:
-        writer = target.printer(fn.shapes, all_names(fn), depth=1)
-        writer.active |= set(fn.indices)
-        if shape:
-            writer.line(f"{', '.join(py_name(i) for i in fn.indices)}, = np.indices(_GRID, sparse=True)")
-        writer.share(body)
-        writer.line(f"_out[...] = {writer.value(body)}")
-        return lines + [f"    _GRID = {shape!r}"] + writer.lines
+    indices = tuple(py_name(i) for i in fn.indices)
+    unflatten: tuple = (Unflatten(fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape, blocks),)
     if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
+        unflatten += (RowBlock(blocks, LANE_BLOCK.value, shape[-1]),)
         row = Lanes(row.name, LANE_BLOCK.value, "_first", "_stop", row.extent, base="_first")
-    writer = target.printer(fn.shapes, all_names(fn), depth=2, lane=row)
-    writer.active |= set(fn.indices)
-    lines += target.element_loop(count, parallel)
-    _unflatten(writer, fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape,
-               f"(_flat // {blocks})" if blocks > 1 else "_flat")
-    if blocks > 1:
-        writer.line(f"_first = _flat % {blocks} * {LANE_BLOCK.value}")
-        writer.line(f"_stop = min(_first + {LANE_BLOCK.value}, {shape[-1]})")
-    top = len(writer.lines)
+    printed, value = _printed(target.printer(fn.shapes, all_names(fn), depth=0, lane=row), fn.indices, body)
+    loop = ElementLoop(count, parallel, indices, shape, unflatten, (printed, Store(indices, value, row)))
+    return Kernel(name, (*(py_name(a) for a in fn.arguments), "_out"), _parameter_shapes(fn), parallel,
+                  compares(body), (loop,))
+
+
+def _printed(writer: KernelPrinter, bound: tuple[str, ...], body: Expr) -> tuple[Printed, str]:
+    """The statements computing ``body`` (its shared subexpressions first) inside loops binding ``bound``, and
+    the text of its value."""
+    writer.active |= set(bound)
     writer.share(body)
     value = writer.value(body)
-    where = ", ".join(py_name(i) for i in fn.indices) if shape else "0"
-    if row:
-        with writer.block(row.loop()):
-            writer.line(f"_out[{where}] = {value}")
-    else:
-        writer.line(f"_out[{where}] = {value}")
-    writer.lines[top:top] = ["    " * 2 + d for d in writer.declarations]
-    return lines + writer.lines
+    return Printed(tuple(writer.lines), tuple(writer.declarations)), value
+
+
+def _parameter_shapes(fn: Function) -> tuple[tuple, ...]:
+    """The shapes of an element kernel's parameters: its arguments', then its output's."""
+    return tuple(tuple(fn.shapes[a]) for a in (*fn.arguments, fn.name))
 
 
 def compares(node: Expr) -> bool:
@@ -125,18 +114,13 @@ def broadcasts(fn: Function, target: Target) -> bool:
     return True
 
 
-def broadcast_kernel(fn: Function, name: str) -> list[str]:
+def broadcast_kernel(fn: Function, name: str) -> BroadcastKernel:
     """``name(args..., _out)`` as numpy over views of the arguments (:class:`~.printer.BroadcastPrinter`), for a
     function that :func:`broadcasts`. numpy's functions are its own, not the kernels', and give the same bits on
     every run, as the reference evaluator's do."""
     fn = apart(fn)
-    writer = BroadcastPrinter(fn.shapes, all_names(fn), depth=2, output=fn.indices)
-    writer.share(fn.body)
-    writer.line(f"_out[...] = {writer.value(fn.body)}")
-    params = ", ".join([py_name(a) for a in fn.arguments] + ["_out"])
-    return [f"def {name}({params}):  # numpy's vector math (see broadcasts)",
-            "    with np.errstate(all=\"ignore\"):  # inf and nan as the kernels give them, without warnings",
-            *writer.lines]
+    printed, value = _printed(BroadcastPrinter(fn.shapes, all_names(fn), depth=0, output=fn.indices), (), fn.body)
+    return BroadcastKernel(name, (*(py_name(a) for a in fn.arguments), "_out"), (printed, Store(None, value)))
 
 
 def kernel_body(fn: Function) -> Expr:
@@ -268,49 +252,48 @@ def scatter_reads(grads: Gradients) -> dict[str, tuple]:
     return reads
 
 
-def scatter_kernel(grads: Gradients, target: Target, name: str = "scatter") -> list[str]:
+def scatter_kernel(grads: Gradients, target: Target, name: str = "scatter") -> Kernel:
     """Eq. 40 as written: for every forward element ``alpha`` (and liberated sum index), add each
     occurrence's adjoint into the gradient element it reads. Races unless atomic, hence serial on the CPU.
     Its parameters: the tensors it reads (:func:`scatter_reads`), then one gradient per argument."""
     fn = grads.function
     shape = tuple(fn.shapes[fn.name])
     shapes = scatter_reads(grads)
-    params = ", ".join(py_name(a) for a in [*shapes, *(g.name for g in grads.functions.values())])
+    params = tuple(py_name(a) for a in [*shapes, *(g.name for g in grads.functions.values())])
+    parameter_shapes = (*shapes.values(), *(tuple(g.shapes[g.name]) for g in grads.functions.values()))
     shapes.update({g.name: g.shapes[g.name] for g in grads.functions.values()})
-    writer = target.printer(shapes, all_names(fn) | set(shapes), depth=2)
-    exact = any(compares(part.adjoint) for parts in grads.contributions.values() for part in parts)
-    lines = [*target.decorator(False, exact), f"def {name}({params}):", *target.scatter_loop(size_of(shape))]
-    _unflatten(writer, fn.indices, shape, "_flat")
+    writer = target.printer(shapes, all_names(fn) | set(shapes), depth=0)
     writer.active |= set(fn.indices)
-    for name, parts in grads.contributions.items():
-        gradient = grads.functions[name].name
+    for argument, parts in grads.contributions.items():
         for part in parts:
-            inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
-            writer.line(f"# {expr_text(part.element)}{inside}")
-            with ExitStack() as loops:
-                for s in part.scope:
-                    low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
-                    loops.enter_context(writer.block(f"for {py_name(s.index)} in range({low}, {high} + 1):"))
-                    loops.enter_context(writer.binding(s.index))
-                # the element is written only where its gates hold: elsewhere its index may leave the gradient
-                gates, adjoint = peel_gates(part.adjoint)
-                for condition, holds in gates:
-                    text = writer.condition(condition)
-                    loops.enter_context(writer.block(f"if {text}:" if holds else f"if not ({text}):"))
-                writer.share(adjoint)
-                value = writer.value(adjoint)
-                index = [writer.affine(a) for a in part.element.indices]
-                writer.line(target.accumulate(py_name(gradient), writer.element(gradient, index), index, value))
-    if not writer.lines:  # a scalar function that reads no argument: the loop still needs a body
-        writer.line("pass")
-    return lines + writer.lines
+            _scatter_part(writer, target, grads.functions[argument].name, part)
+    exact = any(compares(part.adjoint) for parts in grads.contributions.values() for part in parts)
+    loop = ScatterLoop(size_of(shape), (Unflatten(fn.indices, shape),), (Printed(tuple(writer.lines)),))
+    return Kernel(name, params, parameter_shapes, False, exact, (loop,))
 
 
-def _header(fns: list[Function], target: Target) -> list[str]:
-    lines = [f"# Generated by tensoradbook ({target.name} target, format {FORMAT}) from:"]
-    lines += [f"#   {to_text(fn)}" for fn in fns]
-    lines += ["# Do not edit: the cache regenerates it from the functions above.", ""]
-    return lines + list(target.imports) + ["", ""]
+def _scatter_part(writer: KernelPrinter, target: Target, gradient: str, part) -> None:
+    """One occurrence's adjoint added into the element of ``gradient`` it reads, inside its liberated sums."""
+    inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
+    writer.line(f"# {expr_text(part.element)}{inside}")
+    with ExitStack() as loops:
+        for s in part.scope:
+            low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
+            loops.enter_context(writer.block(f"for {py_name(s.index)} in range({low}, {high} + 1):"))
+            loops.enter_context(writer.binding(s.index))
+        # the element is written only where its gates hold: elsewhere its index may leave the gradient
+        gates, adjoint = peel_gates(part.adjoint)
+        for condition, holds in gates:
+            text = writer.condition(condition)
+            loops.enter_context(writer.block(f"if {text}:" if holds else f"if not ({text}):"))
+        writer.share(adjoint)
+        value = writer.value(adjoint)
+        index = [writer.affine(a) for a in part.element.indices]
+        writer.line(target.accumulate(py_name(gradient), writer.element(gradient, index), index, value))
+
+
+def _header(fns: list[Function]) -> Header:
+    return Header(tuple(to_text(fn) for fn in fns))
 
 
 @dataclass(frozen=True)
@@ -356,7 +339,7 @@ def plan_module(fns, target: Target) -> Plan:
     (a strided convolution), contractions split off a body (a dense layer's) or summed inside it (a strided
     convolution's gradient), where they are the larger part of the module's work; then every kernel runs
     serially. OpenBLAS's threads spin for a while after each call and Numba's after each parallel kernel:
-    interleaved, each waits for the other's cores (a dense layer's gradients ran 2.5 times slower). Where the
+    interleaved, each waits for the other's cores (the dense workload of benchmarks/workloads.py). Where the
     kernels' parallel work is the larger part, no BLAS, the kernels as they are."""
     if not target.blas:
         return Plan({}, {}, {})
@@ -391,16 +374,18 @@ def plan_module(fns, target: Target) -> Plan:
     return Plan(whole, parts, kernels, serial=True, padded=padded)
 
 
-def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list[str]:
+def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list:
     """The element-wise kernels of ``{kernel name: function}``, but for the contractions BLAS computes, and the
     kernels of the gathers split off them; for each product over a padded copy, the kernel of its gated sum (not
-    in ``KERNEL_ARRAYS``: compiled at its first call, where an inf or NaN meets the padding)."""
-    lines = []
+    typed when the module loads: compiled at its first call, where an inf or NaN meets the padding)."""
     exact = {f"{py_name(name)}_kernel": fn for name, (fn, _) in plan.padded.items()}
+    kernels = []
     for name, fn in {**_element_kernels(fns, plan), **exact}.items():
-        kernel = broadcast_kernel(fn, name) if broadcasts(fn, target) else element_kernel(fn, target, name, plan.serial)
-        lines += kernel + ["", ""]
-    return lines
+        if broadcasts(fn, target):
+            kernels.append(broadcast_kernel(fn, name))
+        else:
+            kernels.append(replace(element_kernel(fn, target, name, plan.serial), typed=name not in exact))
+    return kernels
 
 
 def _element_kernels(fns: dict[str, Function], plan: Plan) -> dict[str, Function]:
@@ -415,99 +400,98 @@ def _element_kernels(fns: dict[str, Function], plan: Plan) -> dict[str, Function
     return kernels
 
 
-def _arrays_table(kernels: dict[str, list[tuple]]) -> list[str]:
-    """``KERNEL_ARRAYS``: per kernel the dimensions of its array parameters (all float64, C order), with which
-    :func:`~tensoradbook.codegen.compile.precompile` types and compiles every kernel before the first call."""
-    rows = {name: tuple(len(storage_shape(tuple(shape), vector=False)) for shape in shapes)
-            for name, shapes in kernels.items()}
-    return [f"KERNEL_ARRAYS = {rows!r}", ""]
+def _arrays_table(kernels: list) -> ArraysTable:
+    """``KERNEL_ARRAYS``: the shapes of every kernel typed when the module loads, with which
+    :func:`~tensoradbook.codegen.compile.precompile` compiles them before the first call."""
+    return ArraysTable(tuple((k.name, k.shapes) for k in kernels if isinstance(k, Kernel) and k.typed))
 
 
-def _kernel_shapes(fns: dict[str, Function], plan: Plan, target: Target) -> dict[str, list[tuple]]:
-    """The shapes of each compiled element kernel's parameters (its arguments, then ``_out``); numpy's broadcast
-    kernels compile nothing."""
-    return {name: [kernel.shapes[a] for a in kernel.arguments] + [kernel.shapes[kernel.name]]
-            for name, kernel in _element_kernels(fns, plan).items() if not broadcasts(kernel, target)}
-
-
-def _blas(out: str, contraction: Contraction, buffer: str | None = None) -> str:
-    code = contraction.code([py_name(name) for name in contraction.operands], buffer)
-    return f"{out} = {code}  # a plain contraction: BLAS"
-
-
-def _product(target: Target, out: str, name: str, contraction: Contraction, plan: Plan,
-             buffer: str | None = None) -> list[str]:
+def _product(out: str, name: str, contraction: Contraction, plan: Plan, into_scratch: bool = False) -> tuple:
     """``out`` (the tensor ``name``) as its BLAS product; for a product over a padded copy, only where the other
     factors are finite, else by the kernel of its gated sum (:attr:`Plan.padded`): the padding's zeros times an
     inf would add NaNs where the gates skip those terms."""
-    line = _blas(out, contraction, buffer)
+    product = BlasProduct(out, contraction, into_scratch)
     if name not in plan.padded:
-        return [line]
+        return (product,)
     exact, others = plan.padded[name]
-    finite = " and ".join(f"np.isfinite({py_name(other)}).all()" for other in others)
-    return [f"if {finite}:", "    " + line, "else:  # an inf or NaN meeting the padding: the gated sum",
-            *("    " + statement for statement in _launch(target, out, exact, exact))]
+    return (GuardedProduct(product, tuple(py_name(other) for other in others), _launch(out, exact, exact)),)
 
 
-def _compute(target: Target, fn: Function, plan: Plan, backward: bool = False) -> list[str]:
+def _compute(fn: Function, plan: Plan, backward: bool = False) -> tuple:
     """``fn``'s output allocated, and its kernel launched to fill it; a contraction is one BLAS call, and the
     tensors split off ``fn`` (contractions, gathers) come first; in the ``backward`` pass, those the forward pass
     keeps are read from it (computed where the caller brought the forward values)."""
-    lines = []
+    nodes: tuple = ()
     for part, found in plan.parts.get(fn.name, ()):  # never returned: scratch arrays where the target keeps them
-        out = py_name(part.name)
         kept = py_name(plan.reused[part.name]) if backward and part.name in plan.reused else None
-        if found is not None:  # kept by the forward pass, unless the caller brought the forward values
-            product = _product(target, out, part.name, found, plan, target.scratch(out))
-            lines += [f"if {kept} is not None:", f"    {out} = {kept}", "else:", *("    " + line for line in product)
-                      ] if kept else product
-        elif kept:  # the forward pass's gather, the same tensor: computed by its kernel where not given
-            lines += [f"if {kept} is None:", *("    " + line for line in _launch(target, kept, part, part, True))]
-            lines += [f"{out} = {kept}"] if out != kept else []
-        else:
-            lines += _launch(target, out, part, part, scratch=True)
+        nodes += _part(py_name(part.name), part, found, kept, plan)
     if fn.name in plan.whole:
-        return lines + _product(target, py_name(fn.name), fn.name, plan.whole[fn.name], plan)
-    return lines + _launch(target, py_name(fn.name), fn, plan.kernels.get(fn.name, fn))
+        return nodes + _product(py_name(fn.name), fn.name, plan.whole[fn.name], plan)
+    return nodes + _launch(py_name(fn.name), fn, plan.kernels.get(fn.name, fn))
 
 
-def _launch(target: Target, out: str, fn: Function, kernel: Function, scratch: bool = False) -> list[str]:
+def _part(out: str, part: Function, found: Contraction | None, kept: str | None, plan: Plan) -> tuple:
+    """A tensor split off a definition: its product or its gather kernel; ``kept``: the forward pass's tensor
+    computing the same, which the caller may have given."""
+    if found is not None:  # kept by the forward pass, unless the caller brought the forward values
+        product = _product(out, part.name, found, plan, into_scratch=True)
+        return (ReadKept(out, kept, product),) if kept else product
+    if kept:  # the forward pass's gather, the same tensor: computed by its kernel where not given
+        return (FillKept(kept, _launch(kept, part, part, scratch=True)),) + ((Alias(out, kept),) if out != kept else ())
+    return _launch(out, part, part, scratch=True)
+
+
+def _launch(out: str, fn: Function, kernel: Function, scratch: bool = False) -> tuple:
     """``out``, of ``fn``'s shape, allocated (a scratch array if ``scratch`` and the target keeps them) and filled
     by its kernel, ``out_kernel``, which computes ``kernel`` (``fn`` or its rewriting)."""
-    args = ", ".join([py_name(a) for a in kernel.arguments] + [out])
-    shape = fn.shapes[fn.name]
-    kept = target.scratch(out) if scratch else None
-    allocate = f"{out} = {kept.format(shape=tuple(shape))}" if kept else target.allocate(out, shape)
-    return [allocate, target.call(f"{out}_kernel", args, size_of(shape))]
+    shape = tuple(fn.shapes[fn.name])
+    args = (*(py_name(a) for a in kernel.arguments), out)
+    return Allocate(out, shape, "scratch" if scratch else "fresh"), Launch(f"{out}_kernel", args, size_of(shape))
 
 
-def _forward_entry(subject: Function | Program, target: Target, plan: Plan, name: str = "forward",
-                   every: bool = False) -> list[str]:
+def _forward_entry(subject: Function | Program, plan: Plan, name: str = "forward", every: bool = False) -> Entry:
     """``name(*inputs)``: every definition's kernel in order, returning the last value (all, and the parts the
     backward pass reuses, if ``every``)."""
     definitions = definitions_of(subject)
-    body = [line for fn in definitions for line in _compute(target, fn, plan)]
+    body = tuple(node for fn in definitions for node in _compute(fn, plan))
     names = [py_name(fn.name) for fn in (definitions if every else definitions[-1:])]
     names += [py_name(part) for part in plan.kept] if every else []
-    returned = ", ".join(names) + ("," if every and len(names) == 1 else "")
-    return [f"def {name}({', '.join(py_name(a) for a in subject.arguments)}):", *target.guarded(body),
-            f"    return {returned}", "", ""]
+    return Entry(name, tuple(py_name(a) for a in subject.arguments), body, Return(tuple(names), every))
+
+
+def function_module(fn: Function | Program, target: Target) -> Module:
+    """The plan of :func:`function_source`: ``<name>_kernel`` per definition and ``forward(*arguments)``."""
+    definitions = definitions_of(fn)
+    plan = plan_module(definitions, target)
+    kernels = _kernels({f"{py_name(d.name)}_kernel": d for d in definitions}, target, plan)
+    return Module(_header(list(definitions)), ScratchSetup() if plan.parts else None, tuple(kernels),
+                  (_forward_entry(fn, plan),), _arrays_table(kernels) if target.precompiled else None)
 
 
 def function_source(fn: Function | Program, target: str = "numba") -> str:
     """The module behind :meth:`Function.compile` and :meth:`Program.compile`: ``<name>_kernel`` per
     definition and ``forward(*arguments)``."""
     kind = target_named(target, GATHER_TARGETS)
-    definitions = definitions_of(fn)
-    lines = _header(list(definitions), kind)
-    plan = plan_module(definitions, kind)
-    lines += list(kind.scratch_setup) if plan.parts else []
-    kernels = {f"{py_name(definition.name)}_kernel": definition for definition in definitions}
-    lines += _kernels(kernels, kind, plan)
-    lines += _forward_entry(fn, kind, plan)
-    if kind.precompiled:
-        lines += _arrays_table(_kernel_shapes(kernels, plan, kind))
-    return "\n".join(lines).rstrip() + "\n"
+    return render(function_module(fn, kind), kind)
+
+
+def gradients_module(grads: Gradients | ProgramGradients, target: Target) -> Module:
+    """The plan of :func:`gradients_source`."""
+    sweep = Sweep.of(grads)
+    first, gather = module_functions(grads)
+    plan = plan_module([*first.values(), *gather.values()], target).with_reuse(definitions_of(sweep.subject))
+    backward = _scatter_pass if target.scatters_gradients else _gather_pass
+    kernels, statements = backward(sweep, target, plan, first, gather)
+    subject, adjoint = sweep.subject, py_name(sweep.adjoint)
+    arguments = tuple(py_name(a) for a in subject.arguments)
+    values = tuple(py_name(fn.name) for fn in definitions_of(subject))
+    outputs = tuple((name, py_name(g.name)) for name, g in sweep.outputs.items())
+    backward_entry = Entry("_backward", (*arguments, *values, adjoint, *(f"{py_name(p)}=None" for p in plan.kept)),
+                           statements or (Line("pass"),), ReturnGradients(outputs))
+    entries = (_forward_entry(subject, plan), _forward_entry(subject, plan, "_values", every=True),
+               GradientsEntry(arguments, adjoint, len(values), bool(plan.kept)), backward_entry)
+    return Module(_header([*first.values(), *gather.values()]), ScratchSetup() if plan.parts else None,
+                  tuple(kernels), entries, _arrays_table(kernels) if target.precompiled else None)
 
 
 def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba") -> str:
@@ -516,54 +500,28 @@ def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba")
     argument) or one scatter kernel per definition; ``forward(*arguments)``, ``gradients(*arguments, df)``
     returning a dict, and its halves ``_values`` and ``_backward``, which reads the forward values."""
     kind = target_named(target, TARGETS)
-    sweep = Sweep.of(grads)
-    first, gather = module_functions(grads)
-    lines = _header([*first.values(), *gather.values()], kind)
-    plan = plan_module([*first.values(), *gather.values()], kind).with_reuse(definitions_of(sweep.subject))
-    lines += list(kind.scratch_setup) if plan.parts else []
-    lines += _kernels({**first, **(gather if not kind.scatter else {})}, kind, plan)
-    for step, _, kernel in sweep.steps if kind.scatter else ():
-        lines += scatter_kernel(step, kind, kernel) + ["", ""]
-    subject, adjoint = sweep.subject, py_name(sweep.adjoint)
-    lines += _forward_entry(subject, kind, plan) + _forward_entry(subject, kind, plan, "_values", every=True)
-    inputs = ", ".join(py_name(a) for a in subject.arguments)
-    values = ", ".join(py_name(fn.name) for fn in definitions_of(subject))
-    count = len(definitions_of(subject))
-    kept = "".join(f", {py_name(part)}=None" for part in plan.kept)
-    lines.append(f"def gradients({', '.join([py_name(a) for a in subject.arguments] + [adjoint])}):")
-    if plan.kept:  # the forward pass's values, then df, then the parts it keeps for the backward pass
-        lines += [f"    _kept = _values({inputs})",
-                  f"    return _backward({inputs}{', ' if inputs else ''}*_kept[:{count}], {adjoint}, "
-                  f"*_kept[{count}:])", "", ""]
-    else:
-        lines += [f"    return _backward({inputs}{', ' if inputs else ''}*_values({inputs}), {adjoint})", "", ""]
-    lines.append(f"def _backward({', '.join([py_name(a) for a in subject.arguments] + [values, adjoint])}{kept}):")
-    lines += kind.guarded(_backward_statements(sweep, kind, plan))
-    outputs = {name: py_name(g.name) for name, g in sweep.outputs.items()}
-    lines.append(f"    return {{{', '.join(f'{name!r}: {out}' for name, out in outputs.items())}}}")
-    if kind.precompiled:
-        shapes = _kernel_shapes({**first, **(gather if not kind.scatter else {})}, plan, kind)
-        for step, _, kernel in sweep.steps if kind.scatter else ():
-            shapes[kernel] = [*scatter_reads(step).values(), *(g.shapes[g.name] for g in step.functions.values())]
-        lines += ["", ""] + _arrays_table(shapes)
-    return "\n".join(lines).rstrip() + "\n"
+    return render(gradients_module(grads, kind), kind)
 
 
-def _backward_statements(sweep: Sweep, kind: Target, plan: Plan) -> list[str]:
-    """The backward pass: per definition its adjoint (a gather kernel, or the scatters into it, which start
-    from zero) and its intermediates, then its scatter kernel or, at the end, the gradients' gather kernels."""
-    body = []
-    for g in sweep.accumulated if kind.scatter else ():
-        body.append(kind.allocate(py_name(g.name), g.shapes[g.name], zero=True))
-    for step, adjoint, kernel in sweep.steps:
-        if adjoint is not None and not kind.scatter:
-            body += _compute(kind, adjoint, plan, backward=True)
-        for g in step.intermediates.values():  # output-shaped adjoints, computed once (Gradients.simplified)
-            body += _compute(kind, g, plan, backward=True)
-        if kind.scatter:
-            args = [py_name(a) for a in scatter_reads(step)] + [py_name(sweep.into[name]) for name in step.functions]
-            fn = step.function
-            body.append(kind.call(kernel, ", ".join(args), size_of(fn.shapes[fn.name])))
-    for g in sweep.outputs.values() if not kind.scatter else ():
-        body += _compute(kind, g, plan, backward=True)
-    return body or ["pass"]
+def _gather_pass(sweep: Sweep, target: Target, plan: Plan, first: dict, gather: dict) -> tuple[list, tuple]:
+    """The gather form's kernels and backward pass: per definition its adjoint's kernel, summing its consumers'
+    contributions, and its intermediates; at the end one gather kernel per gradient."""
+    body: tuple = ()
+    for step, adjoint, _ in sweep.steps:
+        body += _compute(adjoint, plan, backward=True) if adjoint is not None else ()
+        body += tuple(node for g in step.intermediates.values() for node in _compute(g, plan, backward=True))
+    body += tuple(node for g in sweep.outputs.values() for node in _compute(g, plan, backward=True))
+    return _kernels({**first, **gather}, target, plan), body
+
+
+def _scatter_pass(sweep: Sweep, target: Target, plan: Plan, first: dict, gather: dict) -> tuple[list, tuple]:
+    """Eq. 40's kernels and backward pass: every adjoint and gradient starts from zero, then per definition its
+    intermediates and its scatter kernel, adding into the adjoints of what it reads."""
+    body = tuple(Allocate(py_name(g.name), tuple(g.shapes[g.name]), "zeroed") for g in sweep.accumulated)
+    kernels = _kernels(first, target, plan)
+    for step, _, name in sweep.steps:  # output-shaped adjoints, computed once (Gradients.simplified)
+        body += tuple(node for g in step.intermediates.values() for node in _compute(g, plan, backward=True))
+        args = (*(py_name(a) for a in scatter_reads(step)), *(py_name(sweep.into[n]) for n in step.functions))
+        body += (Launch(name, args, size_of(step.function.shapes[step.function.name])),)
+        kernels.append(scatter_kernel(step, target, name))
+    return kernels, body

@@ -2,10 +2,10 @@
 (a convolution's gather, ``im2col``; a contraction split off a kernel's body), kept from call to call rather than
 allocated anew.
 
-A fresh array of megabytes costs the operating system a page fault per page on its first write: measured on the
-benchmark machine, writing a fresh 4.3 MB array took 1.1 ms against 0.07 ms for an array already written once, as
-long as the strided convolution's whole gradient kernel. Each thread has its own arrays, so two threads calling one
-module never share one; a module's arrays live as long as the thread.
+A fresh array of megabytes costs the operating system a page fault per page on its first write, as much as a
+kernel's whole work for a strided convolution's gradients (benchmarks/workloads.py, whose docstring and results
+give the figures). Each thread has its own arrays, so two threads calling one module never share one; a module's
+arrays live as long as the thread.
 """
 
 from __future__ import annotations

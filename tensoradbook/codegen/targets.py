@@ -1,8 +1,11 @@
 """The kernel targets (report sec. 6): what differs between numpy, Numba on the CPU and Numba CUDA.
 
 One class per target; everything target-specific lives here and in the printers
-(:mod:`tensoradbook.codegen.printer`), so the module writer (:mod:`tensoradbook.codegen.module`) and
-the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask which target they serve:
+(:mod:`tensoradbook.codegen.printer`), so the planner (:mod:`tensoradbook.codegen.module`), the renderer
+(:mod:`tensoradbook.codegen.render`) and the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask
+which target they serve. The planner asks a target what it decides (rows of lanes, BLAS, scatter or gather
+gradients); the renderer asks for its spelling of a node (:meth:`Target.element_loop` answers with simpler
+nodes, :meth:`Target.allocation` with a line):
 
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
 * ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
@@ -27,8 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernel_ir import Allocate, Block, ElementLoop, Line, ScatterLoop
 from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
 
+#: CUDA threads per block: a multiple of the 32 threads of a warp, small enough that a kernel's registers fit
+#: several blocks on one multiprocessor.
 THREADS_PER_BLOCK = 128
 
 
@@ -46,9 +52,10 @@ class Target:
     allocated for, launched, fed and read back."""
 
     name: str
+    label: str            # its name in a menu, with how it runs
+    compiling = ""        # what compiling its kernels costs, where a user waits for it
     printer: type[KernelPrinter]
-    vector = False        # kernels compute whole grids (numpy) rather than one element
-    scatter = False       # the gradients are one scatter kernel (eq. 40) rather than one gather kernel each
+    scatters_gradients = False  # one scatter kernel per definition (eq. 40) rather than one gather kernel each
     lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
     on_gpu = False        # runs on an NVIDIA GPU (or Numba's CUDA simulator)
     precompiled = False   # kernels typed and compiled when the module loads (codegen.compile.precompile)
@@ -64,12 +71,28 @@ class Target:
         ``exact``: it compares computed values (:func:`~.module.compares`), which must round as the reference's."""
         return self.kernel_decorator
 
-    def element_loop(self, count: int, parallel: bool) -> list[str]:
-        """The lines that open the loop over ``count`` elements, binding the element number ``_flat``."""
+    def element_loop(self, loop: ElementLoop) -> tuple:
+        """``loop`` as nodes: a loop over its elements binding the element number ``_flat``, its indices, its
+        body."""
         raise NotImplementedError
 
+    def output_element(self, indices: tuple[str, ...]) -> str:
+        """The subscript of ``_out`` an element loop's body writes, at the output's ``indices``."""
+        return ", ".join(indices) if indices else "0"
+
+    def stored_shape(self, shape) -> tuple:
+        """The shape of a tensor's array on this target: a 0-d tensor is one element ``x[0]`` in a kernel."""
+        return storage_shape(shape, vector=False)
+
+    def allocation(self, node: Allocate) -> str:
+        """``node``'s array allocated: a scratch array where it asks for one and the target keeps them."""
+        kept = self.scratch(node.name) if node.how == "scratch" else None
+        if kept:
+            return f"{node.name} = {kept.format(shape=node.shape)}"
+        return self.allocate(node.name, node.shape, zero=node.how == "zeroed")
+
     def allocate(self, name: str, shape: tuple, zero: bool = False) -> str:
-        return f"{name} = np.{'zeros' if zero else 'empty'}({storage_shape(shape, self.vector)!r})"
+        return f"{name} = np.{'zeros' if zero else 'empty'}({self.stored_shape(shape)!r})"
 
     def call(self, kernel: str, args: str, size: int) -> str:
         return f"{kernel}({args})"
@@ -79,13 +102,13 @@ class Target:
         where each call allocates its own."""
         return None
 
-    def guarded(self, statements: list[str]) -> list[str]:
-        """An entry point's statements as its body: indented, and where ``quiet`` under ``np.errstate``: numpy's
-        arithmetic (a whole grid, a BLAS product) meets inf and NaN as the reference evaluator does, without
-        warnings (masked-out lanes of the numpy kernels may divide by zero)."""
+    def guarded(self, statements: tuple) -> tuple:
+        """An entry point's statements, where ``quiet`` under ``np.errstate``: numpy's arithmetic (a whole grid, a
+        BLAS product) meets inf and NaN as the reference evaluator does, without warnings (masked-out lanes of the
+        numpy kernels may divide by zero)."""
         if not self.quiet:
-            return ["    " + line for line in statements]
-        return ["    with np.errstate(all=\"ignore\"):", *("        " + line for line in statements)]
+            return statements
+        return (Block('with np.errstate(all="ignore"):', statements),)
 
     # -- in the compiled callables
     def check_available(self) -> None:
@@ -100,14 +123,27 @@ class Target:
 
 class NumpyTarget(Target):
     name = "numpy"
+    label = "numpy (vectorised)"
     printer = VectorPrinter
-    vector = True
     quiet = True
     imports = ("import numpy as np", "", "from tensoradbook.lang.ops import numpy_function")
+
+    def element_loop(self, loop: ElementLoop) -> tuple:
+        """No loop: the body computes the whole output at once, its indices a sparse grid."""
+        grid = (Line(f"{', '.join(loop.indices)}, = np.indices(_GRID, sparse=True)"),) if loop.shape else ()
+        return (Line(f"_GRID = {loop.shape!r}"), *grid, *loop.body)
+
+    def output_element(self, indices: tuple[str, ...]) -> str:
+        return "..."
+
+    def stored_shape(self, shape) -> tuple:
+        return storage_shape(shape, vector=True)
 
 
 class NumbaTarget(Target):
     name = "numba"
+    label = "numba (CPU threads, gather)"
+    compiling = "Numba: several seconds for new sizes, then cached on disk"
     printer = ScalarPrinter
     lanes = True
     blas = True
@@ -116,13 +152,13 @@ class NumbaTarget(Target):
     imports = ("import math", "", "import numba", "import numpy as np")
 
     #: Functions numpy evaluates over a whole array several times faster than Numba one element at a time: Numba's
-    #: LLVM here has no vector math library, numpy has AVX-512 versions. Measured per 65536 float64 elements: exp
-    #: 276 us against 58, log 223 against 55, tanh 739 against 110; sin and cos about equal, sqrt faster in Numba.
+    #: LLVM has no vector math library, numpy has SIMD versions of these (sin and cos it has not, and sqrt is an
+    #: instruction either way). The softplus and softmax workloads of benchmarks/workloads.py measure the gain.
     numpy_faster = frozenset({"exp", "log", "log10", "log1p", "expm1", "tan", "asin", "acos", "atan", "sinh",
                               "cosh", "tanh"})
     #: the module's scratch arrays (:mod:`.scratch`), where it has any
     scratch_setup = ("from tensoradbook.codegen.scratch import Scratch", "",
-                     "_scratch = Scratch()  # the tensors each call computes and reads, kept from call to call", "", "")
+                     "_scratch = Scratch()  # the tensors each call computes and reads, kept from call to call")
 
     def decorator(self, parallel: bool, exact: bool = False) -> tuple[str, ...]:
         options = ["parallel=True"] * parallel + ["cache=True", 'error_model="numpy"']
@@ -132,24 +168,26 @@ class NumbaTarget(Target):
     def scratch(self, name: str) -> str | None:
         return f"_scratch.array({name!r}, {{shape!r}})"
 
-    def element_loop(self, count: int, parallel: bool) -> list[str]:
+    def element_loop(self, loop: ElementLoop) -> tuple:
         # prange's index is unsigned: index arithmetic such as max(-i, 0) needs a signed one
-        loop = "numba.prange" if parallel else "range"
-        return [f"    for _element in {loop}({count}):", "        _flat = np.int64(_element)"]
+        header = f"for _element in {'numba.prange' if loop.parallel else 'range'}({loop.count}):"
+        return (Block(header, (Line("_flat = np.int64(_element)"), *loop.unflatten, *loop.body)),)
 
 
 class CudaTarget(Target):
     name = "cuda"
+    label = "cuda (GPU thread per element)"
     printer = CudaPrinter
     on_gpu = True
     imports = ("import math", "", "import numpy as np", "from numba import cuda", "", f"THREADS = {THREADS_PER_BLOCK}")
     kernel_decorator = ("@cuda.jit(cache=True)",)
 
-    def element_loop(self, count: int, parallel: bool) -> list[str]:
-        return ["    _flat = cuda.grid(1)", f"    if _flat < {count}:"]
+    def element_loop(self, loop: ElementLoop | ScatterLoop) -> tuple:
+        """One thread per element; the last block's threads past the end do nothing."""
+        return (Line("_flat = cuda.grid(1)"), Block(f"if _flat < {loop.count}:", (*loop.unflatten, *loop.body)))
 
     def allocate(self, name: str, shape: tuple, zero: bool = False) -> str:
-        shape = storage_shape(shape, self.vector)
+        shape = self.stored_shape(shape)
         return f"{name} = cuda.to_device(np.zeros({shape!r}))" if zero else f"{name} = cuda.device_array({shape!r})"
 
     def call(self, kernel: str, args: str, size: int) -> str:
@@ -173,12 +211,13 @@ class NumbaScatterTarget(NumbaTarget):
     """Eq. 40 on the CPU: serial, since concurrent adds into one gradient element would race."""
 
     name = "numba-scatter"
-    scatter = True
+    label = "numba-scatter (eq. 40, serial)"
+    scatters_gradients = True
     blas = False  # the baseline of eq. 40 stays loops alone
     numpy_faster = frozenset()
 
-    def scatter_loop(self, count: int) -> list[str]:
-        return [f"    for _flat in range({count}):"]
+    def scatter_loop(self, loop: ScatterLoop) -> tuple:
+        return (Block(f"for _flat in range({loop.count}):", (*loop.unflatten, *loop.body)),)
 
     def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
         return f"{element} += {value}"
@@ -188,10 +227,11 @@ class CudaScatterTarget(CudaTarget):
     """Eq. 40 on the GPU: one thread per forward element, atomic adds into the gradients."""
 
     name = "cuda-scatter"
-    scatter = True
+    label = "cuda-scatter (eq. 40, atomics)"
+    scatters_gradients = True
 
-    def scatter_loop(self, count: int) -> list[str]:
-        return self.element_loop(count, parallel=True)
+    def scatter_loop(self, loop: ScatterLoop) -> tuple:
+        return self.element_loop(loop)
 
     def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
         # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple
@@ -201,8 +241,8 @@ class CudaScatterTarget(CudaTarget):
 
 KERNEL_TARGETS: dict[str, Target] = {t.name: t for t in (NumpyTarget(), NumbaTarget(), CudaTarget(),
                                                          NumbaScatterTarget(), CudaScatterTarget())}
-GATHER_TARGETS = tuple(name for name, t in KERNEL_TARGETS.items() if not t.scatter)
-SCATTER_TARGETS = tuple(name for name, t in KERNEL_TARGETS.items() if t.scatter)
+GATHER_TARGETS = tuple(name for name, t in KERNEL_TARGETS.items() if not t.scatters_gradients)
+SCATTER_TARGETS = tuple(name for name, t in KERNEL_TARGETS.items() if t.scatters_gradients)
 TARGETS = GATHER_TARGETS + SCATTER_TARGETS
 
 

@@ -51,15 +51,15 @@ MIN_ROWS = Threshold("MIN_ROWS", 16, "the rows of lanes of an output")
 #: Lanes per block of a row, where rows are too few: a row longer than this is several blocks.
 LANE_BLOCK = Threshold("LANE_BLOCK", 64, "the lanes of a row cut into blocks")
 #: Element-terms (:func:`~tensoradbook.lang.evaluate.typical_terms`) from which a Numba CPU kernel runs in parallel.
-#: A parallel launch wakes every thread of Numba's pool, tens of microseconds on a quiet machine and far more on a
-#: busy one; below this much work (about 0.1 ms on one core) the serial loop is done first. The loop and its
+#: A parallel launch wakes every thread of Numba's pool, which costs more than a smaller kernel's whole work on one
+#: core, and far more on a busy machine; below this much work the serial loop is done first. The loop and its
 #: arithmetic are the same either way: so are the bits.
 PARALLEL_WORK = Threshold("PARALLEL_WORK", 1 << 16, "a kernel's typical element-terms")
 #: Output elements from which an element-wise body with a function of ``numpy_faster`` runs as numpy over views
-#: (:func:`~.module.broadcasts`): below, numpy's calls (microseconds each) cost more.
+#: (:func:`~.module.broadcasts`): below, numpy's fixed cost per call is more than it saves.
 VECTOR_WORK = Threshold("VECTOR_WORK", 1 << 14, "the output elements of an element-wise body")
 #: Element-terms from which a plain contraction goes to BLAS (a matrix product, :mod:`.contraction`): below,
-#: numpy's call overhead (tens of microseconds) costs more than the kernel's loop.
+#: numpy's fixed cost per call (reshapes, views, BLAS's dispatch) is more than the kernel's loop.
 BLAS_WORK = Threshold("BLAS_WORK", 1 << 16, "a contraction's typical element-terms")
 #: A gathered operand (:func:`~.contraction.gathered_contraction`) is made where the contraction has at least this
 #: many terms per gathered element, each element then multiplied by that many others (a convolution's filters).

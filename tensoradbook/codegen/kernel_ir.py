@@ -1,0 +1,273 @@
+"""The kernel representation: a generated module as values, planned once and rendered per target.
+
+Planning (:mod:`.module`) decides what a module computes and how: which definitions are BLAS products, which
+gathers come first, which kernels run on rows of lanes or in parallel, which arrays are scratch, what the
+backward pass reads from the forward pass. It writes those decisions down as the frozen values below, once;
+:mod:`.render` then writes them as Python source, asking the target (:mod:`.targets`) for its spelling of each
+(decorators, element loops, allocations, launches, accumulations, the errstate guard). No rendered line is
+edited afterwards: whatever a line depends on is a field of its node.
+
+The nodes, from the inside out:
+
+* statements: :class:`Line`, :class:`Block` (a header and an indented body), :class:`Printed` (what the
+  expression printer wrote for a kernel's body, indented from 0);
+* inside a kernel: :class:`Unflatten` (the output indices of the element number), :class:`RowBlock` (the lanes
+  of a block of a row), :class:`Store` (the element written), :class:`ElementLoop` (every output element, or
+  row of lanes), :class:`ScatterLoop` (every forward element, eq. 40);
+* kernels: :class:`Kernel`, :class:`BroadcastKernel` (numpy over views);
+* in the entry points: :class:`Allocate`, :class:`Launch`, :class:`BlasProduct`, :class:`GuardedProduct` (a
+  product over a padded copy, with its gated kernel where an operand is not finite), :class:`ReadKept` and
+  :class:`FillKept` (what the backward pass reads from the forward pass, computed where not given),
+  :class:`Alias`;
+* the module: :class:`Header`, :class:`ScratchSetup`, :class:`Entry` with :class:`Return` or
+  :class:`ReturnGradients`, :class:`GradientsEntry`, :class:`ArraysTable`, and :class:`Module` holding them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the nodes hold these as they are; nothing here calls them
+    from .contraction import Contraction
+    from .printer import Lanes
+
+
+# -- statements ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Line:
+    """One statement."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Block:
+    """``header`` (ending with ``:``) and its body, one level deeper; an empty body is ``pass``."""
+
+    header: str
+    body: tuple
+
+
+@dataclass(frozen=True)
+class Printed:
+    """Statements the expression printer wrote, indented from 0: its per-lane arrays (``declarations``) first,
+    then the statements computing the value."""
+
+    lines: tuple[str, ...]
+    declarations: tuple[str, ...] = ()
+
+
+# -- inside a kernel ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Unflatten:
+    """The indices ``names`` of ``shape`` of the element number ``_flat``, row-major; with ``blocks`` blocks per
+    row, of the row number ``_flat // blocks``."""
+
+    names: tuple[str, ...]
+    shape: tuple[int, ...]
+    blocks: int = 1
+
+
+@dataclass(frozen=True)
+class RowBlock:
+    """``_first`` and ``_stop``: the lanes of block ``_flat % blocks`` of a row of ``extent``, ``width`` each."""
+
+    blocks: int
+    width: int
+    extent: int
+
+
+@dataclass(frozen=True)
+class Store:
+    """``_out`` at the output indices (the whole array where ``indices`` is None) set to ``value``; on each lane of
+    ``row`` where given."""
+
+    indices: tuple[str, ...] | None
+    value: str
+    row: Lanes | None = None
+
+
+@dataclass(frozen=True)
+class ElementLoop:
+    """``body`` for every element of an output of ``shape`` (``count`` iterations: elements, or rows of lanes,
+    or blocks of rows), ``parallel`` where its work pays for threads. ``indices`` are the output's indices;
+    ``unflatten`` the nodes binding them from the element number, for targets that loop one element at a time."""
+
+    count: int
+    parallel: bool
+    indices: tuple[str, ...]
+    shape: tuple[int, ...]
+    unflatten: tuple
+    body: tuple
+
+
+@dataclass(frozen=True)
+class ScatterLoop:
+    """``body`` for every element of the forward output (eq. 40), bound by ``unflatten``."""
+
+    count: int
+    unflatten: tuple
+    body: tuple
+
+
+# -- kernels ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kernel:
+    """``name(params)``: a compiled kernel whose parameters have ``shapes``; ``parallel``: its loop runs on
+    threads; ``exact``: it compares computed values (no reassociation); ``typed``: compiled when the module loads
+    (listed in ``KERNEL_ARRAYS``), else at its first call."""
+
+    name: str
+    params: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    parallel: bool
+    exact: bool
+    body: tuple
+    typed: bool = True
+
+
+@dataclass(frozen=True)
+class BroadcastKernel:
+    """``name(params)`` as numpy over views of its arguments (:func:`~.module.broadcasts`), not compiled."""
+
+    name: str
+    params: tuple[str, ...]
+    body: tuple
+
+
+# -- in the entry points ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Allocate:
+    """``name`` of ``shape``: ``how`` is ``"fresh"`` (contents undefined), ``"zeroed"``, or ``"scratch"`` (kept
+    from call to call where the target keeps scratch arrays, else fresh)."""
+
+    name: str
+    shape: tuple[int, ...]
+    how: str = "fresh"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The kernel ``kernel`` run over ``size`` elements on the arrays ``args``."""
+
+    kernel: str
+    args: tuple[str, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class BlasProduct:
+    """``out`` as the numpy (BLAS) code of ``contraction``; ``into_scratch``: written into a scratch array where
+    the product lands in the output's order."""
+
+    out: str
+    contraction: Contraction
+    into_scratch: bool = False
+
+
+@dataclass(frozen=True)
+class GuardedProduct:
+    """``product`` where every array of ``finite`` is finite, else ``fallback`` (the gated sum's kernel): a product
+    over a zero-padded copy would add the padding's zeros times an inf, NaNs where the gates skip those terms."""
+
+    product: BlasProduct
+    finite: tuple[str, ...]
+    fallback: tuple
+
+
+@dataclass(frozen=True)
+class ReadKept:
+    """``out`` read from the forward pass's ``kept`` where the caller gave it, else computed by ``otherwise``."""
+
+    out: str
+    kept: str
+    otherwise: tuple
+
+
+@dataclass(frozen=True)
+class FillKept:
+    """The forward pass's ``kept`` computed by ``compute`` where the caller did not give it."""
+
+    kept: str
+    compute: tuple
+
+
+@dataclass(frozen=True)
+class Alias:
+    """``name`` is the array ``value``."""
+
+    name: str
+    value: str
+
+
+# -- the module ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Header:
+    """The comment naming the functions the module computes (as text), and the target's imports."""
+
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScratchSetup:
+    """The module's scratch arrays (:mod:`.scratch`), where the target keeps any."""
+
+
+@dataclass(frozen=True)
+class Return:
+    """``return`` of ``names``: one value, or a tuple where ``every`` (a 1-tuple too)."""
+
+    names: tuple[str, ...]
+    every: bool = False
+
+
+@dataclass(frozen=True)
+class ReturnGradients:
+    """``return {argument: gradient array}``."""
+
+    outputs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """``name(params)``: ``body`` (under the target's guard) then ``returns``."""
+
+    name: str
+    params: tuple[str, ...]
+    body: tuple
+    returns: Return | ReturnGradients
+
+
+@dataclass(frozen=True)
+class GradientsEntry:
+    """``gradients(*arguments, adjoint)``: ``_values``, then ``_backward`` on its first ``count`` values (the
+    definitions'), the adjoint and, where ``keeps``, the parts the forward pass keeps for the backward pass."""
+
+    arguments: tuple[str, ...]
+    adjoint: str
+    count: int
+    keeps: bool
+
+
+@dataclass(frozen=True)
+class ArraysTable:
+    """``KERNEL_ARRAYS``: per typed kernel (its name) the shapes of its array parameters, written as their
+    dimensions (all float64, C order)."""
+
+    rows: tuple[tuple[str, tuple[tuple[int, ...], ...]], ...]
+
+
+@dataclass(frozen=True)
+class Module:
+    """A generated module: its header, scratch setup (or None), kernels, entry points and types table (or None)."""
+
+    header: Header
+    setup: ScratchSetup | None
+    kernels: tuple
+    entries: tuple
+    table: ArraysTable | None
+
+    def compiled_kernels(self) -> dict[str, dict[str, tuple[int, ...]]]:
+        """Kernel name -> its parameters' shapes by name, for every compiled kernel (:func:`~.compile.compile_ptx`)."""
+        return {k.name: dict(zip(k.params, k.shapes)) for k in self.kernels if isinstance(k, Kernel)}

@@ -1,0 +1,156 @@
+"""Rendering: a planned module (:mod:`.kernel_ir`) as Python source, for one target.
+
+:class:`Renderer` has one method per node type, ``_<Node>``, each returning the node's lines at an indentation
+depth; what a target spells its own way (decorators, element loops, allocations, launches, the errstate guard,
+its imports) it asks the target (:class:`~.targets.Target`), which answers with text or with simpler nodes
+(a :class:`~.kernel_ir.Block` for a loop). Every line is written once, at its final place.
+"""
+
+from __future__ import annotations
+
+from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, Block, BroadcastKernel, ElementLoop, Entry, FillKept,
+                        GradientsEntry, GuardedProduct, Header, Kernel, Launch, Line, Module, Printed, ReadKept, Return,
+                        ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Store, Unflatten)
+from .printer import py_name
+from .targets import Target
+
+FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
+INDENT = "    "
+
+
+class Renderer:
+    """Lines of nodes for ``target``."""
+
+    def __init__(self, target: Target):
+        self.target = target
+
+    def lines(self, nodes, depth: int = 0) -> list[str]:
+        out = []
+        for node in nodes:
+            out += getattr(self, f"_{type(node).__name__}")(node, depth)
+        return out
+
+    # -- statements
+    def _Line(self, node: Line, depth: int) -> list[str]:
+        return [INDENT * depth + node.text]
+
+    def _Block(self, node: Block, depth: int) -> list[str]:
+        return [INDENT * depth + node.header, *(self.lines(node.body, depth + 1) or [INDENT * (depth + 1) + "pass"])]
+
+    def _Printed(self, node: Printed, depth: int) -> list[str]:
+        return [INDENT * depth + line for line in (*node.declarations, *node.lines)]
+
+    # -- inside a kernel
+    def _Unflatten(self, node: Unflatten, depth: int) -> list[str]:
+        """``i = _flat // 4``, ``j = _flat % 4``: row-major, like numpy."""
+        flat = f"(_flat // {node.blocks})" if node.blocks > 1 else "_flat"
+        strides, stride = [], 1
+        for n in reversed(node.shape):
+            strides.append(stride)
+            stride *= n
+        lines = []
+        for name, n, s in zip(node.names, node.shape, reversed(strides)):
+            value = flat if s == 1 else f"{flat} // {s}"
+            if s * n != stride:  # not the outermost index: wrap around
+                value = f"{value} % {n}" if s == 1 else f"({value}) % {n}"
+            lines.append(f"{py_name(name)} = {value}")
+        return self.lines(map(Line, lines), depth)
+
+    def _RowBlock(self, node: RowBlock, depth: int) -> list[str]:
+        return self.lines((Line(f"_first = _flat % {node.blocks} * {node.width}"),
+                           Line(f"_stop = min(_first + {node.width}, {node.extent})")), depth)
+
+    def _Store(self, node: Store, depth: int) -> list[str]:
+        where = "..." if node.indices is None else self.target.output_element(node.indices)
+        store = Line(f"_out[{where}] = {node.value}")
+        return self.lines([Block(node.row.loop(), (store,)) if node.row else store], depth)
+
+    def _ElementLoop(self, node: ElementLoop, depth: int) -> list[str]:
+        return self.lines(self.target.element_loop(node), depth)
+
+    def _ScatterLoop(self, node: ScatterLoop, depth: int) -> list[str]:
+        return self.lines(self.target.scatter_loop(node), depth)
+
+    # -- kernels
+    def _Kernel(self, node: Kernel, depth: int) -> list[str]:
+        decorator = [Line(line) for line in self.target.decorator(node.parallel, node.exact)]
+        return self.lines([*decorator, Block(f"def {node.name}({', '.join(node.params)}):", node.body)], depth)
+
+    def _BroadcastKernel(self, node: BroadcastKernel, depth: int) -> list[str]:
+        guard = Block('with np.errstate(all="ignore"):  # inf and nan as the kernels give them, without warnings',
+                      node.body)
+        header = f"def {node.name}({', '.join(node.params)}):  # numpy's vector math (see broadcasts)"
+        return self.lines([Block(header, (guard,))], depth)
+
+    # -- in the entry points
+    def _Allocate(self, node: Allocate, depth: int) -> list[str]:
+        return self._Line(Line(self.target.allocation(node)), depth)
+
+    def _Launch(self, node: Launch, depth: int) -> list[str]:
+        return self._Line(Line(self.target.call(node.kernel, ", ".join(node.args), node.size)), depth)
+
+    def _BlasProduct(self, node: BlasProduct, depth: int) -> list[str]:
+        buffer = self.target.scratch(node.out) if node.into_scratch else None
+        code = node.contraction.code([py_name(name) for name in node.contraction.operands], buffer)
+        return self._Line(Line(f"{node.out} = {code}  # a plain contraction: BLAS"), depth)
+
+    def _GuardedProduct(self, node: GuardedProduct, depth: int) -> list[str]:
+        finite = " and ".join(f"np.isfinite({name}).all()" for name in node.finite)
+        return self.lines((Block(f"if {finite}:", (node.product,)),
+                           Block("else:  # an inf or NaN meeting the padding: the gated sum", node.fallback)), depth)
+
+    def _ReadKept(self, node: ReadKept, depth: int) -> list[str]:
+        return self.lines((Block(f"if {node.kept} is not None:", (Alias(node.out, node.kept),)),
+                           Block("else:", node.otherwise)), depth)
+
+    def _FillKept(self, node: FillKept, depth: int) -> list[str]:
+        return self.lines((Block(f"if {node.kept} is None:", node.compute),), depth)
+
+    def _Alias(self, node: Alias, depth: int) -> list[str]:
+        return self._Line(Line(f"{node.name} = {node.value}"), depth)
+
+    # -- the module
+    def _Header(self, node: Header, depth: int) -> list[str]:
+        return [f"# Generated by tensoradbook ({self.target.name} target, format {FORMAT}) from:",
+                *(f"#   {text}" for text in node.texts),
+                "# Do not edit: the cache regenerates it from the functions above.", "", *self.target.imports]
+
+    def _ScratchSetup(self, node: ScratchSetup, depth: int) -> list[str]:
+        return list(self.target.scratch_setup)
+
+    def _Entry(self, node: Entry, depth: int) -> list[str]:
+        body = (*self.target.guarded(node.body), node.returns)
+        return self.lines((Block(f"def {node.name}({', '.join(node.params)}):", body),), depth)
+
+    def _Return(self, node: Return, depth: int) -> list[str]:
+        one = node.every and len(node.names) == 1
+        return self._Line(Line(f"return {', '.join(node.names)}{',' if one else ''}"), depth)
+
+    def _ReturnGradients(self, node: ReturnGradients, depth: int) -> list[str]:
+        pairs = ", ".join(f"{name!r}: {out}" for name, out in node.outputs)
+        return self._Line(Line(f"return {{{pairs}}}"), depth)
+
+    def _GradientsEntry(self, node: GradientsEntry, depth: int) -> list[str]:
+        inputs = ", ".join(node.arguments)
+        given = f"{inputs}, " if inputs else ""
+        if node.keeps:  # the forward pass's values, then df, then the parts it keeps for the backward pass
+            body = (Line(f"_kept = _values({inputs})"),
+                    Line(f"return _backward({given}*_kept[:{node.count}], {node.adjoint}, *_kept[{node.count}:])"))
+        else:
+            body = (Line(f"return _backward({given}*_values({inputs}), {node.adjoint})"),)
+        return self.lines((Block(f"def gradients({', '.join((*node.arguments, node.adjoint))}):", body),), depth)
+
+    def _ArraysTable(self, node: ArraysTable, depth: int) -> list[str]:
+        rows = {name: tuple(len(self.target.stored_shape(shape)) for shape in shapes) for name, shapes in node.rows}
+        return [f"KERNEL_ARRAYS = {rows!r}"]
+
+
+def render(module: Module, target: Target) -> str:
+    """``module``'s source for ``target``: each top-level piece followed by two blank lines, as PEP 8 has them."""
+    renderer = Renderer(target)
+    pieces = [module.header, module.setup, *module.kernels, *module.entries, module.table]
+    lines = []
+    for piece in pieces:
+        if piece is not None:
+            lines += renderer.lines([piece]) + ["", ""]
+    return "\n".join(lines).rstrip() + "\n"
