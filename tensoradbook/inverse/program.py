@@ -14,8 +14,8 @@ from . import engine as _kernels
 from ..integer.matrix import as_int, shown
 from .engine import Instructions
 from .instructions import ARITY
-from .registers import _BINARY, _UNARY, Registers, _Graph
-from .rules import CONST, INPUT, NEG, POWC
+from .registers import Registers, _Graph
+from .rules import CALLS, CONST, INFIX, INPUT, NEG, POWC
 
 # "auto" compiles only programs long enough for the first call's JIT time to pay off; so does trace().
 _AUTO_NODES = 5000
@@ -318,14 +318,14 @@ class Program:
         op, arg0, arg1 = int(self._ops[node]), int(self._arg0[node]), int(self._arg1[node])
         if op == CONST:
             return f"{self._consts[node]:g}"
-        if op in _UNARY:
-            return f"{_UNARY[op]}({self._render(arg0, name, inputs)})"
+        if op in CALLS:
+            return f"{CALLS[op]}({self._render(arg0, name, inputs)})"
         if op == NEG:
             return f"-{_paren(self._render(arg0, name, inputs))}"
         if op == POWC:
             return f"{_paren(self._render(arg0, name, inputs))} ** {self._consts[node]:g}"
         left = self._render(arg0, name, inputs)
-        return f"{_paren(left)} {_BINARY[op]} {_paren(self._render(arg1, name, inputs))}"
+        return f"{_paren(left)} {INFIX[op]} {_paren(self._render(arg1, name, inputs))}"
 
     @property
     def tape_bytes(self) -> int:

@@ -10,10 +10,7 @@ from array import array
 
 import numpy as np
 
-from .rules import ADD, CONST, COS, DIV, EXP, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT, SUB, TANH
-
-_UNARY = {EXP: "exp", LOG: "log", SIN: "sin", COS: "cos", TANH: "tanh", SQRT: "sqrt"}
-_BINARY = {ADD: "+", SUB: "-", MUL: "*", DIV: "/", POW: "**"}
+from .rules import ADD, CONST, COS, DIV, EXP, INFIX, INPUT, LOG, MUL, NEG, POW, POWC, SIN, SQRT, SUB, TANH
 
 
 class _Graph:
@@ -67,7 +64,7 @@ class Var:
     def _binary(self, op: int, other, swap: bool = False):
         if not _combinable(other):
             return NotImplemented
-        mine, theirs = self.id, self.graph.operand(other, f"'{_BINARY[op]}'")
+        mine, theirs = self.id, self.graph.operand(other, f"'{INFIX[op]}'")
         return self.graph.node(op, theirs, mine) if swap else self.graph.node(op, mine, theirs)
 
     def __add__(self, other):

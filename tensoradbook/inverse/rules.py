@@ -47,6 +47,10 @@ INSTRUCTIONS = {
 #: numpy's answers (inf, nan) in both engines where ``math`` raises in Python (log 0, sqrt -1, exp 1000).
 FUNCTIONS = {name: f"np.{name}" for name in ("exp", "log", "sin", "cos", "tanh", "sqrt", "sinh", "cosh")}
 
+#: The instructions that are functions of their operand (``exp(a)``), and the infix operators (``a + b``), by opcode.
+CALLS = {opcode: name for opcode, (_, name) in INSTRUCTIONS.items() if name in FUNCTIONS}
+INFIX = {opcode: name for opcode, (_, name) in INSTRUCTIONS.items() if opcode not in (*CALLS, NEG, POWC)}
+
 # Python's operator precedence, loosest first, to parenthesise exactly where the tree needs it.
 _CONDITION, _ADD, _MUL, _UNARY, _POWER, _ATOM = range(6)
 
