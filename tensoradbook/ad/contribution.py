@@ -31,7 +31,7 @@ from ..lang.function import Function
 from ..lang.limits import MAX_GENERATED_BOUNDS, MAX_INTEGER
 from ..lang.printer import affine_text
 from ..lang.scope import past_max_integer
-from ..lang.simplify import ZERO, add, atom_truth, hoist_invariants, if_
+from ..lang.simplify import ZERO, add, decided_on, hoist_invariants, if_
 from .reverse import Occurrence
 
 
@@ -387,11 +387,10 @@ def _depth(node: Expr) -> int:
 
 
 def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
-    """Decide the conditions of the ``if``s on the gradient's box ``0 <= beta < shape``.
+    """Decide the conditions of the ``if``s on the gradient's box ``0 <= beta < shape``
+    (:func:`~tensoradbook.lang.simplify.decided_on`).
 
-    An atom that holds for every ``beta`` in the box goes; a condition with an
-    atom that holds for none gives its ``else`` branch. The top-level ``if``
-    is the gate of eqs. 16, 17 and 34 (``else (0)``) or, where the gate is
+    The top-level ``if`` is the gate of eqs. 16, 17 and 34 (``else (0)``) or, where the gate is
     empty, the element's own conditional from the function (any ``else``,
     e.g. ``dw[] = if {0 - 1 >= 0} then (0) else (df[0])``): the decision must
     not take the ``else`` to be 0. The ``if``s below it are the function's own,
@@ -399,46 +398,4 @@ def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
     da_0) / 2``) may leave MAX_INTEGER once its denominator is multiplied out
     (``-da_0 - 9007199254740986 = 0``), so it goes too.
     """
-    box = dict(zip(beta, [(0, n - 1) for n in shape]))
-
-    def step(node: Expr, values: list[Expr]) -> Expr:
-        return _decided(node, values, box) if isinstance(node, If) else with_children(node, values)
-
-    return rebuild(expression, step)
-
-
-def _decided(node: If, branches: list[Expr], box: dict) -> Expr:
-    """``node`` with its condition decided on ``box`` and its branches decided already."""
-    then, otherwise = branches
-    ranges, narrowing = dict(box), set()
-    # true for every integer (2 * b % 2 = 0, a guard substituted; 0 % 4 = 0): it guards no division
-    identities = {atom for atom in node.condition if atom.modulus and atom.affine.denominator == 1 and
-                  all(c % atom.modulus == 0 for c in (atom.affine.constant, *(c for _, c in atom.affine.terms)))}
-    for atom in node.condition:  # a divisibility atom on one index narrows that index's range
-        affine = atom.affine
-        if atom in identities:
-            continue
-        if atom.modulus and affine.denominator == 1 and len(affine.terms) == 1 and affine.names[0] in box:
-            narrowing.add(atom)
-            ((name, c),) = affine.terms
-            low, high = ranges[name]
-            # c v + c0 = 0 (mod m) holds exactly for v = v0 (mod m / g), g = gcd(c, m), if g divides c0
-            g = math.gcd(c, atom.modulus)
-            if affine.constant % g:
-                return otherwise
-            step = atom.modulus // g
-            v0 = (-affine.constant // g) * pow(c // g, -1, step) % step if step > 1 else 0
-            first, last = low + (v0 - low) % step, high - (high - v0) % step
-            if first > last:
-                return otherwise
-            ranges[name] = (first, last)
-    kept = []
-    for atom in node.condition:  # the narrowing atoms on the whole box: they hold on their ranges
-        if atom in identities:
-            continue
-        truth = atom_truth(atom, box if atom in narrowing else ranges)
-        if truth is False:
-            return otherwise
-        if truth is None or atom.modulus:  # a divisibility atom guards the division it makes exact: it stays
-            kept.append(atom)
-    return if_(tuple(kept), then, otherwise)
+    return decided_on(expression, dict(zip(beta, [(0, n - 1) for n in shape])))

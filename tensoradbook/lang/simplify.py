@@ -411,22 +411,72 @@ def atom_as_bound(atom: Atom, name: str) -> tuple[Affine, bool]:
 
 
 def decided_on(node: Expr, ranges: dict) -> Expr:
-    """``node`` with the conditions' atoms that hold for every index value in the box ``ranges`` (name ->
-    (least, greatest)) dropped, and the branches of those that hold for none taken (:func:`atom_truth`)."""
+    """``node`` with the conditions of its ``if``s decided on the box ``ranges`` (name -> (least, greatest)): an
+    atom that holds for every index value there goes, a condition with an atom that holds for none gives its
+    ``else`` branch (:func:`atom_truth`). A divisibility atom on one index (``dx_0 % 2 = 0``) first narrows that
+    index's range to the values it admits, and stays: it guards the division it makes exact. An ``if`` where
+    nothing is decided stays as written.
+
+    The one box decision of the package: the derivation decides each contribution on the gradient's box
+    (Algorithm 4), the code generator a kernel's body on its output's box."""
 
     def step(current: Expr, children: list[Expr]) -> Expr:
         current = with_children(current, children)
-        if not isinstance(current, If):
-            return current
-        truths = [atom_truth(atom, ranges) for atom in current.condition]
-        if False in truths:
-            return current.otherwise
-        if True not in truths:
-            return current
-        return if_(tuple(a for a, truth in zip(current.condition, truths) if truth is None), current.then,
-                   current.otherwise)
+        return _decided(current, ranges) if isinstance(current, If) else current
 
     return rebuild(node, step)
+
+
+def _decided(node: If, box: dict) -> Expr:
+    """``node`` with its condition decided on ``box``, its branches decided already."""
+    identities = {atom for atom in node.condition if _holds_for_every_integer(atom)}
+    narrowing = [atom for atom in node.condition if atom not in identities and _narrows(atom, box)]
+    ranges = dict(box)
+    for atom in narrowing:
+        narrowed = _narrowed(atom, ranges)
+        if narrowed is None:
+            return node.otherwise
+        ranges[atom.affine.names[0]] = narrowed
+    kept = []
+    for atom in node.condition:  # the narrowing atoms on the whole box: they hold on their ranges
+        if atom in identities:
+            continue
+        truth = atom_truth(atom, box if atom in narrowing else ranges)
+        if truth is False:
+            return node.otherwise
+        if truth is None or atom.modulus:  # a divisibility atom guards the division it makes exact: it stays
+            kept.append(atom)
+    if len(kept) == len(node.condition):
+        return node
+    return if_(tuple(kept), node.then, node.otherwise)
+
+
+def _holds_for_every_integer(atom: Atom) -> bool:
+    """A divisibility atom true for every integer (``2 * b % 2 = 0``, a guard substituted; ``0 % 4 = 0``): it
+    guards no division."""
+    affine = atom.affine
+    return bool(atom.modulus) and affine.denominator == 1 and all(
+        c % atom.modulus == 0 for c in (affine.constant, *(c for _, c in affine.terms)))
+
+
+def _narrows(atom: Atom, box: dict) -> bool:
+    """Whether ``atom`` is a divisibility atom on one index of ``box``."""
+    affine = atom.affine
+    return bool(atom.modulus) and affine.denominator == 1 and len(affine.terms) == 1 and affine.names[0] in box
+
+
+def _narrowed(atom: Atom, ranges: dict) -> tuple[int, int] | None:
+    """The range of the index of ``c v + c0 = 0 (mod m)`` narrowed to the values that satisfy it, None where none
+    does: they are ``v = v0 (mod m / g)``, ``g = gcd(c, m)``, where ``g`` divides ``c0``."""
+    ((name, c),) = atom.affine.terms
+    low, high = ranges[name]
+    g = math.gcd(c, atom.modulus)
+    if atom.affine.constant % g:
+        return None
+    step = atom.modulus // g
+    v0 = (-atom.affine.constant // g) * pow(c // g, -1, step) % step if step > 1 else 0
+    first, last = low + (v0 - low) % step, high - (high - v0) % step
+    return (first, last) if first <= last else None
 
 
 def _hoisted(node: Expr, children: list[Expr], sums: tuple, ranges: dict) -> Expr:
