@@ -41,6 +41,11 @@ __all__ = [
     "check_jacobian",
 ]
 
+# A scalar gradient worked by hand is rounded to a few digits, also where it is near 0: it passes within this.
+_BY_HAND_ATOL = 1e-4
+# The Jacobian's entries are of order 1 at the exercises' points: a difference below this is rounding.
+_JACOBIAN_ATOL = 1e-8
+
 
 def _scalar_shapes(text: str) -> dict:
     return {name: () for name in re.findall(r"([A-Za-z][A-Za-z0-9_]*)\s*\[\s*\]", text)}
@@ -317,12 +322,12 @@ def check_scalar_gradient(fn, point: dict, answer, shapes=None, rtol: float = 1e
         except (TypeError, ValueError):
             problems.append(f"df/d{a} must be a number, got {answer[a]!r}")
             continue
-        if np.isclose(yours, exact[a], rtol=rtol, atol=1e-4):
+        if np.isclose(yours, exact[a], rtol=rtol, atol=_BY_HAND_ATOL):
             continue
         message = f"df/d{a} = {number_text(yours)} is not right"
         _, _, parts = _consumer_parts(fn.body, Element(a, ()))
         values_parts = [_scalar_value(contribution, fn.shapes, args) for _, contribution, _ in parts]
-        if len(parts) > 1 and any(np.isclose(yours, v, rtol=rtol, atol=1e-4) for v in values_parts):
+        if len(parts) > 1 and any(np.isclose(yours, v, rtol=rtol, atol=_BY_HAND_ATOL) for v in values_parts):
             message += (f": it is the path through one consumer only; {a} is used by {len(parts)} parts "
                         f"and eq. 3 adds all their contributions")
         problems.append(message)
@@ -438,14 +443,14 @@ def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckR
                                              f"transpose; a Jacobian has one row per element of {fn.name} (eq. 5)"])
         return CheckResult(name, False, [f"the Jacobian must be {rows}x{cols} (elements of {fn.name} x elements "
                                          f"of {argument}), yours has shape {mine.shape}"])
-    close = np.isclose(mine, J, rtol=1e-6, atol=1e-8)
+    close = np.isclose(mine, J, rtol=RTOL, atol=_JACOBIAN_ATOL)
     if close.all():
         return CheckResult(name, True)
     perm_out = np.array([np.ravel_multi_index(np.unravel_index(k, out_shape, order="C"), out_shape, order="F")
                          for k in range(rows)], dtype=int)
     perm_in = np.array([np.ravel_multi_index(np.unravel_index(k, in_shape, order="C"), in_shape, order="F")
                         for k in range(cols)], dtype=int)
-    if np.allclose(mine, J[np.ix_(perm_out, perm_in)], rtol=1e-6, atol=1e-8):
+    if np.allclose(mine, J[np.ix_(perm_out, perm_in)], rtol=RTOL, atol=_JACOBIAN_ATOL):
         return CheckResult(name, False, ["your rows and columns are in row-major (C) order; vec stacks columns, so "
                                          "the first index runs fastest (eq. 4)"])
     # No entry is named, nor how many differ: either would let a few tries fix the matrix entry by entry.

@@ -27,6 +27,8 @@ _FD_STEP = 1e-3     # central differences at h and h / 2: truncation ~h**4, roun
 _FD_RTOL = 1e-5     # an answer passes within this of the largest element ...
 _FD_ATOL = 1e-6     # ... plus this times sum |df * f| (the scale of L's round-off)
 _PATTERN_ZERO = 1e-7  # a Hessian entry below this times sum |df * f| counts as zero
+_FACTOR_RTOL = 1e-4  # a constant factor off is seen through the differences' error, well above _FD_RTOL
+_NEAR = 1e-2         # within this of H v's largest element (not _FD_RTOL): a finite-difference H v, not a wrong one
 
 
 def _loss_terms(fn, values: dict, df) -> tuple[float, float]:
@@ -138,7 +140,7 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
         problems += element_problems(
             result, yours, right, close, tolerance,
             lambda b: f"L's derivative with respect to {second}{index_text(b)} does not change along v",
-            "a condition is missing or a sum range is too wide", ratio_rtol=1e-4)
+            "a condition is missing or a sum range is too wide", ratio_rtol=_FACTOR_RTOL)
         for n, kind in ((direction, "v"), (adjoint, "df")):
             if n not in mine.arguments:
                 problems.append(f"your expression does not read {n}, yet {what} is linear in {kind}: "
@@ -210,7 +212,7 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
     elif like(numeric_gradient(fn, arrays, wrt, df)):
         problems.append(f"that is the gradient dL/d{wrt} itself; H v is the gradient of <v, dL/d{argument}>: "
                         f"derive d{argument} once more, with the adjoint dd{argument} = v")
-    elif size and np.abs(mine - right).max() <= 1e-2 * size:
+    elif size and np.abs(mine - right).max() <= _NEAR * size:
         # how close is not said: a distance would guide repeated tries towards H v
         problems.append(f"close to H v, but not within {_FD_RTOL:g} of its largest element: a "
                         f"finite-difference approximation? The derived second-order functions give H v up to "

@@ -35,7 +35,11 @@ __all__ = [
 ]
 
 
-_INVERSE_RTOL = 1e-6  # central differences (h = 1e-6) are good to about 1e-9 relative; answers may be rounded
+_FD_STEP = 1e-6       # the oracle's central differences: error ~h**2 + eps / h, about 1e-9 relative
+_INVERSE_RTOL = 1e-6  # the oracle is good to about 1e-9 relative; answers may be rounded
+# A Jacobian whose determinant is below this times its largest entry ** n is singular to the oracle's precision: the
+# exercise has no answer at that point.
+_SINGULAR = 1e-12
 
 
 def _float_vector(value, length: int, what: str) -> np.ndarray:
@@ -89,7 +93,7 @@ def _point(x, n: int, what: str) -> np.ndarray:
 
 
 def _solve_or_explain(J: np.ndarray, rhs: np.ndarray, where: str) -> np.ndarray:
-    if abs(np.linalg.det(J)) < 1e-12 * max(1.0, np.abs(J).max()) ** len(J):
+    if abs(np.linalg.det(J)) < _SINGULAR * max(1.0, np.abs(J).max()) ** len(J):
         raise ValueError(f"the Jacobian at {where} is singular: the exercise has no answer there")
     return np.linalg.solve(J, rhs)
 
@@ -185,7 +189,7 @@ def _inverse_product(step, n, x, seed, answer, transpose: bool) -> CheckResult:
         mine = _float_vector(answer, n, f"your {symbol}")
     except Wrong as err:
         return err.result(name)
-    J = jacobian(F, x, 1e-6)  # central differences
+    J = jacobian(F, x, _FD_STEP)  # central differences
     A = J.T if transpose else J
     right = _solve_or_explain(A, seed, f"x = {_numbers_text(x)}")
     if _close(mine, right):
@@ -241,7 +245,7 @@ def check_newton_step(step, n: int, x, answer) -> CheckResult:
     except Wrong as err:
         return err.result(name)
     value = F(x)
-    J = jacobian(F, x, 1e-6)  # central differences
+    J = jacobian(F, x, _FD_STEP)  # central differences
     delta = _solve_or_explain(J, value, f"x = {_numbers_text(x)}")
     right = x - delta
     if _close(mine, right):

@@ -35,6 +35,10 @@ __all__ = ["check_intermediate_adjoint", "check_pooling_gradient", "check_softma
 _FD_STEP = 1e-3     # central differences at h and h / 2, Richardson-extrapolated: error ~h**4
 _FD_RTOL = 1e-6     # an answer passes within this of the largest element of the adjoint ...
 _FD_ATOL = 1e-8     # ... plus this (round-off of the differences)
+_EXACT = 1e-12      # max pooling moves adjoints without arithmetic: a right dx equals a routing up to this
+# The softmax of a right program is the formula's up to a few roundings (relative; absolute for the exponentially
+# small entries).
+_SOFTMAX_RTOL, _SOFTMAX_ATOL = 1e-10, 1e-14
 
 
 # --- the adjoint of an intermediate: eq. 2 (eq. 8) at the tensor level --------------------------------------
@@ -211,7 +215,7 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
     if mine.shape != x.shape:
         return CheckResult(exercise, False, [f"dx has the shape of x, {x.shape}; yours has {mine.shape}"])
     routings = {name: _routed(x, df, pick) for name, pick in _CONVENTIONS.items()}
-    if np.allclose(mine, routings["first"], rtol=1e-12, atol=1e-12):
+    if np.allclose(mine, routings["first"], rtol=_EXACT, atol=_EXACT):
         ties = sum(np.count_nonzero(w == w.max()) > 1 for w in
                    (x[2 * u:2 * u + 2, 2 * v:2 * v + 2] for u in range(df.shape[0]) for v in range(df.shape[1])))
         return CheckResult(exercise, True, note=f"Each window's adjoint went whole to its first maximal element; "
@@ -227,9 +231,9 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
                  "received; only one element, the first maximal one, gets it",
     }
     for name, hint in hints.items():
-        if not np.allclose(routings[name], routings["first"]) and np.allclose(mine, routings[name], atol=1e-12):
+        if not np.allclose(routings[name], routings["first"]) and np.allclose(mine, routings[name], atol=_EXACT):
             return CheckResult(exercise, False, [hint])
-    if np.allclose(mine, _routed(x, np.ones_like(df), _CONVENTIONS["first"]), atol=1e-12):
+    if np.allclose(mine, _routed(x, np.ones_like(df), _CONVENTIONS["first"]), atol=_EXACT):
         return CheckResult(exercise, False, ["the right elements, but each must receive its window's adjoint "
                                              "dm[u; v], not 1"])
     # The rules a right dx obeys, tested on yours alone (its windows against x and df): no element is named and
@@ -237,8 +241,8 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
     problems = []
     windows = [(mine[2 * u:2 * u + 2, 2 * v:2 * v + 2], x[2 * u:2 * u + 2, 2 * v:2 * v + 2], df[u, v])
                for u in range(df.shape[0]) for v in range(df.shape[1])]
-    nonzero = [np.abs(mine_w) > 1e-12 for mine_w, _, _ in windows]
-    if any(not math.isclose(float(mine_w.sum()), float(d), rel_tol=1e-12, abs_tol=1e-12) for mine_w, _, d in windows):
+    nonzero = [np.abs(mine_w) > _EXACT for mine_w, _, _ in windows]
+    if any(not math.isclose(float(mine_w.sum()), float(d), rel_tol=_EXACT, abs_tol=_EXACT) for mine_w, _, d in windows):
         problems.append("in some window your dx does not add up to that window's adjoint dm[u; v]: each window passes "
                         "its adjoint back exactly once, and the windows do not overlap")
     if any(np.count_nonzero(used) > 1 for used in nonzero):
@@ -302,9 +306,9 @@ def check_softmax_program(answer, n: int = 64, budget: int = 16) -> CheckResult:
     x = 2 * rng.standard_normal(n)
     expected = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
     value = program.evaluate({"x": x})
-    if not np.allclose(value, expected, rtol=1e-10, atol=1e-14):
+    if not np.allclose(value, expected, rtol=_SOFTMAX_RTOL, atol=_SOFTMAX_ATOL):
         k = int(np.argmax(np.abs(value - expected)))
-        if np.allclose(value * expected.sum() / max(value.sum(), 1e-300), expected, rtol=1e-10):
+        if np.allclose(value * expected.sum() / max(value.sum(), np.finfo(float).tiny), expected, rtol=_SOFTMAX_RTOL):
             problems.append("your s is proportional to the softmax but does not add up to 1: divide by the sum of "
                             "the exponentials")
         else:
@@ -312,7 +316,7 @@ def check_softmax_program(answer, n: int = 64, budget: int = 16) -> CheckResult:
                             f"{number_text(expected[k])} there")
         return CheckResult(exercise, False, problems)
     errors = check_gradients(program, {"x": x}, seed=11)
-    if max(errors.values()) > 1e-6:  # pragma: no cover -- the derived gradient of a right value is right
+    if max(errors.values()) > _FD_RTOL:  # pragma: no cover -- the derived gradient of a right value is right
         return CheckResult(exercise, False, [f"the gradient fails the finite-difference check: {errors}"])
     grads = derive(program).simplified
     forward = definitions_of(program)

@@ -27,6 +27,14 @@ __all__ = ["check_layer", "network"]
 BATCH, FILTERS, SECOND = 2, 2, 3  # the checks' network: small, so that the reference evaluator is quick
 SLOPE = 0.01                        # the leaky ReLU's slope for negative inputs (PyTorch's default)
 
+# A right layer is numpy's reference computed in another order: equal up to a few roundings (relative, and absolute
+# near 0); a constant factor off shows as one ratio, equal to about this.
+_VALUE_RTOL, _VALUE_ATOL = 1e-10, 1e-12
+_FACTOR_RTOL = 1e-9
+# tab.check_gradients' finite differences agree with a derived gradient to about this (relative) away from a kink.
+_GRADIENT_RTOL = 1e-6
+# At h = 0 the derivative is slope * da, one product: exact up to a rounding.
+_KINK_RTOL, _KINK_ATOL = 1e-12, 1e-15
 _PAD = "i + p >= 1 and i + p <= 8 and j + q >= 1 and j + q <= 8"
 LINES = {
     "convolution": "h[n; c; i; j] = sum{{p}}_0^2 (sum{{q}}_0^2 (if {{" + _PAD + "}} then "
@@ -160,7 +168,7 @@ def check_layer(layer: str, answer) -> CheckResult:
     rng = np.random.default_rng(11)
     inputs = spec.inputs(rng)
     yours, right = fn.evaluate(inputs), spec.reference(inputs)
-    close = np.isclose(yours, right, rtol=1e-10, atol=1e-12)
+    close = np.isclose(yours, right, rtol=_VALUE_RTOL, atol=_VALUE_ATOL)
     if not close.all():
         return CheckResult(exercise, False, _value_problems(layer, spec, inputs, yours, right, close))
     if layer == "leaky relu":
@@ -173,7 +181,7 @@ def check_layer(layer: str, answer) -> CheckResult:
     args["T"] = np.eye(10)[[3, 7]]
     errors = check_gradients(program, args, seed=13)
     worst = max(errors[name] for name in weights)
-    if worst > 1e-6:  # pragma: no cover -- values right and gradients derived: only a kink crossed by chance
+    if worst > _GRADIENT_RTOL:  # pragma: no cover -- values right and gradients derived: only a kink crossed by chance
         return CheckResult(exercise, False, [f"the network's gradients disagree with finite differences "
                                              f"(largest relative error {worst:.1g})"])
     return CheckResult(exercise, True, note=f"Equal to numpy on random inputs; in the changed network "
@@ -185,9 +193,9 @@ def _value_problems(layer: str, spec: _Layer, inputs: dict, yours, right, close)
     wrong = [tuple(int(k) for k in b) for b in np.argwhere(~close)]
     first = wrong[0]
     problems = []
-    nonzero = np.abs(right) > 1e-12
+    nonzero = np.abs(right) > _VALUE_ATOL
     ratio = yours[nonzero] / right[nonzero]
-    if ratio.size and np.allclose(ratio, ratio[0], rtol=1e-9):
+    if ratio.size and np.allclose(ratio, ratio[0], rtol=_FACTOR_RTOL):
         problems.append(f"every value is {number_text(ratio[0])} times the right one: a constant factor is off")
         if layer == "average pooling" and np.isclose(ratio[0], 4):
             problems.append("a mean divides the window's sum by its number of elements")
@@ -219,7 +227,7 @@ def _kink_problems(fn: Function, inputs: dict) -> list[str]:
     da = np.random.default_rng(14).standard_normal(h.shape)
     dh = derive(fn).evaluate(inputs, da)["h"]
     right = np.where(h > 0, da, SLOPE * da)
-    at_zero = (h == 0) & ~np.isclose(dh, right, rtol=1e-12, atol=1e-15)
+    at_zero = (h == 0) & ~np.isclose(dh, right, rtol=_KINK_RTOL, atol=_KINK_ATOL)
     if not at_zero.any():
         return []
     b = tuple(int(k) for k in np.argwhere(at_zero)[0])

@@ -353,7 +353,7 @@ def _values_of(expr: Expr, alpha, shapes: dict, holder: str, box, values: dict, 
 def _close(got, right) -> np.ndarray:
     """Where ``got`` equals ``right`` to rounding, relative to the largest element of ``right``: the values of
     sec. 6 are near 1e-8 (``exp`` of minus a sum of five terms), so an absolute tolerance would pass anything."""
-    scale = max(float(np.abs(right).max(initial=0)), 1e-300)
+    scale = max(float(np.abs(right).max(initial=0)), np.finfo(float).tiny)
     return np.isclose(got, right, rtol=RTOL, atol=ATOL * scale)
 
 
@@ -365,7 +365,7 @@ def _constant_factor(got, right) -> float | None:
     if not nonzero.any() or np.abs(got[~nonzero]).max(initial=0) > ATOL * float(np.abs(right).max()):
         return None
     ratio = got[nonzero] / right[nonzero]
-    return float(ratio[0]) if np.allclose(ratio, ratio[0], rtol=1e-6) else None
+    return float(ratio[0]) if np.allclose(ratio, ratio[0], rtol=RTOL) else None
 
 
 def _where(alpha, point) -> str:
@@ -682,7 +682,7 @@ def check_box_solutions(answer, cases=None) -> CheckResult:
 
 def _gradient_problems(label: str, argument: str, fn_name: str, yours: np.ndarray, right: np.ndarray) -> list[str]:
     """What is wrong where ``yours`` differs from ``right``, the most telling first; never a right value."""
-    zero_atol = ATOL * max(float(np.abs(right).max(initial=0)), 1e-300)
+    zero_atol = ATOL * max(float(np.abs(right).max(initial=0)), np.finfo(float).tiny)
     return element_problems(
         label, yours, right, _close(yours, right), zero_atol,
         lambda b: f"no element of {fn_name} reads {argument}{index_text(b)}",

@@ -12,6 +12,9 @@ from ..integer.matrix import shown
 from .program import Program
 from .sweeps import _newton_settings, _program, _real, _vector, logdet, reverse_inverse, run
 
+# A Newton step this many times longer than the point (plus 1) means a Jacobian singular to working precision there:
+# its solve divided by a pivot near 0, and the iteration is stopped with that diagnosis rather than run off to inf.
+_EXPLODED = 1e12
 
 @dataclass(frozen=True)
 class NewtonResult:
@@ -78,7 +81,7 @@ def newton(program: Program, x0, tol: float = 1e-10, max_iter: int = 50, engine:
             message = f"Newton's method failed at iteration {k}, x = {_show(x)}: {err}"
             break
         with np.errstate(over="ignore"):
-            exploded = not np.all(np.isfinite(delta)) or np.linalg.norm(delta) > 1e12 * (1 + np.linalg.norm(x))
+            exploded = not np.all(np.isfinite(delta)) or np.linalg.norm(delta) > _EXPLODED * (1 + np.linalg.norm(x))
         if exploded:
             message = (f"Newton's method failed at iteration {k}, x = {_show(x)}: the step J^-1 F(x) explodes "
                        f"(log|det J| = {logdets[-1]:.3g}): the Jacobian is nearly singular here")
