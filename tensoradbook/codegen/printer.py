@@ -25,6 +25,7 @@ from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select
 from ..lang.names import fresh_name
 from ..lang.ops import REDUCTIONS
 from ..lang.simplify import atom_as_bound
+from .sharing import Sharing, shared
 from .spellings import ACCUMULATE, CUDA, NUMPY, NUMPY_ACCUMULATE, SCALAR, spelled
 from .thresholds import MAX_NESTING
 
@@ -112,30 +113,50 @@ def lane_range(atoms: list[Atom], lane: str) -> tuple[list[Affine], list[Affine]
     return firsts, lasts
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """A block of the code being written: the texts of the values computed in it, by their keys (valid in it and
+    in the blocks inside it), and the row of lanes its statements run on."""
+
+    known: dict[int, str]
+    lanes: Lanes | None
+
+
 class KernelPrinter:
     """Python statements computing one expression; :meth:`value` returns the text of its value and writes,
-    before it, the statements it needs (sum loops, branches, shared temporaries)."""
+    before it, the statements it needs (sum loops, branches, shared temporaries).
+
+    What is computed once into a temporary is decided before printing (:func:`.sharing.shared`, which
+    :meth:`share` runs); the printer keeps only what printing needs: the lines and per-lane arrays written,
+    the blocks open (each with what is known in it and its lanes), the loop indices bound, and a counter of
+    temporaries."""
 
     spellings = SCALAR  # the target's code of each operation (codegen.spellings)
 
     def __init__(self, shapes: dict, names: set[str], depth: int, lane: Lanes | None = None,
-                 spellings: Mapping[str, str] | None = None):
+                 spellings: Mapping[str, str] | None = None, sharing: Sharing | None = None):
         self.spellings = self.spellings if spellings is None else spellings
         self.shapes = shapes
         self.names = set(names)  # every tensor and index name the code may meet: fresh ones avoid them
+        self.sharing = sharing or Sharing()
         self.lines: list[str] = []
-        self.depth = depth
-        self.known: list[dict] = [{}]   # per block: key of a node -> text valid in that block and below
-        self.counter = 0
-        self.repeated: set[int] = set()  # keys of the nodes that occur more than once
-        self.keys: dict[int, tuple[Expr, int]] = {}  # id -> (node, key); the node is kept alive
-        self.signatures: dict[tuple, int] = {}
-        self.renamed: dict[int, tuple] = {}  # id of a reduction -> (it, its canonical index, its body renamed)
+        self.declarations: list[str] = []  # the per-lane arrays, allocated once before the kernel's loops
+        self.indent = depth  # of the outermost block
+        self.scopes = [_Scope({}, lane)]  # the blocks open, innermost last
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
-        self.lanes = lane  # the row of lanes the code is in, cut to a term's range inside lane-gated sums
-        self.declarations: list[str] = []
+        self.counter = 0
 
     # -- bookkeeping -----------------------------------------------------------------------
+    @property
+    def depth(self) -> int:
+        """How deeply the next line is indented."""
+        return self.indent + len(self.scopes) - 1
+
+    @property
+    def lanes(self) -> Lanes | None:
+        """The row of lanes the code is in, cut to a term's range inside lane-gated sums."""
+        return self.scopes[-1].lanes
+
     @property
     def lane(self) -> str | None:
         """The lane index's name, None outside rows of lanes."""
@@ -162,69 +183,25 @@ class KernelPrinter:
         return f"{name}[{self.lanes.slot()}]"
 
     def key(self, node: Expr) -> int:
-        """A number per distinct subexpression (equal subtrees, equal numbers), found once per node object.
-
-        The nodes' own hashes walk their whole subtree every time: on the
-        deep, widely shared trees of derivatives that costs the cube of the
-        depth, and recursion as deep as the tree.
-        """
-        pending = [node]
-        while pending:
-            current = pending[-1]
-            if id(current) in self.keys:
-                pending.pop()
-                continue
-            fields, children = self.canonical(current)
-            missing = [child for child in children if id(child) not in self.keys]
-            if missing:
-                pending += missing
-                continue
-            pending.pop()
-            signature = (type(current), *fields, *(self.keys[id(child)][1] for child in children))
-            self.keys[id(current)] = (current, self.signatures.setdefault(signature, len(self.signatures)))
-        return self.keys[id(node)][1]
-
-    def canonical(self, node: Expr) -> tuple[tuple, tuple]:
-        """``node``'s own fields and children as its key sees them: a reduction's index renamed by how many
-        reductions its body holds (a name no tensor or index has), so sums equal but for the name of their
-        index, as derivations write them (``max{s}`` and ``max{s_1}`` of the same terms), share one key and
-        are computed once. Along a chain of nested reductions the counts differ, so no two indices meet."""
-        if not isinstance(node, Sum):
-            return node.own_fields(), node.children()
-        if id(node) not in self.renamed:
-            inner = sum(isinstance(part, Sum) for part in postorder(node.body))
-            index = f"\0{inner}"
-            self.renamed[id(node)] = (node, index, substitute(node.body, {node.index: Affine.index(index)}))
-        _, index, body = self.renamed[id(node)]
-        return (index, node.lower, node.upper, node.op), (body,)
+        """A number per distinct subexpression (:class:`.sharing.SubexpressionKeys`)."""
+        return self.sharing.keys(node)
 
     def share(self, root: Expr) -> None:
         """Compute operations that occur more than once in ``root`` (read as a tree) into temporaries."""
-        order = _parents_first(root)
-        count = {id(root): 1}  # occurrences in the tree, counted on the shared nodes, up to 2
-        for node in order:
-            for child in node.children():
-                count[id(child)] = min(2, count.get(id(child), 0) + count[id(node)])
-        total: dict[int, int] = {}
-        for node in order:
-            if isinstance(node, (Unary, Binary)):
-                key = self.key(node)
-                total[key] = min(2, total.get(key, 0) + count[id(node)])
-        self.repeated |= {key for key, n in total.items() if n > 1}
+        self.sharing = shared(root, self.sharing)
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
 
     @contextmanager
-    def block(self, header: str):
+    def block(self, header: str, lanes: Lanes | None = None):
+        """Statements under ``header``, on the row ``lanes`` (by default the enclosing block's)."""
         self.line(header)
-        self.depth += 1
-        self.known.append({})
+        self.scopes.append(_Scope({}, self.lanes if lanes is None else lanes))
         try:
             yield
         finally:
-            self.known.pop()
-            self.depth -= 1
+            self.scopes.pop()
 
     @contextmanager
     def binding(self, name: str):
@@ -290,9 +267,9 @@ class KernelPrinter:
     # -- values --------------------------------------------------------------------------
     def lookup(self, node: Expr) -> str | None:
         key = self.key(node)
-        for known in reversed(self.known):
-            if key in known:
-                return known[key]
+        for scope in reversed(self.scopes):
+            if key in scope.known:
+                return scope.known[key]
         return None
 
     def value(self, node: Expr) -> str:
@@ -329,9 +306,9 @@ class KernelPrinter:
             raise TypeError(f"not an expression node: {node!r}")
         text = method(node)
         # a temporary for what is used twice, and where brackets nest deeply (see MAX_NESTING)
-        if (self.key(node) in self.repeated or MAX_NESTING.exceeded(_nesting(text))) and not text.startswith("_"):
+        if (self.sharing.is_repeated(node) or MAX_NESTING.exceeded(_nesting(text))) and not text.startswith("_"):
             text = self.store(self.temp("t"), text, self.varies(node))
-        self.known[-1][self.key(node)] = text
+        self.scopes[-1].known[self.key(node)] = text
 
     def _print_Number(self, node: Number) -> str:
         return f"({float(node.value)!r})" if node.value < 0 else repr(float(node.value))
@@ -374,17 +351,14 @@ class KernelPrinter:
         if node.index in self.active:  # a sum inside an adjoint reusing a liberated sum's index (scatter)
             fresh = fresh_name(node.index, self.names)
             node = node.renewed(index=fresh, body=substitute(node.body, {node.index: Affine.index(fresh)}))
-        outer, gates = self.lanes, []
+        gates = []
         if lanes is None:  # before the bounds lose the lane index: a body the same on every lane still sums per lane
             lanes = self.varies(node)
         if self.lanes is not None:
             node, gates = lane_gated(node, self.lane, self.lanes.extent)
         low, high = self.bound(node.lower, lower=True), self.bound(node.upper, lower=False)
         with self.binding(node.index):
-            try:
-                return self.loop(node, total, low, high, gates, lanes, fresh=into is None)
-            finally:
-                self.lanes = outer
+            return self.loop(node, total, low, high, gates, lanes, fresh=into is None)
 
     def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=False, fresh=True) -> str:
         """The reduction as a loop accumulating into ``total`` (per lane if ``lanes``), which starts at the identity
@@ -398,11 +372,7 @@ class KernelPrinter:
             self.line(f"{total}[:] = {start}")
         elif fresh:
             self.line(f"{total} = {start}")
-        with self.block(f"for {py_name(node.index)} in range({low}, {high} + 1):"):
-            if gates:
-                firsts, lasts = lane_range(gates, self.lane)
-                self.lanes = self.lanes.within([self.affine(a, floor=False) for a in firsts],
-                                               [f"{self.affine(a)} + 1" for a in lasts])
+        with self.block(f"for {py_name(node.index)} in range({low}, {high} + 1):", self.gated(gates)):
             if lanes and node.op == "sum" and isinstance(node.body, Sum) and node.body.op == "sum":
                 return self._print_Sum(node.body, into=total, lanes=lanes)
             term = self.value(node.body)
@@ -410,6 +380,14 @@ class KernelPrinter:
                 return self.store(total, term, lanes, op="+=")
             running = f"{total}[{self.lanes.slot()}]" if lanes else total
             return self.store(total, ACCUMULATE[node.op].format(running, self.named(term, node.body)), lanes)
+
+    def gated(self, gates) -> Lanes | None:
+        """The lanes where a term meets ``gates`` (:func:`lane_gated`); None (the enclosing ones) without gates."""
+        if not gates:
+            return None
+        firsts, lasts = lane_range(gates, self.lane)
+        return self.lanes.within([self.affine(a, floor=False) for a in firsts],
+                                 [f"{self.affine(a)} + 1" for a in lasts])
 
     def _print_Select(self, node: Select) -> str:
         """Both branches, then the one the comparison picks: no branch in the code, so rows of lanes stay
@@ -534,20 +512,6 @@ def _identity_text(value: float, infinity: str) -> str:
 def _has_loop(node: Expr) -> bool:
     """Whether computing ``node`` runs a reduction loop."""
     return any(isinstance(part, Sum) for part in postorder(node))
-
-
-def _parents_first(root: Expr) -> list[Expr]:
-    """Every node object below ``root`` once, each after all the nodes that have it as a child."""
-    done, order, pending = set(), [], [(root, False)]
-    while pending:  # depth first; finished nodes in reverse are a topological order
-        node, expanded = pending.pop()
-        if expanded:
-            order.append(node)
-        elif id(node) not in done:
-            done.add(id(node))
-            pending.append((node, True))
-            pending.extend((child, False) for child in node.children() if id(child) not in done)
-    return order[::-1]
 
 
 def _nesting(text: str) -> int:
