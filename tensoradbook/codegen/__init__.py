@@ -5,12 +5,15 @@ Numba CUDA kernels, one thread per output (or gradient) element, with no atomics
   per kind of code (scalar for Numba, CUDA, vector for numpy);
 * :mod:`.targets`: one class per target (``"numpy"``, ``"numba"``, ``"cuda"`` and the scatter
   baselines ``"numba-scatter"``, ``"cuda-scatter"`` of eq. 40): everything that differs between them;
-* :mod:`.module`: the generated module's source, for any target;
+* :mod:`.module`: the planning of a generated module, for any target, written down once as the nodes of
+  :mod:`.kernel_ir` (kernels, loops, allocations, launches, BLAS products, what the backward pass reuses);
+* :mod:`.render`: those nodes as Python source, in the target's spelling;
 * :mod:`.cache`: generated modules on disk, where Numba's own cache finds them again;
 * :mod:`.compile`: the compiled callables behind ``fn.compile(target)`` and ``grads.compile(target)``,
   and :func:`compile_ptx`, the CUDA kernels compiled to PTX without a GPU.
 
-Adding a target is one class in :mod:`.targets` (and a printer subclass if its code differs).
+Adding a target is one class in :mod:`.targets` (and a printer subclass if its code differs); the README's "How
+the code is laid out" shows one.
 """
 
 from .cache import cache_directory, load_module

@@ -346,24 +346,8 @@ def plan_module(fns, target: Target) -> Plan:
     used = set().union(*(all_names(fn) for fn in fns))
     whole, parts, kernels, known, padded = {}, {}, {}, [], {}
     for fn in fns:
-        if not BLAS_WORK.reached(typical_terms(fn)):
-            continue
-        found = contraction_of(fn)
-        if found:
-            whole[fn.name] = found
-            continue
-        gathered = gathered_contraction(fn, used, known, padded)
-        if gathered:
-            parts[fn.name], whole[fn.name] = gathered[0], contraction_of(gathered[1])
-            continue
-        split, rewritten = split_contractions(fn, used, BLAS_WORK, known, padded)
-        if not split:
-            box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
-            inner = inner_contraction(replace(fn, body=decided_on(fn.body, box)), used)
-            if inner and BLAS_WORK.reached(typical_terms(inner[0])):
-                split, rewritten = [(inner[0], contraction_of(inner[0]))], inner[1]
-        if split:
-            parts[fn.name], kernels[fn.name] = split, rewritten
+        if BLAS_WORK.reached(typical_terms(fn)):
+            _find_contractions(fn, used, known, padded, whole, parts, kernels)
     blas_work = sum(typical_terms(fn) for fn in fns if fn.name in whole)
     blas_work += sum(typical_terms(part) for split in parts.values() for part, found in split if found)
     rest = [kernels.get(fn.name, fn) for fn in fns if fn.name not in whole]
@@ -372,6 +356,37 @@ def plan_module(fns, target: Target) -> Plan:
     if not blas_work or loop_work > blas_work:
         return Plan({}, {}, {})
     return Plan(whole, parts, kernels, serial=True, padded=padded)
+
+
+def _find_contractions(fn: Function, used: set, known: list, padded: dict, whole: dict, parts: dict,
+                       kernels: dict) -> None:
+    """Where ``fn``'s BLAS products are, the first of these that applies: ``fn`` a plain contraction
+    (``whole``), a gather and a plain contraction of it (``parts`` and ``whole``), contractions split off its body
+    or summed inside it (``parts``, and the kernel of the rest in ``kernels``). ``known`` and ``padded`` collect
+    the parts and padded copies found so far, which later functions share."""
+    found = contraction_of(fn)
+    if found:
+        whole[fn.name] = found
+        return
+    gathered = gathered_contraction(fn, used, known, padded)
+    if gathered:
+        parts[fn.name], whole[fn.name] = gathered[0], contraction_of(gathered[1])
+        return
+    split, rewritten = split_contractions(fn, used, BLAS_WORK, known, padded)
+    if not split:
+        split, rewritten = _inner_split(fn, used)
+    if split:
+        parts[fn.name], kernels[fn.name] = split, rewritten
+
+
+def _inner_split(fn: Function, used: set) -> tuple[list, Function]:
+    """The sums over whole dimensions inside ``fn``'s body (on its output's box) as one contraction split off,
+    where it has :data:`BLAS_WORK` element-terms; else nothing split."""
+    box = dict(zip(fn.indices, ((0, n - 1) for n in fn.shapes[fn.name])))
+    inner = inner_contraction(replace(fn, body=decided_on(fn.body, box)), used)
+    if inner and BLAS_WORK.reached(typical_terms(inner[0])):
+        return [(inner[0], contraction_of(inner[0]))], inner[1]
+    return [], fn
 
 
 def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list:
