@@ -293,6 +293,7 @@ def _scatter_part(writer: KernelPrinter, target: Target, gradient: str, part) ->
 
 
 def _header(fns: list[Function]) -> Header:
+    """The module's comment: the functions it computes, as the parser reads them (the disk cache hashes it)."""
     return Header(tuple(to_text(fn) for fn in fns))
 
 
