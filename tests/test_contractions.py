@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import codegen
-from tensoradbook.codegen.contraction import Contraction, contraction_of
+from tensoradbook.codegen.contraction import LETTERS, Contraction, contraction_of
 from tensoradbook.codegen.scratch import Scratch
 
 BLAS = "# a plain contraction: BLAS"  # the generated module's comment on each tensordot or einsum
@@ -19,6 +19,13 @@ BLAS = "# a plain contraction: BLAS"  # the generated module's comment on each t
 
 def parse(text, shapes):
     return tab.parse(text, shapes)
+
+
+def contraction(subscripts, operands, scale, sizes):
+    """The contraction einsum's ``subscripts`` write (letters from ``a``, ``sizes`` in their order)."""
+    inputs, output = subscripts.split("->")
+    terms = tuple(tuple(LETTERS.index(letter) for letter in term) for term in inputs.split(","))
+    return Contraction(terms, tuple(LETTERS.index(letter) for letter in output), operands, scale, sizes)
 
 
 @pytest.fixture
@@ -41,6 +48,12 @@ def test_contractions_are_recognized(text, shapes, subscripts, scale):
     assert found is not None and found.subscripts == subscripts and found.scale == scale
 
 
+def test_a_contractions_axes_are_numbers_and_einsums_letters_are_written_from_them():
+    found = contraction_of(parse("f[j; i] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (4, 3), "a": (3, 5), "b": (5, 4)}))
+    assert found.terms == ((0, 1), (1, 2)) and found.output == (2, 0) and found.sizes == (3, 5, 4)
+    assert found.subscripts == "ab,bc->ca" and found.operands == ("a", "b")
+
+
 @pytest.mark.parametrize("subscripts, call", [
     ("ab,bc->ac", "(x.reshape(-1, 3) @ y.reshape(3, -1)).reshape((2, 4))"),
     ("ab,cb->ca", "(y.reshape(-1, 3) @ x.reshape(-1, 3).T).reshape((4, 2))"),   # swapped: row-major as it comes
@@ -60,7 +73,7 @@ def test_contractions_are_written_as_row_major_blas_products(subscripts, call):
     sizes = dict(zip(letters, (2, 3, 4, 5, 3, 2, 3)))
     arrays = [rng.standard_normal([sizes[letter] for letter in term]) for term in inputs.split(",")]
     names = ["x", "y", "z"][:len(arrays)]
-    code = Contraction(subscripts, tuple(names), 2, tuple(sizes.values())).code(names)
+    code = contraction(subscripts, tuple(names), 2, tuple(sizes.values())).code(names)
     assert (call or "np.ascontiguousarray(") in code and "einsum" not in code or call == "np.einsum"
     value = eval(code, {"np": np, "x": arrays[0], "y": arrays[1], "z": arrays[-1]})
     assert value.flags["C_CONTIGUOUS"]
@@ -375,7 +388,7 @@ def test_products_batched_over_leading_indices(subscripts, call):
     inputs, output = subscripts.split("->")
     sizes = dict(zip("abcde", (2, 3, 4, 5, 6)))
     arrays = [rng.standard_normal([sizes[letter] for letter in term]) for term in inputs.split(",")]
-    code = Contraction(subscripts, ("x", "y"), 1, tuple(sizes.values())).code(["x", "y"])
+    code = contraction(subscripts, ("x", "y"), 1, tuple(sizes.values())).code(["x", "y"])
     assert call in code and "einsum" not in code and "ascontiguousarray" not in code
     value = eval(code, {"np": np, "x": arrays[0], "y": arrays[1]})
     assert value.flags["C_CONTIGUOUS"]

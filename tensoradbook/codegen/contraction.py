@@ -9,6 +9,10 @@ element, which the compiler cannot vectorise without reordering the additions. M
 layers, the scores and outputs of attention, and the gradients Algorithm 4 derives for them
 (``da[i; k] = sum{j} (df[i; j] * b[k; j])``) all have this form.
 
+A contraction's axes are numbers (:data:`Axes`), each operand's and the output's a tuple of them; a product's
+axes have roles (:class:`_Pair`: summed, or free in one operand). The text, einsum's letters or a BLAS call
+with its reshapes, is written only at the end, from those.
+
 Three rewritings find contractions in other definitions; the report's Kronecker deltas and loop bounds still
 decide what each definition is, these only recognize the products in it:
 
@@ -27,7 +31,6 @@ element-wise kernels.
 from __future__ import annotations
 
 import math
-import os
 import string
 from dataclasses import dataclass
 from fractions import Fraction
@@ -39,19 +42,29 @@ from ..lang.function import Function
 from ..lang.names import fresh_name
 from .thresholds import GATHER_SHARE, INNER_SHARE, Threshold
 
-#: einsum's subscript letters
+#: einsum's subscript letters, one per axis: a contraction of more axes than letters stays in the kernels
 LETTERS = string.ascii_letters
+
+#: the axes of an operand or of the output, each a number (its letter in einsum's subscripts)
+Axes = tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class Contraction:
-    """``scale * einsum(subscripts, *operands)``: the operands are the names of the tensors read, in order;
-    ``sizes`` the extents of the subscripts' letters, in alphabetical order."""
+    """``scale * einsum(subscripts, *operands)``: the operands are the names of the tensors read, in order, and
+    ``terms`` their axes, ``output`` the result's; the axes are numbered in the order the operands first read
+    them, and ``sizes`` gives their extents."""
 
-    subscripts: str
+    terms: tuple[Axes, ...]
+    output: Axes
     operands: tuple[str, ...]
     scale: float | int
     sizes: tuple[int, ...]
+
+    @property
+    def subscripts(self) -> str:
+        """einsum's subscripts, ``"ab,bc->ac"``."""
+        return f"{','.join(_letters(term) for term in self.terms)}->{_letters(self.output)}"
 
     def code(self, operands: list[str], buffer: str | None = None) -> str:
         """numpy code of the contraction over the operands' texts, C-contiguous. Two operands with no index in
@@ -63,100 +76,168 @@ class Contraction:
         that then costs a copy as long as the product, and takes several times as long to plan a product of
         many indices. Anything else is ``np.einsum``. ``buffer``, code with a ``{shape}`` to fill in, gives the
         array a product is written into where it lands in the output's order (a scratch array)."""
-        inputs, output = self.subscripts.split("->")
-        terms = inputs.split(",")
-        value = None
-        if len(terms) == 2 and all(len(set(t)) == len(t) for t in (*terms, output)):
-            value = self._product(terms, output, operands, buffer if self.scale == 1 else None)
+        pair = _Pair.of(self)
+        value = _product(pair, operands, buffer if self.scale == 1 else None) if pair else None
         if value is None:
             value = f"np.ascontiguousarray(np.einsum({self.subscripts!r}, {', '.join(operands)}, optimize=True))"
         return value if self.scale == 1 else f"{self.scale!r} * {value}"
 
-    def _product(self, terms: list[str], output: str, operands: list[str], buffer: str | None) -> str | None:
-        summed = [letter for letter in terms[0] if letter in terms[1] and letter not in output]
-        free = [[letter for letter in t if letter not in summed] for t in terms]
+
+def _letters(axes: Axes) -> str:
+    return "".join(LETTERS[axis] for axis in axes)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """A contraction of two operands that is one matrix product, batched or not: the axes ``summed`` (in both
+    operands and not in the output, in the first operand's order), and each operand's ``free`` ones (the rest,
+    in its order), which together are the output's."""
+
+    terms: tuple[Axes, Axes]
+    output: Axes
+    sizes: tuple[int, ...]
+    summed: Axes
+    free: tuple[Axes, Axes]
+
+    @staticmethod
+    def of(contraction: Contraction) -> _Pair | None:
+        """``contraction`` as a pair, or None: more or fewer operands, an axis twice in one, an axis in both that
+        the output keeps (a batch), or one summed within one operand."""
+        terms, output = contraction.terms, contraction.output
+        if len(terms) != 2 or any(len(set(axes)) != len(axes) for axes in (*terms, output)):
+            return None
+        summed = tuple(axis for axis in terms[0] if axis in terms[1] and axis not in output)
+        free = tuple(tuple(axis for axis in axes if axis not in summed) for axes in terms)
         if set(free[0]) & set(free[1]) or len(free[0]) + len(free[1]) != len(output):
-            return None  # a batch index, or an index summed within one operand: not one product
-        size = dict(zip(LETTERS, self.sizes))
-        batched = _batched(terms, output, operands, size, summed, buffer)
-        if batched:
-            return batched
-        swapped = "".join(free[0] + free[1]) != output and "".join(free[1] + free[0]) == output
-        first, second = (1, 0) if swapped else (0, 1)
-        landed = "".join(free[first] + free[second])
-        # the summed indices in the order an operand holds them: both operands viewed, else the larger one
-        pair = (terms[first], terms[second])
+            return None
+        return _Pair(terms, output, contraction.sizes, summed, free)
 
-        def viewed(order):
-            views = [term for term in pair if _lies_together(term, order)]
-            return len(views), max((math.prod(size[x] for x in term) for term in views), default=0)
+    def volume(self, axes: Axes) -> int:
+        """How many elements ``axes`` span."""
+        return math.prod(self.sizes[axis] for axis in axes)
 
-        order = max(("".join(x for x in term if x in summed) for term in pair), key=viewed)
-        rows = _matrix(operands[first], terms[first], order, size, summed_last=True)
-        columns = _matrix(operands[second], terms[second], order, size, summed_last=False)
-        shape = tuple(size[letter] for letter in landed)
-        if buffer and landed == output:
-            matrix = (math.prod(size[x] for x in free[first]), math.prod(size[x] for x in free[second]))
-            value = f"np.matmul({rows}, {columns}, out={buffer.format(shape=matrix)}).reshape({shape!r})"
-        else:
-            value = f"({rows} @ {columns}).reshape({shape!r})"
-        if landed != output:
-            value = f"np.ascontiguousarray({value}.transpose({tuple(landed.index(x) for x in output)!r}))"
-        return value
+    def shape(self, axes: Axes) -> tuple[int, ...]:
+        return tuple(self.sizes[axis] for axis in axes)
+
+    def summed_in(self, k: int) -> Axes:
+        """The summed axes in the order operand ``k`` holds them."""
+        return tuple(axis for axis in self.terms[k] if axis in self.summed)
 
 
-def _batched(terms: list[str], output: str, operands: list[str], size: dict, summed: list[str],
-             buffer: str | None) -> str | None:
+def _product(pair: _Pair, operands: list[str], buffer: str | None) -> str:
+    """The pair as one matrix product of the operands' texts, batched where :func:`_batched` finds it so."""
+    batched = _batched(pair, operands, buffer)
+    if batched:
+        return batched
+    first, second = (1, 0) if _swapped(pair) else (0, 1)
+    landed = pair.free[first] + pair.free[second]
+    # the summed indices in the order an operand holds them: both operands viewed, else the larger one
+    views = (pair.terms[first], pair.terms[second])
+
+    def viewed(order):
+        together = [axes for axes in views if _lies_together(axes, order)]
+        return len(together), max((pair.volume(axes) for axes in together), default=0)
+
+    order = max((pair.summed_in(first), pair.summed_in(second)), key=viewed)
+    rows = _matrix(operands[first], pair.terms[first], order, pair, summed_last=True)
+    columns = _matrix(operands[second], pair.terms[second], order, pair, summed_last=False)
+    shape = pair.shape(landed)
+    if buffer and landed == pair.output:
+        matrix = (pair.volume(pair.free[first]), pair.volume(pair.free[second]))
+        value = f"np.matmul({rows}, {columns}, out={buffer.format(shape=matrix)}).reshape({shape!r})"
+    else:
+        value = f"({rows} @ {columns}).reshape({shape!r})"
+    if landed != pair.output:
+        value = f"np.ascontiguousarray({value}.transpose({tuple(landed.index(x) for x in pair.output)!r}))"
+    return value
+
+
+def _swapped(pair: _Pair) -> bool:
+    """Whether the output holds the second operand's free axes first, then the first's."""
+    return pair.free[0] + pair.free[1] != pair.output and pair.free[1] + pair.free[0] == pair.output
+
+
+def _batched(pair: _Pair, operands: list[str], buffer: str | None) -> str | None:
     """A product batched over an operand's leading free indices, as a convolution's layouts make them, or None.
 
     ``x[n; k; z] * w[f; k] -> [n; f; z]``: per leading ``n``, the matrix ``w`` times ``x``'s slice, written as it
     lands (a convolution from its gather ``[n; c p q; i j]``, or its image gradient's contraction ``[n; c p q; i
     j]`` of ``dy[n; f; i j]`` and ``w[f; c p q]``). ``a[n; f; z] * b[n; g; z] -> [f; g]``: per ``n`` a product
     over ``z``, then the sum over ``n`` in order (a convolution's filter gradient)."""
-    letters = "".join(summed)
-
-    def volume(text):
-        return math.prod(size[x] for x in text)
-
     for a, b in ((0, 1), (1, 0)):
-        ta, tb = terms[a], terms[b]
-        start = ta.find(letters) if "".join(x for x in ta if x in summed) == letters else -1
-        lead, trail = ta[:start], ta[start + len(letters):]
-        if start > 0 and trail and output.startswith(lead) and output.endswith(trail):
-            middle = output[len(lead):len(output) - len(trail)]  # b's free indices, in its own order
-            if middle == "".join(x for x in tb if x not in summed):
-                shape = (volume(lead), volume(middle), volume(trail))
-                matrix = _matrix(operands[b], tb, letters, size, summed_last=True)
-                out = f", out={buffer.format(shape=shape)}" if buffer else ""
-                rows = f"{operands[a]}.reshape({volume(lead)}, {volume(letters)}, {volume(trail)})"
-                return f"np.matmul({matrix}, {rows}{out}).reshape({tuple(size[x] for x in output)!r})"
-    lead = os.path.commonprefix(terms)
-    trail = os.path.commonprefix([t[::-1] for t in terms])[::-1]
-    middles = [t[len(lead):len(t) - len(trail)] for t in terms]
-    order = (0, 1) if "".join(middles) == output else (1, 0)
-    if lead and trail and set(lead + trail) == set(summed) and "".join(middles[k] for k in order) == output:
-        first, second = (f"{operands[k]}.reshape({volume(lead)}, {volume(middles[k])}, {volume(trail)})"
-                         for k in order)
-        return (f"np.matmul({first}, {second}.transpose(0, 2, 1)).sum(axis=0)"
-                f".reshape({tuple(size[x] for x in output)!r})")
+        batched = _batched_per_lead(pair, a, b, operands, buffer)
+        if batched:
+            return batched
+    return _summed_over_lead(pair, operands)
+
+
+def _batched_per_lead(pair: _Pair, a: int, b: int, operands: list[str], buffer: str | None) -> str | None:
+    """``x[n; k; z] * w[f; k] -> [n; f; z]`` with ``a`` the operand ``x``, whose summed axes lie together between
+    free ones, and ``b`` the operand ``w``, whose free axes the output holds between ``x``'s; else None."""
+    ta, summed = pair.terms[a], pair.summed
+    start = _position(ta, summed) if pair.summed_in(a) == summed else None
+    if not start:
+        return None
+    lead, trail = ta[:start], ta[start + len(summed):]
+    output = pair.output
+    if not trail or output[:len(lead)] != lead or output[len(output) - len(trail):] != trail:
+        return None
+    middle = output[len(lead):len(output) - len(trail)]  # b's free indices, in its own order
+    if middle != pair.free[b]:
+        return None
+    shape = (pair.volume(lead), pair.volume(middle), pair.volume(trail))
+    matrix = _matrix(operands[b], pair.terms[b], summed, pair, summed_last=True)
+    out = f", out={buffer.format(shape=shape)}" if buffer else ""
+    rows = f"{operands[a]}.reshape({pair.volume(lead)}, {pair.volume(summed)}, {pair.volume(trail)})"
+    return f"np.matmul({matrix}, {rows}{out}).reshape({pair.shape(output)!r})"
+
+
+def _summed_over_lead(pair: _Pair, operands: list[str]) -> str | None:
+    """``a[n; f; z] * b[n; g; z] -> [f; g]``: the operands' common leading and trailing axes are the summed
+    ones, and their middles, in some order, the output; else None."""
+    lead = _common_prefix(*pair.terms)
+    trail = _common_prefix(*(axes[::-1] for axes in pair.terms))[::-1]
+    middles = [axes[len(lead):len(axes) - len(trail)] for axes in pair.terms]
+    order = (0, 1) if middles[0] + middles[1] == pair.output else (1, 0)
+    if not (lead and trail and set(lead + trail) == set(pair.summed)
+            and middles[order[0]] + middles[order[1]] == pair.output):
+        return None
+    first, second = (f"{operands[k]}.reshape({pair.volume(lead)}, {pair.volume(middles[k])}, {pair.volume(trail)})"
+                     for k in order)
+    return f"np.matmul({first}, {second}.transpose(0, 2, 1)).sum(axis=0).reshape({pair.shape(pair.output)!r})"
+
+
+def _position(axes: Axes, run: Axes) -> int | None:
+    """Where ``run`` lies together, in its order, in ``axes``; None where it does not."""
+    for start in range(len(axes) - len(run) + 1):
+        if axes[start:start + len(run)] == run:
+            return start
     return None
 
 
-def _lies_together(term: str, order: str) -> bool:
-    return term.startswith(order) or term.endswith(order)
+def _common_prefix(first: Axes, second: Axes) -> Axes:
+    length = 0
+    while length < min(len(first), len(second)) and first[length] == second[length]:
+        length += 1
+    return first[:length]
 
 
-def _matrix(text: str, term: str, order: str, size: dict, summed_last: bool) -> str:
-    """The operand ``text`` (C-contiguous, indices ``term``) as a matrix whose columns (``summed_last``) or rows
-    are its summed indices ``order``: a view, transposed or not, where they lie together in that order, first or
-    last; else a copy with its indices in that place."""
-    count = math.prod(size[letter] for letter in order)
-    if term.endswith(order):
+def _lies_together(axes: Axes, order: Axes) -> bool:
+    """Whether ``order`` is how ``axes`` begins or ends."""
+    return axes[:len(order)] == order or axes[len(axes) - len(order):] == order
+
+
+def _matrix(text: str, axes: Axes, order: Axes, pair: _Pair, summed_last: bool) -> str:
+    """The operand ``text`` (C-contiguous, of ``axes``) as a matrix whose columns (``summed_last``) or rows are its
+    summed axes ``order``: a view, transposed or not, where they lie together in that order, first or last; else
+    a copy with its axes in that place."""
+    count = pair.volume(order)
+    if axes[len(axes) - len(order):] == order:
         return f"{text}.reshape(-1, {count})" + ("" if summed_last else ".T")
-    if term.startswith(order):
+    if axes[:len(order)] == order:
         return f"{text}.reshape({count}, -1)" + (".T" if summed_last else "")
-    free = [term.index(letter) for letter in term if letter not in order]
-    summed = [term.index(letter) for letter in order]
+    free = [axes.index(axis) for axis in axes if axis not in order]
+    summed = [axes.index(axis) for axis in order]
     if summed_last:
         return f"{text}.transpose({tuple(free + summed)!r}).reshape(-1, {count})"
     return f"{text}.transpose({tuple(summed + free)!r}).reshape({count}, -1)"
@@ -165,7 +246,6 @@ def _matrix(text: str, term: str, order: str, size: dict, summed_last: bool) -> 
 #: a tensor split off a definition and computed first: the Function it is, and the contraction BLAS computes it
 #: by (None for a gather, which a kernel of its own writes)
 Part = tuple[Function, Contraction | None]
-
 
 
 def plain_index(index) -> str | None:
@@ -208,6 +288,41 @@ def _full_extent(node: Sum) -> int | None:
     return int(high.offset) + 1
 
 
+@dataclass(frozen=True)
+class _SummedProduct:
+    """A body that is sums over whole ranges ``0 .. n - 1`` of indices of their own (outermost first) of a product
+    of elements and numbers, under a gate whose other branch is 0 (``condition``, empty without one); ``extents``
+    the output's indices' and the sums' indices'."""
+
+    sums: list[Sum]
+    condition: tuple[Atom, ...]
+    body: Expr  # the product
+    factors: list[Expr]
+    extents: dict[str, int]
+
+    @property
+    def elements(self) -> list[Element]:
+        return [f for f in self.factors if isinstance(f, Element)]
+
+
+def _summed_product(fn: Function, gated: bool = False) -> _SummedProduct | None:
+    """``fn``'s body as a :class:`_SummedProduct`, with a gate only where ``gated``; None where it is not one (no
+    sum, a sum over part of a range or of an output index, anything but a product inside)."""
+    sums, body = _chain(fn.body)
+    extents = dict(zip(fn.indices, fn.shapes[fn.name]))
+    for node in sums:  # the one check that the sums cover whole dimensions
+        if _full_extent(node) is None or node.index in extents:
+            return None
+        extents[node.index] = _full_extent(node)
+    condition = ()
+    if gated and isinstance(body, If) and isinstance(body.otherwise, Number) and body.otherwise.value == 0:
+        condition, body = body.condition, body.then
+    factors = _factors(body)
+    if not sums or factors is None:
+        return None
+    return _SummedProduct(sums, condition, body, factors, extents)
+
+
 def reads_plainly(element: Element, shapes: dict, extents: dict) -> bool:
     """Whether every index of ``element`` is one index alone ranging over its whole dimension."""
     names = [plain_index(index) for index in element.indices]
@@ -216,35 +331,22 @@ def reads_plainly(element: Element, shapes: dict, extents: dict) -> bool:
 
 def contraction_of(fn: Function) -> Contraction | None:
     """``fn`` as a contraction, or None where its body is not a plain one (see the module's docstring)."""
-    shape = tuple(fn.shapes[fn.name])
-    if not shape:  # kernels store a scalar as one element; leave scalars to them
+    if not fn.shapes[fn.name]:  # kernels store a scalar as one element; leave scalars to them
         return None
-    extents = dict(zip(fn.indices, shape))
-    sums, body = _chain(fn.body)
-    for node in sums:
-        if _full_extent(node) is None or node.index in extents:
-            return None
-        extents[node.index] = _full_extent(node)
-    factors = _factors(body)
-    if not sums or factors is None:
-        return None
-    elements = [f for f in factors if isinstance(f, Element)]
+    product = _summed_product(fn)
+    elements = product.elements if product else []
     if not elements or any(not fn.shapes[e.name] for e in elements):
         return None
-    if not all(reads_plainly(e, fn.shapes, extents) for e in elements):
+    if not all(reads_plainly(e, fn.shapes, product.extents) for e in elements):
         return None  # an offset, a stride, a sum over part of a dimension, an index past the output's extent
-    letters, read = {}, set()
-    terms = []
-    for element in elements:
-        names = [plain_index(index) for index in element.indices]
-        read.update(names)
-        terms.append("".join(letters.setdefault(name, LETTERS[len(letters) % len(LETTERS)]) for name in names))
-    if len(letters) > len(LETTERS) or not set(fn.indices) <= read or not {s.index for s in sums} <= read:
+    axes: dict[str, int] = {}  # index name -> its axis, numbered as the elements first read them
+    terms = tuple(tuple(axes.setdefault(plain_index(index), len(axes)) for index in e.indices) for e in elements)
+    if len(axes) > len(LETTERS) or not set(fn.indices) | {s.index for s in product.sums} <= axes.keys():
         return None  # an output index no element reads would need a broadcast; an unread sum a count
-    scale = math.prod(f.value for f in factors if isinstance(f, Number))
-    output = "".join(letters[name] for name in fn.indices)
-    sizes = tuple(extents[name] for name in letters)
-    return Contraction(f"{','.join(terms)}->{output}", tuple(e.name for e in elements), scale, sizes)
+    scale = math.prod(f.value for f in product.factors if isinstance(f, Number))
+    output = tuple(axes[name] for name in fn.indices)
+    sizes = tuple(product.extents[name] for name in axes)
+    return Contraction(terms, output, tuple(e.name for e in elements), scale, sizes)
 
 
 def split_contractions(fn: Function, used: set[str], minimum: Threshold, known: list,
@@ -266,22 +368,31 @@ def split_contractions(fn: Function, used: set[str], minimum: Threshold, known: 
             continue
         name = fresh_name(f"{fn.name}_c", used)
         part = Function(name, kept, node, {**fn.shapes, name: tuple(extents[i] for i in kept)})
-        found, gathers = contraction_of(part), []
-        if found is None and minimum.reached(typical_terms(part)):
-            gathered = gathered_contraction(part, used, known, padded)
-            if gathered:
-                gathers, part = gathered
-                found = contraction_of(part)
-        if found is None or not minimum.reached(typical_terms(part)):
+        split = _split_part(part, used, minimum, known, padded)
+        if split is None:
             used.discard(name)
             padded.pop(name, None)  # the name may be given again, to another part
             continue
-        parts += [*gathers, (part, found)]
-        shapes[name] = part.shapes[name]
+        parts += split
+        shapes[name] = split[-1][0].shapes[name]
         body = replace(body, node, Element(name, tuple(Affine.index(i) for i in kept)))
     if not parts:
         return [], fn
     return parts, Function(fn.name, fn.indices, body, shapes)
+
+
+def _split_part(part: Function, used: set[str], minimum: Threshold, known: list, padded: dict) -> list[Part] | None:
+    """The sum ``part`` as a contraction reaching ``minimum``, plain or after the gathers it reads (those first,
+    then the contraction); None where it is neither."""
+    found, gathers = contraction_of(part), []
+    if found is None and minimum.reached(typical_terms(part)):
+        gathered = gathered_contraction(part, used, known, padded)
+        if gathered:
+            gathers, part = gathered
+            found = contraction_of(part)
+    if found is None or not minimum.reached(typical_terms(part)):
+        return None
+    return [*gathers, (part, found)]
 
 
 def part_key(part: Function, found: Contraction | None) -> object:
@@ -309,51 +420,52 @@ def gathered_contraction(fn: Function, used: set[str], known: list,
     padded copy (if any) and the gather, or None where the body is of another form, where a read leaves its
     tensor where no gate guards it, or where the gather is more than 1 / :data:`.thresholds.GATHER_SHARE` of the
     contraction's terms."""
-    sums, body = _chain(fn.body)
-    extents = dict(zip(fn.indices, fn.shapes[fn.name]))
-    for node in sums:
-        if _full_extent(node) is None or node.index in extents:
-            return None
-        extents[node.index] = _full_extent(node)
-    condition = ()
-    if isinstance(body, If) and isinstance(body.otherwise, Number) and body.otherwise.value == 0:
-        condition, body = body.condition, body.then
-    factors = _factors(body)
-    if not sums or factors is None or not fn.shapes[fn.name]:
-        return None
-    elements = [f for f in factors if isinstance(f, Element)]
-    gathered = [e for e in elements if not reads_plainly(e, fn.shapes, extents)]
-    if len(gathered) != 1 or len(elements) < 2:
-        return None
-    element = gathered[0]
-    names = {name for index in element.indices for name in index.names}
-    if not names <= extents.keys() or not all(index.is_integral for index in element.indices):
-        return None
-    if not GATHER_SHARE.reached(Fraction(typical_terms(fn), math.prod(extents[n] for n in names))):
+    product = _summed_product(fn, gated=True) if fn.shapes[fn.name] else None
+    element = _gathered_factor(fn, product) if product else None
+    if element is None:
         return None
     shape = tuple(fn.shapes[element.name])
-    padding = _padding(element, shape, condition, extents)
+    padding = _padding(element, shape, product.condition, product.extents)
     if padding is None:
         return None
     parts, read = [], element
     if any(low or high for low, high in padding):
         pad = _padded_copy(element.name, shape, padding, used, known)
         parts.append((pad, None))
-        padded[fn.name] = fn, sorted({e.name for e in elements if e is not element})
+        padded[fn.name] = fn, sorted({e.name for e in product.elements if e is not element})
         shape = tuple(pad.shapes[pad.name])
         read = Element(pad.name, tuple(index + low for index, (low, _) in zip(element.indices, padding)))
-    others = {n for e in elements if e is not element for index in e.indices for n in index.names}
-    layout = _gather_layout(read, shape, fn.indices, others, [node.index for node in sums], names)
+    names = {name for index in element.indices for name in index.names}
+    others = {n for e in product.elements if e is not element for index in e.indices for n in index.names}
+    layout = _gather_layout(read, shape, fn.indices, others, [node.index for node in product.sums], names)
     name = fresh_name(f"{fn.name}_g", used)
+    extents = product.extents
     gather, layout = _known(Function(name, layout, read, {read.name: shape, name: tuple(extents[n] for n in layout)}),
                             known)
     parts.append((gather, None))
     reading = Element(gather.name, tuple(Affine.index(n) for n in layout))
-    rewritten = body
-    for node in reversed(sums):  # the gate, if any, is the padded copy's now
+    rewritten = product.body
+    for node in reversed(product.sums):  # the gate, if any, is the padded copy's now
         rewritten = node.renewed(body=rewritten)
     shapes = {**fn.shapes, gather.name: gather.shapes[gather.name]}
     return parts, Function(fn.name, fn.indices, replace(rewritten, element, reading), shapes)
+
+
+def _gathered_factor(fn: Function, product: _SummedProduct) -> Element | None:
+    """The one factor of ``product`` (of two or more elements) read at affine indices of the sums' and the output's
+    indices rather than plainly, which a gather would read; None where there is not exactly one, or where its
+    gather would be past its share of the contraction's terms (:data:`.thresholds.GATHER_SHARE`)."""
+    elements = product.elements
+    gathered = [e for e in elements if not reads_plainly(e, fn.shapes, product.extents)]
+    if len(gathered) != 1 or len(elements) < 2:
+        return None
+    element = gathered[0]
+    names = {name for index in element.indices for name in index.names}
+    if not names <= product.extents.keys() or not all(index.is_integral for index in element.indices):
+        return None
+    if not GATHER_SHARE.reached(Fraction(typical_terms(fn), math.prod(product.extents[n] for n in names))):
+        return None
+    return element
 
 
 def _padding(element: Element, shape: tuple, condition: tuple, extents: dict) -> list[tuple[int, int]] | None:
@@ -466,52 +578,82 @@ def inner_contraction(fn: Function, used: set[str]) -> tuple[Function, Function]
     if len(sums) < 2 or factors is None:
         return None
     elements = [f for f in factors if isinstance(f, Element)]
-    in_bounds = {name for node in sums for a in (*node.lower, *node.upper) for name in a.names}
-    plain_reads = {}  # index name -> the sizes of the dimensions it is read at plainly
-    for element in elements:
-        for index, size in zip(element.indices, fn.shapes[element.name]):
-            for name in index.names:
-                plain_reads.setdefault(name, set()).add(size if plain_index(index) == name else None)
-    inside = [node for node in sums if node.index not in in_bounds and _full_extent(node) is not None
-              and plain_reads.get(node.index) == {_full_extent(node)}]
+    inside = _contractible(sums, elements, fn.shapes)
     if not inside or len(inside) == len(sums):
         return None
     contracted = {node.index for node in inside}
-    extents, fresh, reads, orders = {}, {}, {}, []  # orders: per element its indices, "" for a contracted one
-    for element in elements:
-        indices, order = [], []
-        for index, size in zip(element.indices, fn.shapes[element.name]):
-            if plain_index(index) in contracted:
-                indices.append(index)
-                order.append("")
-                continue
-            name = plain_index(index) or fresh.get(index) or fresh.setdefault(index, fresh_name(f"{fn.name}_v", used))
-            if extents.setdefault(name, size) != size:
-                return None
-            reads.setdefault(name, index)
-            indices.append(Affine.index(name))
-            order.append(name)
-        body = replace(body, element, Element(element.name, tuple(indices)))
-        orders.append(order)
-    layout = _inner_layout(orders, reads, fn.indices[-1] if fn.indices else None)
+    reads = _indexed_reads(fn, body, elements, contracted, used)
+    if reads is None:
+        return None
+    layout = _inner_layout(reads.orders, reads.at, fn.indices[-1] if fn.indices else None)
     name = fresh_name(f"{fn.name}_p", used)
-    shapes = {**fn.shapes, name: tuple(extents[n] for n in layout)}
+    shapes = {**fn.shapes, name: tuple(reads.extents[n] for n in layout)}
+    body = reads.body
     for node in reversed(inside):
         body = node.renewed(body=body)
     part = Function(name, tuple(layout), body, shapes)
     if contraction_of(part) is None or INNER_SHARE.exceeded(Fraction(typical_terms(part), typical_terms(fn))):
         return None
-    kept = Element(name, tuple(reads[n] for n in layout))  # the sums left read it where they read the factors
+    kept = Element(name, tuple(reads.at[n] for n in layout))  # the sums left read it where they read the factors
     for node in reversed([node for node in sums if node.index not in contracted]):
         kept = node.renewed(body=kept)
     return part, Function(fn.name, fn.indices, kept, shapes)
 
 
-def _inner_layout(orders: list[list[str]], reads: dict, lane: str | None) -> tuple[str, ...]:
+def _contractible(sums: list[Sum], elements: list[Element], shapes: dict) -> list[Sum]:
+    """The sums over whole dimensions that no sum's bounds read and that every element reads plainly, at a
+    dimension of the sum's extent."""
+    in_bounds = {name for node in sums for a in (*node.lower, *node.upper) for name in a.names}
+    plain_reads = {}  # index name -> the sizes of the dimensions it is read at plainly, None where not plainly
+    for element in elements:
+        for index, size in zip(element.indices, shapes[element.name]):
+            for name in index.names:
+                plain_reads.setdefault(name, set()).add(size if plain_index(index) == name else None)
+    return [node for node in sums if node.index not in in_bounds and _full_extent(node) is not None
+            and plain_reads.get(node.index) == {_full_extent(node)}]
+
+
+@dataclass(frozen=True)
+class _IndexedReads:
+    """The product ``body`` with each element's index that is not ``contracted`` an index of its own: plain ones
+    kept, each affine one a fresh name; ``at`` each of those names -> the affine index it stands for, ``extents``
+    its extent, ``orders`` per element its indices' names (None for a contracted one)."""
+
+    body: Expr
+    at: dict[str, Affine]
+    extents: dict[str, int]
+    orders: list[list[str | None]]
+
+
+def _indexed_reads(fn: Function, body: Expr, elements: list[Element], contracted: set[str],
+                   used: set[str]) -> _IndexedReads | None:
+    """:class:`_IndexedReads` of ``body`` (fresh names in ``used``); None where one name would stand for
+    dimensions of two extents."""
+    extents, fresh, at, orders = {}, {}, {}, []
+    for element in elements:
+        indices, order = [], []
+        for index, size in zip(element.indices, fn.shapes[element.name]):
+            if plain_index(index) in contracted:
+                indices.append(index)
+                order.append(None)
+                continue
+            name = plain_index(index) or fresh.get(index) or fresh.setdefault(index, fresh_name(f"{fn.name}_v", used))
+            if extents.setdefault(name, size) != size:
+                return None
+            at.setdefault(name, index)
+            indices.append(Affine.index(name))
+            order.append(name)
+        body = replace(body, element, Element(element.name, tuple(indices)))
+        orders.append(order)
+    return _IndexedReads(body, at, extents, orders)
+
+
+def _inner_layout(orders: list[list[str | None]], reads: dict, lane: str | None) -> tuple[str, ...]:
     """The indices of :func:`inner_contraction`'s tensor: one factor's free indices, and the other's in their place
     where the first holds the contracted ones together (a convolution's ``[n; c; p; q; i; j]`` from ``dy[n; f; i;
     j]`` and ``w[f; c; p; q]``, a batched product), or after them; the first of these whose last index moves with
-    the kernel's lanes (the last output index), so that the kernel reads it contiguously."""
+    the kernel's lanes (the last output index), so that the kernel reads it contiguously. ``orders``: per factor
+    its indices, None for a contracted one; ``reads``: an index -> the affine index it stands for."""
     candidates = []
     free = [[n for n in order if n] for order in orders]
     for first, second in ((0, 1), (1, 0))[:len(orders)]:
