@@ -172,6 +172,24 @@ def test_the_kept_fallback_and_the_guarded_product_are_nodes():
     assert "x_pad = _scratch.array('x_pad', (8, 3, 68, 68))" in render(module, target)
 
 
+def test_a_product_the_forward_pass_keeps_is_read_where_given():
+    """A dense layer's gradient reads ``x w^T`` again: the backward pass takes the forward pass's product where the
+    caller gave it (ReadKept), else computes it into a scratch array."""
+    fn = tab.parse("y[i; j] = exp (sum{k}_0^255 (x[i; k] * w[j; k])) * b[j]",
+                   {"y": (256, 256), "x": (256, 256), "w": (256, 256), "b": (256,)})
+    target = KERNEL_TARGETS["numba"]
+    grads = tab.derive(fn).simplified
+    module = gradients_module(grads, target)
+    (kept,) = nodes(module, ir.ReadKept)
+    (product,) = kept.otherwise
+    assert kept.kept == "y_c" and product.into_scratch and product.contraction.operands == ("x", "w")
+    assert module.entries[1].returns == ir.Return(("y", "y_c"), every=True)  # _values hands it over
+    assert module.entries[-1].params[-1] == "y_c=None"
+    source = gradients_source(grads, "numba")
+    fallback = f"        if y_c is not None:\n            {kept.out} = y_c\n        else:\n            {kept.out} = np."
+    assert fallback in source
+
+
 @pytest.mark.parametrize("target", ["numpy", "numba", "cuda", "numba-scatter", "cuda-scatter"])
 @pytest.mark.parametrize("subject", [PLAIN, LANES, DENSE])
 def test_a_module_is_its_pieces_rendered_once(subject, target):
