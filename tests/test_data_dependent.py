@@ -1,4 +1,4 @@
-"""Data-dependent operations (issue 13): conditions on values, ``max (a, b)`` and ``min (a, b)``, and max / min
+"""Data-dependent operations: conditions on values, ``max (a, b)`` and ``min (a, b)``, and max / min
 reductions, checked against numpy written independently (argmax for the routing of the adjoint).
 
 The convention for kinks and ties is one, PyTorch's: a condition on values sends the adjoint into the branch it

@@ -167,7 +167,7 @@ def test_conditional_functions_against_finite_differences(fn):
     ("f[] = sum{k}_0^0 (if {k >= 1} then (2) else (w[]))", {"f": (), "w": ()}),
 ])
 def test_a_condition_that_never_holds_keeps_its_else(text, shapes):
-    """Issue 10: both derived dw[] = 0, as if the element's own if were the zero-else gate; dw = df."""
+    """Both once derived dw[] = 0, as if the element's own if were the zero-else gate; dw = df."""
     fn = tab.parse(text, shapes)
     grads = tab.derive(fn)
     assert str(grads["w"]) in ("dw[] = df[0]", "dw[] = df[]")
@@ -197,7 +197,7 @@ def assert_names_apart(grads, fn):
 @example(tab.parse("a[i] = b[2 * i]", {"a": (1,), "b": (1,)}))
 @example(tab.parse("a[i; j] = b[2 * i + 2 * j]", {"a": (1, 1), "b": (1,)}))
 def test_made_up_names_never_meet_the_users(fn):
-    """Issue 10: an argument dx of f got the gradient dx[dx_0] = df[dx_0] * dx[dx_0], which read itself."""
+    """An argument dx of f once got the gradient dx[dx_0] = df[dx_0] * dx[dx_0], which read itself."""
     first = tab.derive(fn)
     gradient = first[fn.arguments[0]]  # called d<x>, and it reads x
     for grads, of in [(first, fn), (tab.derive(gradient), gradient)]:
@@ -242,19 +242,20 @@ def test_second_order_gradients_are_named_apart_from_the_first():
 # --- deep trees ----------------------------------------------------------------------------
 
 def test_the_box_decision_walks_deep_if_chains_without_recursion():
-    """The parser limits the depth of a function; its derivatives are deeper (issue 10: RecursionError)."""
-    from tensoradbook.ad.derive import _box_decide
+    """The parser limits the depth of a function; its derivatives are deeper, and a recursive walk would hit
+    Python's recursion limit."""
+    from tensoradbook.ad.contribution import box_decided
     from tensoradbook.lang.expr import Atom, Element
 
     never = (Atom(Affine.of({"dx_0": 1}, -5), inequality=True),)  # dx_0 >= 5 on a box of 3
     expression = Element("df", (Affine.index("dx_0"),))
     for _ in range(3 * sys.getrecursionlimit()):
         expression = If(never, Number(1), expression)
-    assert _box_decide(expression, ["dx_0"], (3,)) == Element("df", (Affine.index("dx_0"),))
+    assert box_decided(expression, ["dx_0"], (3,)) == Element("df", (Affine.index("dx_0"),))
 
 
 def test_sums_are_made_unique_deep_in_a_tree_without_recursion():
-    from tensoradbook.ad.derive import apart
+    from tensoradbook.lang.names import apart
     from tensoradbook.lang.expr import Element
 
     def sum_k():
@@ -345,7 +346,7 @@ def test_a_zero_then_branch_guards_the_whole_product():
 def test_a_sums_body_keeps_the_if_around_the_sum(condition, read, guard):
     """The simplified gradients derive a sum's body again from its adjoint's tensor dg_u, which is 0 outside the
     if around the sum, but 0 does not stop a read: the sweep starts from dg_u under that if, so b[db_z0 - 1]
-    is read only from db_z0 = 1 (issue 22). The gradients read back: the parser's exact range check."""
+    is read only from db_z0 = 1. The gradients read back: the parser's exact range check."""
     fn = tab.parse(f"g[p; i] = log (if {{{condition}}} then (sum{{u}}_0^0 (erf ({read}) * b[-2 * u])) else "
                    "(exp (sqrt (2))))", {"g": (3, 3), "b": (2,)})
     simplified = tab.derive(fn).simplified
@@ -497,15 +498,15 @@ def test_replace_free_leaves_an_element_whose_index_a_sum_inside_rebinds():
        st.integers(-6, 6), st.integers(-40, 40), st.integers(-(2**60), 2**60))
 @example(3 * (2**53 - 1), -2, 0, 0)
 def test_a_modulus_past_max_integer_splits_into_the_same_condition(modulus, coefficient, constant, shift):
-    """derive._small_moduli against the atom itself on index values around multiples of the modulus: the split
+    """contribution.small_moduli against the atom itself on index values around multiples of the modulus: the split
     conditions (Chinese remainder theorem, a common factor divided out) hold exactly where the atom does, and
     their moduli are below MAX_INTEGER unless a prime power reaches it (2**54 stays)."""
-    from tensoradbook.ad.derive import _small_moduli
+    from tensoradbook.ad.contribution import small_moduli
     from tensoradbook.lang.expr import Atom
     from tensoradbook.lang.limits import MAX_INTEGER
 
     atom = Atom(Affine.of({"b": coefficient}, constant), modulus)
-    split = _small_moduli((atom,))
+    split = small_moduli((atom,))
     assert all(a.modulus < MAX_INTEGER for a in split) or modulus == 2**54
     for b in (shift, shift % modulus, modulus * 3 + constant, -constant, 0, 1, modulus // 2):
         assert all(a.holds({"b": b}) for a in split) == atom.holds({"b": b})
@@ -520,3 +521,13 @@ def test_a_derivative_past_max_integer_is_refused_with_the_limit():
         tab.derive("out[j] = min{t}_(-9007199254740991)^(j + 3) (log1p(W[]))", shapes)
     gradient = tab.derive("out[j] = min{t}_(-9007199254740985)^(j + 3) (log1p(W[]))", shapes)["W"]
     assert tab.parse(str(gradient), gradient.shapes) == gradient
+
+
+def test_hoisting_a_sum_whose_varying_factors_fold_is_idempotent():
+    """``sum{k}_0^0 (if {0 >= 0} then (0) else (x[k]))``: the decided gate folds the only factor that reads ``k``
+    to 0, and the first pass already gives what a second one would (found by test_kernels' hypothesis search)."""
+    from tensoradbook.lang.simplify import hoist_invariants
+
+    fn = tab.parse("f[] = sum{k}_0^0 (if {0 >= 0} then (0) else (x[k]))", {"f": (), "x": (1,)})
+    once = hoist_invariants(fn.body)
+    assert hoist_invariants(once) == once

@@ -1,4 +1,4 @@
-"""Programs of several definitions (issue 13, part 1): parsing with line-numbered carets, evaluation, and
+"""Programs of several definitions: parsing with line-numbered carets, evaluation, and
 reverse accumulation across the definitions (report sec. 2, eqs. 1-3, at the tensor level).
 
 Oracles: numpy written out by hand for the values; for the gradients, finite differences

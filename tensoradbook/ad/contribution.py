@@ -159,7 +159,7 @@ def solved(fn: Function, geometry: Lattice, occurrence: Occurrence, shapes: dict
         adjoint = replace_free(adjoint, element, Element(element.name, tuple(Affine.index(b) for b in beta)))
     body = _nested_sums(_small_moduli_everywhere(substitute(adjoint, mapping)), bounds, z_names)
     atoms = [*geometry.conditions, *_range_conditions(system, rhs)]
-    expression = _box_decide(if_(_small_moduli(atoms), body, ZERO), beta, fn.shapes[element.name])
+    expression = box_decided(if_(small_moduli(atoms), body, ZERO), beta, fn.shapes[element.name])
     n_z = len(z_names)
     return Contribution(element, geometry, np.array(kernel, dtype=object).reshape(len(geometry.alpha), n_z),
                         system, expression, occurrence.scope, occurrence.adjoint)
@@ -262,7 +262,7 @@ def _small_residue(atom: Atom) -> Atom:
     return Atom(Affine.of({name: c % m for name, c in affine.terms}, affine.constant % m), m)
 
 
-def _small_moduli(atoms) -> tuple[Atom, ...]:
+def small_moduli(atoms) -> tuple[Atom, ...]:
     """``atoms`` with every modulus below MAX_INTEGER where it can be, the same conditions: the residues of
     :func:`_small_residue`, and a modulus that a denominator multiplied past it split by the Chinese remainder
     theorem. Substituting ``n = dx_0 / 3`` into ``(2 - 2 n) % M = 2`` gives ``-2 dx_0 % 3 M = 0`` (eq. 41's
@@ -301,11 +301,11 @@ def _coprime_factors(m: int) -> tuple[int, ...]:
 
 
 def _small_moduli_everywhere(expression: Expr) -> Expr:
-    """:func:`_small_moduli` on the conditions of every ``if`` in ``expression``."""
+    """:func:`small_moduli` on the conditions of every ``if`` in ``expression``."""
     def step(node, children):
         node = with_children(node, children)
         if isinstance(node, If):
-            condition = _small_moduli(node.condition)
+            condition = small_moduli(node.condition)
             if condition != node.condition:
                 return If(condition, node.then, node.otherwise, node.span)
         return node
@@ -368,7 +368,7 @@ def _within_max_integer(gradient: Function, fn: Function) -> Function:
                           f"{fn.name} further from it")
 
 
-def _never_reached(fn: Function, scope: tuple[Sum, ...]) -> bool:
+def never_reached(fn: Function, scope: tuple[Sum, ...]) -> bool:
     """Whether a sum of ``scope`` is empty at every element of the output's box, so an occurrence inside it
     adds nothing. Its Fourier-Motzkin bounds would add the sum's lower and upper bounds, which the parser
     bounds by MAX_INTEGER each, not their sum (``max [9007199254740991 + p; 1]`` to ``3`` gave 2**54)."""
@@ -381,12 +381,12 @@ def _never_reached(fn: Function, scope: tuple[Sum, ...]) -> bool:
     return False
 
 
-def _depth(node: Expr) -> int:
+def sum_depth(node: Expr) -> int:
     """How many sums there are: an upper bound on the kernel dimension beyond the output's."""
     return sum(isinstance(n, Sum) for n in postorder(node))
 
 
-def _box_decide(expression: Expr, beta: list[str], shape) -> Expr:
+def box_decided(expression: Expr, beta: list[str], shape) -> Expr:
     """Decide the conditions of the ``if``s on the gradient's box ``0 <= beta < shape``
     (:func:`~tensoradbook.lang.simplify.decided_on`).
 

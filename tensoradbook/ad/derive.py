@@ -32,16 +32,14 @@ from ..lang.function import Function
 from ..lang.names import all_names, apart, fresh_name
 from ..lang.parser import parse
 from ..lang.program import Program
-from .contribution import (Contribution, _box_decide, _depth, _never_reached, _small_moduli, extended_domain,
-                           gradient_function, lattice, solved)
+from .contribution import Contribution, extended_domain, gradient_function, lattice, never_reached, solved, sum_depth
 from .gradient_map import GradientMap
 from .kernel_form import KeptSum, kept_sums, kernel_form
 from .program import program_gradients
 from .reverse import ReverseSweep, reverse_accumulate
 
-# what code written against this module imports from it
-__all__ = ["Contribution", "GradientMap", "Gradients", "apart", "derive", "extended_domain", "_box_decide",
-           "_small_moduli"]
+# what code written against this module imports from it: the chapters read extended_domain here
+__all__ = ["Contribution", "GradientMap", "Gradients", "derive", "derive_function", "extended_domain"]
 
 
 @dataclass(frozen=True)
@@ -168,10 +166,10 @@ def derive_function(fn: Function) -> Gradients:
         gradient = gradients[name]
         names = set(used)
         beta = [fresh_name(f"{gradient}_{k}", names) for k in range(len(fn.shapes[name]))]
-        z_names = [fresh_name(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + _depth(fn.body))]
+        z_names = [fresh_name(f"{gradient}_z{k}", names) for k in range(len(fn.indices) + sum_depth(fn.body))]
         parts = []
         for occurrence in sweep.occurrences:
-            if occurrence.element.name == name and not _never_reached(fn, occurrence.scope):
+            if occurrence.element.name == name and not never_reached(fn, occurrence.scope):
                 geometry = lattice(fn, occurrence, beta, z_names)
                 parts.append(solved(fn, geometry, occurrence, shapes, geometry.inverse.kernel.tolist()))
         gradient_shapes = dict(shapes)

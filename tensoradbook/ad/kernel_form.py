@@ -22,7 +22,7 @@ from ..lang.expr import Affine, Binary, Element, Expr, If, Number, Sum, Unary, m
 from ..lang.function import Function
 from ..lang.names import fresh_name
 from ..lang.simplify import ZERO, if_, peel_gates
-from .contribution import _never_reached, gradient_function, solved
+from .contribution import gradient_function, never_reached, solved
 from .reverse import Occurrence, ReverseSweep, SweepStep, reverse_accumulate
 
 
@@ -61,7 +61,7 @@ def kernel_form(fn: Function, adjoint_name: str, sweep: ReverseSweep, kept: tupl
     functions, parts_of = {}, {}
     for name, gradient in report.items():
         parts = tuple(solved(fn, lattices[occ.element, occ.scope], occ, shapes, _loop_order(occ, lattices, shapes))
-                      for occ in occurrences if occ.element.name == name and not _never_reached(fn, occ.scope))
+                      for occ in occurrences if occ.element.name == name and not never_reached(fn, occ.scope))
         gradient_shapes = dict(shapes)
         gradient_shapes[gradient.name] = tuple(fn.shapes[name])
         functions[name] = gradient_function(fn, gradient.name, gradient.indices, parts, gradient_shapes, hoisted=True)

@@ -20,9 +20,13 @@ from .ops import COMPARISONS
 
 
 def number(value) -> Number:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+    if isinstance(value, float) and value.is_integer() and abs(value) < MAX_INTEGER:
         value = int(value)
     return Number(value)
+
+
+# The bits of the largest integer power folded into a constant: past MAX_INTEGER it would not read back anyway.
+_MAX_BITS = math.log2(MAX_INTEGER)
 
 
 def _folded(value, op: str, a: Expr, b: Expr) -> Expr:
@@ -162,7 +166,7 @@ def power(a: Expr, b: Expr) -> Expr:
     if y == 0:
         return ONE
     # folded only where the power is small: 2 ** (2 ** 52) would never finish
-    if isinstance(x, int) and isinstance(y, int) and y > 0 and (abs(x) < 2 or y * math.log2(abs(x)) < 53):
+    if isinstance(x, int) and isinstance(y, int) and y > 0 and (abs(x) < 2 or y * math.log2(abs(x)) < _MAX_BITS):
         return _folded(x**y, "**", a, b)
     return Binary("**", a, b)
 
@@ -500,7 +504,12 @@ def _hoisted(node: Expr, children: list[Expr], sums: tuple, ranges: dict) -> Exp
         return node
     if node.op != "sum":  # max_k (c * x[k]) is not c * max_k x[k] for c < 0: nothing moves out
         return node.renewed(body=children[0])
-    negated, factors = _factors(children[0])
+    return _hoisted_sum(node, children[0], sums, ranges)
+
+
+def _hoisted_sum(node: Sum, body: Expr, sums: tuple, ranges: dict) -> Expr:
+    """The sum ``node`` over ``body`` (hoisted already) with the factors and gates free of its index outside it."""
+    negated, factors = _factors(body)
     # A factor "if {c} then (x) else (0)" with c free of the sum's index gates the whole sum.
     gates = []
     for k, factor in enumerate(factors):
@@ -509,13 +518,17 @@ def _hoisted(node: Expr, children: list[Expr], sums: tuple, ranges: dict) -> Exp
             gates += factor.condition
             factors[k] = factor.then
     if gates:
-        inner = _hoisted(node, [_product(factors)], sums, ranges)
+        inner = _hoisted_sum(node, _product(factors), sums, ranges)
         return if_(tuple(gates), neg(inner) if negated else inner, ZERO)
     if not never_empty(node, sums, ranges):  # nothing moves out: see hoist_invariants
-        return node.renewed(body=children[0])
+        return node.renewed(body=body)
     varies = [_mentions(f, node.index) for f in factors]
     outside = [f for f, v in zip(factors, varies) if not v]
     inside = [f for f, v in zip(factors, varies) if v]
+    if inside and not _mentions(_product(inside), node.index):
+        # the varying factors fold to a constant together (a gate decided: if {0 >= 0} then (0) else (x[k])):
+        # equal terms, as a second pass would find them
+        outside, inside = [*outside, _product(inside)], []
     if inside:
         summed = node.renewed(body=_product(inside))
     elif all(a.is_constant for a in node.lower + node.upper) and _count(node) < MAX_INTEGER:
