@@ -22,7 +22,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba.extending import register_jitable
 
 from ..codegen.cache import package_jit
 from .instructions import ARITY, instruction
@@ -545,104 +544,6 @@ def greedy_order(pred_start, preds, is_output, n):
     return sequence
 
 
-@register_jitable
-def _lump_reads(j, begin, end, sequence, pred_start, preds, remaining, lump_of, is_output, killed_mark, read_mark,
-                killed, read):
-    """The values lump ``j`` (vertices ``sequence[begin:end]``) reads from before it, split into those it reads
-    last (``killed``, whose slots it frees) and the others (``read``); the counts of each."""
-    nk = 0
-    nr = 0
-    for position in range(begin, end):
-        v = sequence[position]
-        for i in range(pred_start[v], pred_start[v + 1]):
-            p = preds[i]
-            remaining[p] -= 1
-            if lump_of[p] == j:
-                continue
-            if remaining[p] == 0 and not is_output[p]:
-                killed_mark[p] = j
-                killed[nk] = p
-                nk += 1
-            elif read_mark[p] != j:
-                read_mark[p] = j
-                read[nr] = p
-                nr += 1
-    return nk, nr
-
-
-@register_jitable
-def _operand(a, j, ops, value, lump_of, local, slot):
-    """Node ``a`` as an operand of lump ``j``: its instruction there (a constant, or a node of the lump), else the
-    slot its value is in (``-1 - slot``)."""
-    p = value[a]
-    if ops[a] == CONST or p < 0 or lump_of[p] == j:
-        return local[a]
-    return -1 - slot[p]
-
-
-@register_jitable
-def _write_instructions(j, begin, end, sequence, member_start, members, ops, arg0, arg1, consts, value, lump_of,
-                        slot, local, const_mark, out_ops, out_arg0, out_arg1, out_consts, size):
-    """Lump ``j``'s instructions from ``size`` on: each vertex's nodes in the order made, each after copies of the
-    constants it reads that the lump has not copied yet; the new size."""
-    base = size
-    for position in range(begin, end):
-        v = sequence[position]
-        for m in range(member_start[v], member_start[v + 1]):
-            node = members[m]
-            count = ARITY[ops[node]]
-            for k in range(count):
-                a = arg0[node] if k == 0 else arg1[node]
-                if ops[a] == CONST and const_mark[a] != j:
-                    const_mark[a] = j
-                    local[a] = size - base
-                    out_ops[size] = CONST
-                    out_consts[size] = consts[a]
-                    size += 1
-            if count > 0:
-                out_arg0[size] = _operand(arg0[node], j, ops, value, lump_of, local, slot)
-            if count > 1:
-                out_arg1[size] = _operand(arg1[node], j, ops, value, lump_of, local, slot)
-            out_ops[size] = ops[node]
-            out_consts[size] = consts[node]
-            local[node] = size - base
-            size += 1
-    return size
-
-
-@register_jitable
-def _take_slots(begin, end, sequence, n, remaining, is_output, home, slot, killed, nk, new):
-    """The lump's new values (those used later, and outputs) into ``new``, each given a slot the killed values
-    free: its home register's where that is among them, else the first left. The freed slots, sorted, and the
-    number of new values."""
-    free = np.empty(nk, dtype=np.int64)
-    for i in range(nk):
-        free[i] = slot[killed[i]]
-        slot[killed[i]] = -1
-    free = np.sort(free)
-    taken = np.zeros(nk, dtype=np.uint8)
-    nn = 0
-    for position in range(begin, end):
-        v = n + sequence[position]
-        if remaining[v] > 0 or is_output[v]:
-            new[nn] = v
-            nn += 1
-    for i in range(nn):
-        for f in range(nk):
-            if not taken[f] and free[f] == home[new[i]]:
-                taken[f] = 1
-                slot[new[i]] = free[f]
-                break
-    f = 0
-    for i in range(nn):
-        if slot[new[i]] < 0:
-            while taken[f]:
-                f += 1
-            taken[f] = 1
-            slot[new[i]] = free[f]
-    return free, nn
-
-
 @_jit
 def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, arg1, consts, value,
           is_output, home, n):
@@ -654,11 +555,14 @@ def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, a
     constants they use. Also returns the final slot of every value and the
     lump of every vertex.
     """
+    # One function on purpose, as _forward and _backward: Numba counts a reference to every array passed to a
+    # helper, on every call, and per lump that costs more than the lump's own work.
     values = len(is_output)
     lumps = len(cuts) - 1
     remaining = _uses(pred_start, preds, values)
     slot = np.full(values, -1, dtype=np.int64)
-    slot[:n] = np.arange(n)
+    for i in range(n):
+        slot[i] = i
     lump_of = np.full(values, -1, dtype=np.int64)
     killed_mark = np.full(values, -1, dtype=np.int64)
     read_mark = np.full(values, -1, dtype=np.int64)
@@ -683,14 +587,79 @@ def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, a
     reads = 0
     for j in range(lumps):
         begin, end = cuts[j], cuts[j + 1]
-        lump_of[n + sequence[begin:end]] = j
-        nk, nr = _lump_reads(j, begin, end, sequence, pred_start, preds, remaining, lump_of, is_output,
-                             killed_mark, read_mark, killed, read)
-        size = _write_instructions(j, begin, end, sequence, member_start, members, ops, arg0, arg1, consts, value,
-                                   lump_of, slot, local, const_mark, out_ops, out_arg0, out_arg1, out_consts, size)
+        for position in range(begin, end):
+            lump_of[n + sequence[position]] = j
+        nk = 0
+        nr = 0
+        for position in range(begin, end):
+            v = sequence[position]
+            for i in range(pred_start[v], pred_start[v + 1]):
+                p = preds[i]
+                remaining[p] -= 1
+                if lump_of[p] == j:
+                    continue
+                if remaining[p] == 0 and not is_output[p]:
+                    killed_mark[p] = j
+                    killed[nk] = p
+                    nk += 1
+                elif read_mark[p] != j:
+                    read_mark[p] = j
+                    read[nr] = p
+                    nr += 1
+        # Instructions: each vertex's nodes in the order made; operands from before the lump are slots.
+        base = size
+        for position in range(begin, end):
+            v = sequence[position]
+            for m in range(member_start[v], member_start[v + 1]):
+                node = members[m]
+                for k in range(ARITY[ops[node]]):
+                    a = arg0[node] if k == 0 else arg1[node]
+                    if ops[a] == CONST and const_mark[a] != j:
+                        const_mark[a] = j
+                        local[a] = size - base
+                        out_ops[size] = CONST
+                        out_consts[size] = consts[a]
+                        size += 1
+                for k in range(ARITY[ops[node]]):
+                    a = arg0[node] if k == 0 else arg1[node]
+                    p = value[a]
+                    inside = ops[a] == CONST or p < 0 or lump_of[p] == j
+                    operand = local[a] if inside else -1 - slot[p]
+                    if k == 0:
+                        out_arg0[size] = operand
+                    else:
+                        out_arg1[size] = operand
+                out_ops[size] = ops[node]
+                out_consts[size] = consts[node]
+                local[node] = size - base
+                size += 1
         node_start[j + 1] = size
-        free, nn = _take_slots(begin, end, sequence, n, remaining, is_output, home, slot, killed, nk, new)
-        # The lump writes its new values in the order of the slots they take.
+        # Slots: the new values take the slots the killed values free.
+        free = np.empty(nk, dtype=np.int64)
+        for i in range(nk):
+            free[i] = slot[killed[i]]
+            slot[killed[i]] = -1
+        free = np.sort(free)
+        taken = np.zeros(nk, dtype=np.uint8)
+        nn = 0
+        for position in range(begin, end):
+            v = n + sequence[position]
+            if remaining[v] > 0 or is_output[v]:
+                new[nn] = v
+                nn += 1
+        for i in range(nn):
+            for f in range(nk):
+                if not taken[f] and free[f] == home[new[i]]:
+                    taken[f] = 1
+                    slot[new[i]] = free[f]
+                    break
+        f = 0
+        for i in range(nn):
+            if slot[new[i]] < 0:
+                while taken[f]:
+                    f += 1
+                taken[f] = 1
+                slot[new[i]] = free[f]
         for f in range(nk):
             for i in range(nn):
                 if slot[new[i]] == free[f]:
