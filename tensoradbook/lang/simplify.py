@@ -108,6 +108,13 @@ def mul(a: Expr, b: Expr) -> Expr:
         return _folded(x * y, "*", a, b)
     if x == 0 or y == 0:
         return ZERO
+    gated = _gated_product(a, b)
+    return gated if gated is not None else _plain_product(a, b, x, y)
+
+
+def _gated_product(a: Expr, b: Expr) -> Expr | None:
+    """``a * b`` where a factor is an ``if`` or a select with a zero branch: the condition around the product;
+    None where neither is."""
     # The condition guards the whole product, so that no factor reads where it does not hold
     # (the derivative of "if {i >= 1} then (x[i] * y[i - 1])" must not read y[-1] at i = 0).
     if _gate(a):
@@ -125,6 +132,11 @@ def mul(a: Expr, b: Expr) -> Expr:
         if isinstance(select_, Select) and ZERO in (select_.then, select_.otherwise):
             branches = [mul(t, other) if first else mul(other, t) for t in (select_.then, select_.otherwise)]
             return select(select_.op, select_.left, select_.right, *branches)
+    return None
+
+
+def _plain_product(a: Expr, b: Expr, x, y) -> Expr:
+    """``a * b`` without gates: units and signs folded, a constant factor first (``x`` and ``y`` their values)."""
     if x == 1:
         return b
     if y == 1:
