@@ -27,7 +27,7 @@ from ..lang.expr import Element, If, Number, Sum
 from ..lang.function import Function
 from ..lang.printer import expr_text
 from .answers import parse_answer, read_function, read_int_matrix, read_int_triple, vector_text
-from .checking import ATOL, RTOL, Wrong, pending, verdict
+from .checking import ATOL, RTOL, Wrong, close, pending, verdict
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = [
@@ -104,16 +104,14 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
                 values[extra] = rng.uniform(0.5, 1.5, truth_fn.shapes[extra])
         right = truth_fn.evaluate(values)
         yours = mine.evaluate(values)
-        close = np.isclose(yours, right, rtol=RTOL, atol=ATOL * max(1.0, float(np.abs(right).max(initial=0))))
-        if close.all():
+        agree = close(yours, right)
+        if agree.all():
             continue
-        problems += element_problems(gradient, yours, right, close, ATOL,
+        problems += element_problems(gradient, yours, right, agree, ATOL,
                                       lambda b: f"no element of {fn.name} reads {argument}{index_text(b)}",
                                       "a Kronecker delta / condition is missing")
         break
-    return CheckResult(name, not problems, problems,
-                       note="" if problems else f"Your expression agrees with the core's derivative on "
-                                                f"{trials} random inputs.")
+    return verdict(name, problems, note=f"Your expression agrees with the core's derivative on {trials} random inputs.")
 
 
 def _element_points(fn, argument: str, beta: tuple) -> list:
@@ -443,8 +441,8 @@ def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckR
                                              f"transpose; a Jacobian has one row per element of {fn.name} (eq. 5)"])
         return CheckResult(name, False, [f"the Jacobian must be {rows}x{cols} (elements of {fn.name} x elements "
                                          f"of {argument}), yours has shape {mine.shape}"])
-    close = np.isclose(mine, J, rtol=RTOL, atol=_JACOBIAN_ATOL)
-    if close.all():
+    agree = np.isclose(mine, J, rtol=RTOL, atol=_JACOBIAN_ATOL)
+    if agree.all():
         return CheckResult(name, True)
     perm_out = np.array([np.ravel_multi_index(np.unravel_index(k, out_shape, order="C"), out_shape, order="F")
                          for k in range(rows)], dtype=int)

@@ -22,7 +22,7 @@ from ..lang.evaluate import bound_value
 from ..lang.expr import Element, If, Sum, walk
 from ..lang.printer import bound_text, expr_text
 from .answers import read_function, read_range
-from .checking import ATOL, RTOL, Problems, Wrong, pending, require_callable, verdict
+from .checking import ATOL, Problems, Wrong, close, pending, require_callable, verdict
 from .feedback import CheckResult, element_problems, index_text
 
 __all__ = ["check_gradient_element", "check_scatter_races", "check_max_contention", "check_gather_bounds"]
@@ -188,11 +188,10 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
         except Wrong as err:
             return err.result(name)
         right = grads.evaluate(args, df)[argument]
-        scale = max(1.0, float(np.abs(right).max(initial=0)))
-        close = np.isclose(yours, right, rtol=RTOL, atol=ATOL * scale)
-        if close.all():
+        agree = close(yours, right)
+        if agree.all():
             continue
-        problems = element_problems(gradient, yours, right, close, ATOL,
+        problems = element_problems(gradient, yours, right, agree, ATOL,
                                      lambda b: f"{fn.name} never reads {argument}{index_text(b)}",
                                      "a condition is missing, or a loop runs too far")
         return CheckResult(name, False, problems)

@@ -51,7 +51,7 @@ from ..lang.printer import atom_text, expr_text
 from ..lang.simplify import ZERO, atom_truth
 from ..lang.tokens import TOKEN
 from .answers import read_function
-from .checking import ATOL, RTOL, Problems, Wrong, pending, require_callable, type_name
+from .checking import ATOL, RTOL, Problems, Wrong, close, pending, require_callable, type_name
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_reads", "check_adjoints", "check_index_solve", "check_box_solutions", "check_algorithm4",
@@ -351,10 +351,10 @@ def _values_of(expr: Expr, alpha, shapes: dict, holder: str, box, values: dict, 
 
 
 def _close(got, right) -> np.ndarray:
-    """Where ``got`` equals ``right`` to rounding, relative to the largest element of ``right``: the values of
-    sec. 6 are near 1e-8 (``exp`` of minus a sum of five terms), so an absolute tolerance would pass anything."""
-    scale = max(float(np.abs(right).max(initial=0)), np.finfo(float).tiny)
-    return np.isclose(got, right, rtol=RTOL, atol=ATOL * scale)
+    """Where ``got`` equals ``right`` to rounding, relative to the largest element of ``right`` alone (no floor of
+    1): the values of sec. 6 are near 1e-8 (``exp`` of minus a sum of five terms), so an absolute tolerance would
+    pass anything."""
+    return close(got, right, floor=0.0)
 
 
 def _constant_factor(got, right) -> float | None:
@@ -439,10 +439,10 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
         for values in points:
             right = _values_of(adjoint, alpha, shapes_all, holder, sizes, values, condition)
             got = mine.evaluate(values)
-            close = _close(got, right)
-            if close.all():
+            agree = _close(got, right)
+            if agree.all():
                 continue
-            point = tuple(np.argwhere(~close)[0]) if np.ndim(right) else ()
+            point = tuple(np.argwhere(~agree)[0]) if np.ndim(right) else ()
             message = (f"the adjoint of {read} is not right: at {_where(alpha, point)} yours is "
                        f"{number_text(got[point])}")
 

@@ -18,11 +18,21 @@ A check reads as::
 
 from __future__ import annotations
 
+import numpy as np
+
 from .feedback import CheckResult
 
 # Numeric answers pass within these of the core's value (relative, absolute): loose enough for an answer
 # computed in another order of operations, or printed and pasted back, tight enough to tell a wrong term.
 RTOL, ATOL = 1e-6, 1e-9
+
+def close(yours, right, floor: float = 1.0) -> np.ndarray:
+    """Where ``yours`` equals ``right`` within :data:`RTOL`, and :data:`ATOL` times the largest element of ``right``
+    (at least ``floor``; a ``floor`` near 0 for values that are all tiny, where an absolute tolerance would pass
+    anything)."""
+    scale = max(floor, float(np.abs(right).max(initial=0)), np.finfo(float).tiny)
+    return np.isclose(yours, right, rtol=RTOL, atol=ATOL * scale)
+
 
 #: The most problems a check lists one by one (the first, most telling, ones): more bury the first, and a long list
 #: of what is wrong where begins to map out the right answer.
@@ -74,5 +84,5 @@ class Problems(list):
         return len(self) >= MAX_PROBLEMS
 
 
-__all__ = ["ATOL", "MAX_PROBLEMS", "RTOL", "Problems", "Wrong", "pending", "require_callable", "type_name",
-           "verdict"]
+__all__ = ["ATOL", "MAX_PROBLEMS", "RTOL", "Problems", "Wrong", "close", "pending", "require_callable",
+           "type_name", "verdict"]

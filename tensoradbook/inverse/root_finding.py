@@ -94,8 +94,12 @@ def newton(program: Program, x0, tol: float = 1e-10, max_iter: int = 50, engine:
     return result
 
 
+# A point of more registers than this is shown by its first three and last two, to keep a message on a line.
+_SHOWN_IN_FULL = 6
+
+
 def _show(x: np.ndarray) -> str:
-    if len(x) > 6:
+    if len(x) > _SHOWN_IN_FULL:
         return f"[{', '.join(f'{v:.6g}' for v in x[:3])}, ..., {', '.join(f'{v:.6g}' for v in x[-2:])}]"
     return f"[{', '.join(f'{v:.6g}' for v in x)}]"
 
