@@ -408,8 +408,8 @@ def check_jacobian_memory(out_shape, in_shape, answer, itemsize: int = 8) -> Che
             problems.append(f"bytes = {b} follows from your rows and columns, which are not right")
         else:
             problems.append(f"bytes = {b} is not rows * columns * {itemsize}")
-    return CheckResult(name, not problems, problems,
-                       note="" if problems else f"That is {size / 2**20:.4g} MiB.")
+    return verdict(name, problems,
+                   note=f"That is {size / 2**20:.4g} MiB.")
 
 
 def check_jacobian(fn, argument: str, args: dict, answer, shapes=None) -> CheckResult:

@@ -17,7 +17,7 @@ import numpy as np
 from ..ad.finite_differences import mixed_central, richardson
 from ..ad.gradcheck import numeric_gradient, random_arguments
 from .answers import parse_answer, read_function
-from .checking import Wrong, pending
+from .checking import Wrong, pending, verdict
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_second_derivative", "check_hessian_vector_product", "check_hessian_pattern"]
@@ -146,9 +146,9 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
                 problems.append(f"your expression does not read {n}, yet {what} is linear in {kind}: "
                                 f"every term carries one factor of {n}")
         break
-    return CheckResult(name, not problems, problems,
-                       note="" if problems else f"Your expression agrees with second differences of "
-                                                f"sum({adjoint} * {fn.name}) on {trials} random inputs.")
+    return verdict(name, problems,
+                   note=f"Your expression agrees with second differences of "
+                        f"sum({adjoint} * {fn.name}) on {trials} random inputs.")
 
 
 def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, shapes=None,

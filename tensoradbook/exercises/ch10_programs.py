@@ -27,7 +27,7 @@ from ..lang.function import Function
 from ..lang.parser import parse
 from ..lang.program import Program, definitions_of
 from .answers import parse_answer
-from .checking import Wrong, pending
+from .checking import Wrong, pending, verdict
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_intermediate_adjoint", "check_pooling_gradient", "check_softmax_program", "element_terms"]
@@ -157,10 +157,10 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
                 problems.append(f"{name} is read by {len(consumers)} definitions ({', '.join(consumers)}): one "
                                 f"term per consumer, each its adjoint times what Algorithm 4 gives for its reads")
         break
-    return CheckResult(exercise, not problems, problems,
-                       note="" if problems else f"It agrees with central differences of sum({seed_name} * "
-                                                f"{program.name}) in {name} on {trials} random inputs: the sum "
-                                                f"over {len(consumers)} consumer(s), as eq. 2 says.")
+    return verdict(exercise, problems,
+                   note=f"It agrees with central differences of sum({seed_name} * "
+                        f"{program.name}) in {name} on {trials} random inputs: the sum "
+                        f"over {len(consumers)} consumer(s), as eq. 2 says.")
 
 
 # --- max pooling: the adjoint routed to the first maximal element -----------------------------------------------

@@ -51,7 +51,7 @@ from ..lang.printer import atom_text, expr_text
 from ..lang.simplify import ZERO, atom_truth
 from ..lang.tokens import TOKEN
 from .answers import read_function
-from .checking import ATOL, RTOL, Problems, Wrong, close, pending, require_callable, type_name
+from .checking import ATOL, RTOL, Problems, Wrong, close, pending, require_callable, type_name, verdict
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["check_reads", "check_adjoints", "check_index_solve", "check_box_solutions", "check_algorithm4",
@@ -465,9 +465,9 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
                             "passes its adjoint to its body unchanged (sec. 5.2)")
             problems.append(message)
             break
-    return CheckResult(name, not problems, problems,
-                       note="" if problems else f"Your adjoints agree with the reverse sweep on {trials} random "
-                                                f"inputs, at every extended index.")
+    return verdict(name, problems,
+                   note=f"Your adjoints agree with the reverse sweep on {trials} random "
+                        f"inputs, at every extended index.")
 
 
 # --- exercise 3: the index solve ---------------------------------------------------------------------------
