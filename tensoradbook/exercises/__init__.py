@@ -50,9 +50,10 @@ solve and Algorithm 4, each called on data and compared with a walk of the tree,
 properties, brute force over the box and :func:`tensoradbook.derive`): :func:`check_reads`,
 :func:`check_adjoints`, :func:`check_index_solve`, :func:`check_box_solutions`, :func:`check_algorithm4`.
 
-One module per chapter (``ch04a_integer_equations`` ... ``ch12_build``); the reading of answers
-(:mod:`.answers`) and the verdicts' wording (:mod:`.feedback`) are shared. The exercises sit on top of
-the core, which they call and never re-implement; numpy, sympy and fractions only, no Jupyter.
+One module per chapter (``ch04a_integer_equations`` ... ``ch12_build``); the steps every check takes
+(:mod:`.checking`: the tolerances, "no answer yet", the wrong-answer type, the verdict from the problems found),
+the reading of answers (:mod:`.answers`) and the verdicts' wording (:mod:`.feedback`) are shared. The exercises sit
+on top of the core, which they call and never re-implement; numpy, sympy and fractions only, no Jupyter.
 """
 
 from .answers import NO_SOLUTION
