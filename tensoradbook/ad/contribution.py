@@ -142,13 +142,15 @@ def lattice(fn: Function, occurrence: Occurrence, beta, z_names) -> Lattice:
                    tuple(particular), tuple(atoms), tuple(beta), tuple(z_names[:inverse.kernel.shape[1]]))
 
 
-def solved(fn: Function, geometry: Lattice, occurrence: Occurrence, shapes: dict, kernel: list) -> Contribution:
+def solved(fn: Function, geometry: Lattice, occurrence: Occurrence, shapes: dict, kernel: list,
+           system=None) -> Contribution:
     """The occurrence's contribution with the kernel basis ``kernel`` (the columns of ``K`` in loop order, ``z_0``
-    innermost): the loops' bounds by Fourier-Motzkin (eqs. 42-44), the adjoint at ``alpha = I (beta - a) + K z``,
-    and the conditions outside which it is 0 (eqs. 16, 17, 34), decided on the gradient's box."""
+    innermost): the loops' bounds by Fourier-Motzkin (eqs. 42-44) unless ``system`` gives them already (solved for
+    the same ``kernel``), the adjoint at ``alpha = I (beta - a) + K z``, and the conditions outside which it is 0
+    (eqs. 16, 17, 34), decided on the gradient's box."""
     element, z_names, beta = occurrence.element, list(geometry.z_names), list(geometry.beta)
     mapping = {name: geometry.particular[j] + _affine(kernel[j], z_names) for j, name in enumerate(geometry.alpha)}
-    system, rhs = _loop_system(fn, element, geometry, kernel)
+    system, rhs = _loop_system(fn, element, geometry, kernel, system)
     bounds = _loop_bounds(system, rhs, z_names)
     bounds = _without_dominated(bounds, z_names, dict(zip(beta, [(0, n - 1) for n in shapes[element.name]])))
     adjoint = occurrence.adjoint
@@ -165,9 +167,9 @@ def solved(fn: Function, geometry: Lattice, occurrence: Occurrence, shapes: dict
                         system, expression, occurrence.scope, occurrence.adjoint)
 
 
-def _loop_system(fn: Function, element: Element, geometry: Lattice, kernel: list):
-    """Sigma(beta) as ``(R K) z >= r - R I beta'`` (eqs. 42-44): its Fourier-Motzkin system, and the right-hand
-    sides, affine in ``beta``."""
+def _loop_system(fn: Function, element: Element, geometry: Lattice, kernel: list, system=None):
+    """Sigma(beta) as ``(R K) z >= r - R I beta'`` (eqs. 42-44): its Fourier-Motzkin system (``system`` where
+    given), and the right-hand sides, affine in ``beta``."""
     (R, r), particular, n_z = geometry.box, geometry.particular, len(geometry.z_names)
     n_alpha = len(geometry.alpha)
     RK = [[sum(R[i][j] * kernel[j][k] for j in range(n_alpha)) for k in range(n_z)] for i in range(len(R))]
@@ -177,6 +179,8 @@ def _loop_system(fn: Function, element: Element, geometry: Lattice, kernel: list
         for j in range(n_alpha):
             value = value - particular[j].scale(R[i][j])
         rhs.append(value)
+    if system is not None:
+        return system, rhs
     try:
         system = fourier_motzkin(np.array(RK, dtype=object).reshape(len(R), n_z), names=list(geometry.z_names),
                                  max_generated=MAX_GENERATED_BOUNDS)

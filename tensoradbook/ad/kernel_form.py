@@ -10,8 +10,8 @@ and the same occurrence geometry (:class:`~tensoradbook.ad.contribution.Lattice`
 - orders each gradient's loops so the innermost walks memory with the smallest strides;
 - hoists loop invariants (:func:`tensoradbook.lang.simplify.hoist_invariants`).
 
-Only the loops' bounds are solved again, since their order changed; the lattice of each occurrence is the
-report's.
+Each occurrence keeps the report's lattice; only where the fast order of its loops differs from the report's are
+their bounds solved again.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..lang.expr import Affine, Binary, Element, Expr, If, Number, Sum, Unary, m
 from ..lang.function import Function
 from ..lang.names import fresh_name
 from ..lang.simplify import ZERO, if_, peel_gates
-from .contribution import gradient_function, never_reached, solved
+from .contribution import Contribution, Lattice, gradient_function, never_reached, solved
 from .reverse import Occurrence, ReverseSweep, SweepStep, reverse_accumulate
 
 
@@ -57,10 +57,10 @@ def kernel_form(fn: Function, adjoint_name: str, sweep: ReverseSweep, kept: tupl
     shapes[adjoint_name] = tuple(fn.shapes[fn.name])
     seed = Element(adjoint_name, tuple(Affine.index(i) for i in fn.indices))
     occurrences, intermediates = _tensor_adjoints(fn, sweep, seed, kept, shapes)
-    lattices = {(part.element, part.scope): part.lattice for parts in contributions.values() for part in parts}
+    derived = {(part.element, part.scope): part for parts in contributions.values() for part in parts}
     functions, parts_of = {}, {}
     for name, gradient in report.items():
-        parts = tuple(solved(fn, lattices[occ.element, occ.scope], occ, shapes, _loop_order(occ, lattices, shapes))
+        parts = tuple(_solved_again(fn, derived[occ.element, occ.scope], occ, shapes)
                       for occ in occurrences if occ.element.name == name and not never_reached(fn, occ.scope))
         gradient_shapes = dict(shapes)
         gradient_shapes[gradient.name] = tuple(fn.shapes[name])
@@ -69,7 +69,15 @@ def kernel_form(fn: Function, adjoint_name: str, sweep: ReverseSweep, kept: tupl
     return functions, parts_of, intermediates
 
 
-def _loop_order(occurrence: Occurrence, lattices: dict, shapes: dict) -> list[list[int]]:
+def _solved_again(fn: Function, derived: Contribution, occurrence: Occurrence, shapes: dict) -> Contribution:
+    """The report's contribution ``derived`` for the kernels' ``occurrence`` (the same element, another adjoint):
+    the loops in the fast order, their bounds solved again only where that order differs from the report's."""
+    kernel = _loop_order(occurrence, derived.lattice, shapes)
+    same_order = kernel == derived.kernel.tolist()
+    return solved(fn, derived.lattice, occurrence, shapes, kernel, derived.bounds if same_order else None)
+
+
+def _loop_order(occurrence: Occurrence, geometry: Lattice, shapes: dict) -> list[list[int]]:
     """The kernel basis's columns reordered so the innermost loop (``z_0``) has the smallest memory strides.
 
     Any order of the columns is a basis of the same lattice, and
@@ -77,7 +85,6 @@ def _loop_order(occurrence: Occurrence, lattices: dict, shapes: dict) -> list[li
     differs. The cost of ``z_k`` is how far, in elements of row-major arrays,
     one step of ``z_k`` moves each read of the adjoint.
     """
-    geometry = lattices[occurrence.element, occurrence.scope]
     kernel = geometry.inverse.kernel.tolist()
     n_z = len(kernel[0]) if kernel else 0
     if n_z < 2:
