@@ -89,6 +89,14 @@ def read_int_vector(value, length: int, what: str) -> list[int]:
     return out
 
 
+def read_array(value) -> np.ndarray:
+    """The answer as an array of floats, or a Wrong saying it is not one."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise Wrong(f"the answer must be an array of numbers, got {type(value).__name__}") from None
+
+
 def determinant(M: np.ndarray) -> int:
     return int(sympy.Matrix(M.tolist()).det()) if M.shape[0] else 1
 

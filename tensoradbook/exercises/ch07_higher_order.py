@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ad.finite_differences import mixed_central, richardson
 from ..ad.gradcheck import numeric_gradient, random_arguments
-from .answers import parse_answer, read_function
+from .answers import parse_answer, read_array, read_function
 from .checking import Wrong, pending, verdict
 from .feedback import CheckResult, element_problems, index_text, number_text
 
@@ -181,9 +181,9 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
         return pending(name, f"Your answer is an array of shape {shape}: derive d{argument} once more and evaluate "
                               f"its gradient with respect to {wrt} with the adjoint dd{argument} = v.")
     try:
-        mine = np.asarray(answer, dtype=np.float64)
-    except (TypeError, ValueError):
-        return CheckResult(name, False, [f"the answer must be an array of numbers, got {type(answer).__name__}"])
+        mine = read_array(answer)
+    except Wrong as err:
+        return err.result(name)
     if mine.shape != shape:
         problems = [f"the answer must have the shape of {wrt}, {shape}; yours has {mine.shape}"]
         if mine.shape == tuple(fn.shapes[fn.name]):
@@ -194,12 +194,19 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
         return CheckResult(name, False, ["your answer contains nan or inf"])
     right = _second_differences(fn, arrays, df, argument, v, wrt)
     tolerance = _hv_tolerance(right, _loss_terms(fn, arrays, df)[1])
-    difference = np.abs(mine - right)
-    if np.all(difference <= tolerance):
+    if np.all(np.abs(mine - right) <= tolerance):
         return CheckResult(name, True, note=f"It agrees with second differences of sum(d{fn.name} * {fn.name}) "
                                             f"to within {_FD_RTOL:g} of its largest element.")
+    return verdict(name, _hessian_vector_problems(fn, arrays, df, argument, wrt, mine, right, tolerance))
+
+
+def _hessian_vector_problems(fn, arrays, df, argument: str, wrt: str, mine, right, tolerance) -> list[str]:
+    """What ``mine`` is instead of H v (``right``, to within ``tolerance``): the sign or a factor 2 off, the gradient
+    itself, a finite-difference H v, or else its first wrong element."""
     problems = []
+    difference = np.abs(mine - right)
     size = float(np.abs(right).max(initial=0.0))
+
     def like(candidate) -> bool:
         return bool(np.all(np.abs(mine - candidate) <= tolerance))
 
@@ -225,7 +232,7 @@ def check_hessian_vector_product(fn, argument: str, args: dict, df, v, answer, s
                         f"dd{argument} = v")
         if len(wrong) > 1:
             problems.append(f"{len(wrong)} of {right.size} elements differ")
-    return CheckResult(name, False, problems)
+    return problems
 
 
 def _index_answer(value, shape: tuple, what: str) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ from ..lang.expr import ExpressionError
 from ..lang.function import Function
 from ..lang.parser import parse
 from ..lang.program import Program, definitions_of
-from .answers import parse_answer
+from .answers import parse_answer, read_array
 from .checking import Wrong, pending, verdict
 from .feedback import CheckResult, element_problems, index_text, number_text
 
@@ -209,9 +209,9 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
     if answer is None:
         return pending(exercise, f"Your answer is an array of shape {x.shape}, like x.")
     try:
-        mine = np.asarray(answer, dtype=np.float64)
-    except (TypeError, ValueError):
-        return CheckResult(exercise, False, [f"the answer must be an array of numbers, got {type(answer).__name__}"])
+        mine = read_array(answer)
+    except Wrong as err:
+        return err.result(exercise)
     if mine.shape != x.shape:
         return CheckResult(exercise, False, [f"dx has the shape of x, {x.shape}; yours has {mine.shape}"])
     routings = {name: _routed(x, df, pick) for name, pick in _CONVENTIONS.items()}
