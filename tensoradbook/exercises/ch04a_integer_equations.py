@@ -61,15 +61,14 @@ def check_smith(A, answer) -> CheckResult:
     name = f"Smith decomposition of a {n_rows}x{n_cols} matrix"
     if answer is None:
         return pending(name, "Your answer is a triple (S, U, V) of integer matrices with S = U A V.")
-    problems = []
     try:
         S, U, V = read_triple(answer, "S, U, V")
         S, U, V = read_int_matrix(S, "S"), read_int_matrix(U, "U"), read_int_matrix(V, "V")
     except Wrong as err:
         return err.result(name)
-    for label, M, want in (("S", S, (n_rows, n_cols)), ("U", U, (n_rows, n_rows)), ("V", V, (n_cols, n_cols))):
-        if M.shape != want:
-            problems.append(f"{label} must be {want[0]}x{want[1]}, yours is {M.shape[0]}x{M.shape[1]}")
+    problems = [f"{label} must be {want[0]}x{want[1]}, yours is {M.shape[0]}x{M.shape[1]}"
+                for label, M, want in (("S", S, (n_rows, n_cols)), ("U", U, (n_rows, n_rows)),
+                                       ("V", V, (n_cols, n_cols))) if M.shape != want]
     if problems:
         return CheckResult(name, False, problems)
     for label, M in (("U", U), ("V", V)):
@@ -82,11 +81,26 @@ def check_smith(A, answer) -> CheckResult:
         i, j = mismatches[0]
         more = f" (and {len(mismatches) - 1} more entries)" if len(mismatches) > 1 else ""
         problems.append(f"U A V is not S: (U A V)[{i},{j}] = {UAV[i, j]} but S[{i},{j}] = {S[i, j]}{more}")
-    off = [(i, j) for i in range(n_rows) for j in range(n_cols) if i != j and S[i, j] != 0]
+    diagonal = [int(S[k, k]) for k in range(min(n_rows, n_cols))]
+    problems += _diagonal_problems(S, diagonal)
+    if not problems:
+        # By uniqueness of the Smith normal form this cannot differ; kept as a cross-check with Algorithm 1.
+        reference = smith_normal_form(A)
+        mine = tuple(abs(v) for v in diagonal if v)
+        if mine != reference.invariant_factors:
+            problems.append(f"the diagonal {mine} is not the Smith normal form of A: Algorithm 1 finds other "
+                            f"invariant factors")
+    return verdict(name, problems)
+
+
+def _diagonal_problems(S: np.ndarray, diagonal: list[int]) -> list[str]:
+    """What keeps ``S`` from the form of eqs. 10-11: an entry off the diagonal, a negative one, a 0 before a
+    non-zero one, one that does not divide the next."""
+    problems = []
+    off = [(i, j) for i in range(S.shape[0]) for j in range(S.shape[1]) if i != j and S[i, j] != 0]
     if off:
         i, j = off[0]
         problems.append(f"S is not diagonal: S[{i},{j}] = {S[i, j]}")
-    diagonal = [int(S[k, k]) for k in range(min(n_rows, n_cols))]
     for k, v in enumerate(diagonal):
         if v < 0:
             problems.append(f"S[{k},{k}] = {v} is negative (eq. 10 has non-negative entries; negate a column)")
@@ -97,14 +111,7 @@ def check_smith(A, answer) -> CheckResult:
         elif diagonal[k] != 0 and diagonal[k + 1] % diagonal[k]:
             problems.append(f"S[{k},{k}] = {diagonal[k]} does not divide S[{k + 1},{k + 1}] = {diagonal[k + 1]} "
                             f"(eq. 11)")
-    if not problems:
-        # By uniqueness of the Smith normal form this cannot differ; kept as a cross-check with Algorithm 1.
-        reference = smith_normal_form(A)
-        mine = tuple(abs(v) for v in diagonal if v)
-        if mine != reference.invariant_factors:
-            problems.append(f"the diagonal {mine} is not the Smith normal form of A: Algorithm 1 finds other "
-                            f"invariant factors")
-    return verdict(name, problems)
+    return problems
 
 
 def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
