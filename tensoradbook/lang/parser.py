@@ -4,38 +4,30 @@
 
     f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))
 
-and the derivatives it prints (sec. 5.3): sums with bounds ``max [..; ..]`` /
-``min [..; ..]`` and, for rational bounds, ``ceil(..)`` / ``floor(..)``
-(eqs. 22-26), and ``if {..} then (..) else (..)`` for Kronecker deltas,
-integrality conditions (``b % 2 = 0``) and feasibility conditions
-(``b - 3 >= 0``, eq. 34).
+and the derivatives it prints (sec. 5.3): sums with bounds ``max [..; ..]`` / ``min [..; ..]`` and, for rational
+bounds, ``ceil(..)`` / ``floor(..)`` (eqs. 22-26; with an integer part after it where the numerator is large,
+``floor(dy_1 / 3) + 4503599627370497``), and ``if {..} then (..) else (..)`` for Kronecker deltas, integrality
+conditions (``b % 2 = 0``) and feasibility conditions (``b - 3 >= 0``, eq. 34).
 
-A sum's body is always parenthesised, ``sum{k}_0^3 (x[k] ** 2)``, and a sum
-raised to a power is too, ``(sum{k}_0^3 (x[k])) ** 2``: read the other way,
-``sum{k}_0^3 x[k] ** 2`` would square the sum where a reader of
+A sum's body is always parenthesised, ``sum{k}_0^3 (x[k] ** 2)``, and a sum raised to a power is too,
+``(sum{k}_0^3 (x[k])) ** 2``: read the other way, ``sum{k}_0^3 x[k] ** 2`` would square the sum where a reader of
 Σ x_k² sees a sum of squares.
 
-The parser is responsible for the function being well defined: every index
-name is bound, every argument index is integer-affine (sec. 5: ``A alpha``)
-and an index with a division is an integer wherever it is read, every
-argument has a shape with the right number of dimensions, and no index ever
-leaves its argument's shape. Those last two checks are exact: the indices
-reachable at an element form a union of integer polytopes (the output box,
-the enclosing sums' bounds, the enclosing thens' conditions and, for each
-enclosing else, one way its condition fails), searched for a bad point with
-Fourier-Motzkin elimination (sec. 4.2).
+The parser is responsible for the function being well defined: every index name is bound, every argument index is
+integer-affine (sec. 5: ``A alpha``) and an index with a division is an integer wherever it is read, every argument
+has a shape with the right number of dimensions, and no index ever leaves its argument's shape. Those last two
+checks are exact: the indices reachable at an element form a union of integer polytopes (the output box, the
+enclosing sums' bounds, the enclosing thens' conditions and, for each enclosing else, one way its condition fails),
+searched for a bad point with Fourier-Motzkin elimination (sec. 4.2).
 
-It also keeps everything it accepts computable: the tree is at most
-:data:`MAX_DEPTH` deep with at most :data:`MAX_NESTED_SUMS` nested sums (and
-:data:`MAX_BOUNDS` bounds in a ``max``/``min`` list; all in :mod:`tensoradbook.lang.limits`), index
-arithmetic stays below :data:`MAX_INTEGER` (64-bit kernels), a tensor has at
-most :data:`MAX_ELEMENTS` elements, and every number literal is one that
-float64 holds and the printer writes back (ASCII digits only). The text itself
-is at most :data:`MAX_SOURCE_CHARS` characters.
+It also keeps everything it accepts computable: the tree is at most :data:`MAX_DEPTH` deep with at most
+:data:`MAX_NESTED_SUMS` nested sums (and :data:`MAX_BOUNDS` bounds in a ``max``/``min`` list; all in
+:mod:`tensoradbook.lang.limits`), index arithmetic stays below :data:`MAX_INTEGER` (64-bit kernels), a tensor has
+at most :data:`MAX_ELEMENTS` elements, and every number literal is one that float64 holds and the printer writes
+back (ASCII digits only). The text itself is at most :data:`MAX_SOURCE_CHARS` characters.
 
-Every mistake is an :class:`~tensoradbook.lang.expr.ExpressionError` that says what
-is wrong and shows the source line with a caret under the offending token (a
-window of a long line, :func:`~tensoradbook.lang.tokens.caret_block`).
+Every mistake is an :class:`~tensoradbook.lang.expr.ExpressionError` that says what is wrong and shows the source
+line with a caret under the offending token (a window of a long line, :func:`~tensoradbook.lang.tokens.caret_block`).
 """
 
 from __future__ import annotations
@@ -508,16 +500,12 @@ class _Parser:
 
     def integer_part(self, scope: Scope) -> _Index:
         """The ``+ dy_z0 + 4503599627370496`` after a rounded bound: signed index terms with no division."""
-        start, whole = self.peek().start, Affine.constant_value(0)
-        while self.peek().kind in ("+", "-"):
-            sign = self.advance().text
-            term = self.index_term(scope)
-            whole = self.sized(whole + term.affine if sign == "+" else whole - term.affine, start, term.end).affine
-        end = term.end
-        if not whole.is_integral:
-            self.fail(f"{shown(self.text[start:end])} is added to a rounded bound, so it is an integer: no division "
-                      "outside the ceil(...) or floor(...)", start, end)
-        return _Index(whole, start, end)
+        start = self.peek().start
+        whole = self.index_sum(_Index(Affine.constant_value(0), start, start), scope)
+        if not whole.affine.is_integral:
+            self.fail(f"{shown(self.text[start:whole.end])} is added to a rounded bound, so it is an integer: no "
+                      "division outside the ceil(...) or floor(...)", start, whole.end)
+        return whole
 
     def compares_values(self) -> bool:
         """Whether the condition opening here compares values (``x[i] > 0``) rather than indices: it holds
@@ -628,7 +616,10 @@ class _Parser:
     # --- affine index expressions -------------------------------------------
 
     def index(self, scope: Scope) -> _Index:
-        left = self.index_term(scope)
+        return self.index_sum(self.index_term(scope), scope)
+
+    def index_sum(self, left: _Index, scope: Scope) -> _Index:
+        """``left`` and the terms added to or subtracted from it."""
         additive = False
         while self.peek().kind in ("+", "-"):
             op = self.advance().text
@@ -665,8 +656,7 @@ class _Parser:
     def check_reach(self, parts: tuple[Affine, ...], start: int, end: int, intervals: dict):
         """Refuses an index, the sum of ``parts`` (a rounded bound and its integer part, or one affine), if a
         numerator, a partial sum of its terms in any order, or the value can reach MAX_INTEGER on ``intervals``."""
-        reach = parts_reach(parts, intervals)
-        if reach >= MAX_INTEGER:
+        if (reach := parts_reach(parts, intervals)) >= MAX_INTEGER:
             self.fail(f"{shown(self.text[start:end])} can reach {reach:.3g} on the output's box and the sums' ranges: "
                       f"index arithmetic stays below MAX_INTEGER = 2**53, as 64-bit kernels need", start, end)
 
