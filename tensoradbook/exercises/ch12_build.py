@@ -372,6 +372,21 @@ def _where(alpha, point) -> str:
     return ", ".join(f"{n} = {int(v)}" for n, v in zip(alpha, point)) or "the only element"
 
 
+def _read_adjoints(given, fn: Function, names) -> dict:
+    """The student's adjoints: read (an Element of ``fn``) -> the text of its adjoint; or a Wrong."""
+    if not isinstance(given, dict):
+        raise Wrong(f"adjoints(fn) must return a dict from the text of each read to the text of its "
+                    f"adjoint, got {type_name(given)}")
+    yours = {}
+    for key, value in given.items():
+        read = _read_of(key, fn, names, "the key")
+        if read in yours:
+            raise Wrong(f"two keys name the read {expr_text(read)}: give each read one entry, the sum of "
+                        f"its paths (eq. 2)")
+        yours[read] = _text(value, f"the adjoint of {expr_text(read)}")
+    return yours
+
+
 def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> CheckResult:
     """Exercise: ``adjoints(fn)``, reverse accumulation (sec. 2, eqs. 1-3) over the expression tree of ``fn``.
 
@@ -398,17 +413,7 @@ def check_adjoints(fn, answer, shapes=None, trials: int = 2, seed: int = 0) -> C
     shapes_all = {**fn.shapes, adjoint_name: tuple(fn.shapes[fn.name])}
     holder = fresh_name("v", used)
     try:
-        given = _call(answer, "adjoints(fn)", fn)
-        if not isinstance(given, dict):
-            raise Wrong(f"adjoints(fn) must return a dict from the text of each read to the text of its "
-                         f"adjoint, got {type_name(given)}")
-        yours = {}
-        for key, value in given.items():
-            read = _read_of(key, fn, names, "the key")
-            if read in yours:
-                raise Wrong(f"two keys name the read {expr_text(read)}: give each read one entry, the sum of "
-                             f"its paths (eq. 2)")
-            yours[read] = _text(value, f"the adjoint of {expr_text(read)}")
+        yours = _read_adjoints(_call(answer, "adjoints(fn)", fn), fn, names)
     except Wrong as err:
         return err.result(name)
     problems = [f"no adjoint for the read {expr_text(e)}: every leaf of the tree gets one"
