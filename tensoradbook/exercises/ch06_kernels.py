@@ -360,6 +360,40 @@ def _loops_text(gradient_fn) -> str:
     return "; ".join(loops) if loops else "no loop"
 
 
+def _loop_problems(answer, truth: dict, gradient: str, index: str, element: str, argument: str,
+                   alpha: str) -> list[str]:
+    """Where the student's loop bounds ``answer`` visit values of ``index`` that no read of ``argument`` at an
+    element of ``gradient`` has (``truth``: element -> value -> a witness), or miss some: the first few, then the
+    counts; a Wrong where the function fails or its loop is unbounded."""
+    problems, extra_count, missing_count = Problems(), 0, 0
+    for beta in truth:
+        at = f"{gradient}{index_text(beta)}"
+        try:
+            result = answer(*(int(v) for v in beta))
+        except Exception as err:  # the student's code: say where it failed
+            raise Wrong(f"your function raised {type(err).__name__} at {at}: {err}") from None
+        visited = result if isinstance(result, range) else read_range(result, f"your function at {at}")
+        if len(visited) > _MAX_LOOP_VALUES:
+            raise Wrong(f"at {at} your loop visits {len(visited)} values: are the bounds finite?")
+        visited = set(visited)
+        extra = sorted(visited - truth[beta].keys())
+        missing = sorted(truth[beta].keys() - visited)
+        extra_count += len(extra)
+        missing_count += len(missing)
+        if extra:
+            problems.add(f"at {at} your loop visits {index} = {extra[0]}, but no in-range ({alpha}) with "
+                         f"{index} = {extra[0]} has {element} = {argument}{index_text(beta)}")
+        if missing and not problems.full:
+            witness = ", ".join(f"{k} = {v}" for k, v in truth[beta][missing[0]].items())
+            problems.add(f"at {at} your loop misses {index} = {missing[0]}: {witness} reads "
+                         f"{argument}{index_text(beta)}")
+    if problems:
+        counts = [text for count, text in ((extra_count, f"{extra_count} value(s) too many"),
+                                           (missing_count, f"{missing_count} missing")) if count]
+        problems.append("in all, over every element of " + gradient + ": " + " and ".join(counts))
+    return problems
+
+
 def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> CheckResult:
     """Exercise: the bounds of the loop over ``index`` in the gather kernel of ``dx[beta]``.
 
@@ -400,40 +434,11 @@ def check_gather_bounds(fn, argument: str, index: str, answer, shapes=None) -> C
         truth[beta].setdefault(env[index], env)  # value of the loop index -> a witness alpha
     element = elements[0] if elements else f"{argument}[...]"
     alpha = ", ".join(reads[0][2] if reads else fn.indices)
-    problems, extra_count, missing_count = Problems(), 0, 0
-    for beta in truth:
-        at = f"{gradient}{index_text(beta)}"
-        try:
-            result = answer(*(int(v) for v in beta))
-        except Exception as err:  # the student's code: say where it failed
-            return CheckResult(name, False, [f"your function raised {type(err).__name__} at {at}: {err}"])
-        try:
-            visited = result if isinstance(result, range) else read_range(result, f"your function at {at}")
-        except Wrong as err:
-            return err.result(name)
-        if len(visited) > _MAX_LOOP_VALUES:
-            return CheckResult(name, False, [f"at {at} your loop visits {len(visited)} values: "
-                                             f"are the bounds finite?"])
-        visited = set(visited)
-        extra = sorted(visited - truth[beta].keys())
-        missing = sorted(truth[beta].keys() - visited)
-        extra_count += len(extra)
-        missing_count += len(missing)
-        if extra:
-            problems.add(f"at {at} your loop visits {index} = {extra[0]}, but no in-range ({alpha}) with "
-                            f"{index} = {extra[0]} has {element} = {argument}{index_text(beta)}")
-        if missing and not problems.full:
-            env = truth[beta][missing[0]]
-            witness = ", ".join(f"{k} = {v}" for k, v in env.items())
-            problems.add(f"at {at} your loop misses {index} = {missing[0]}: {witness} reads "
-                            f"{argument}{index_text(beta)}")
+    try:
+        problems = _loop_problems(answer, truth, gradient, index, element, argument, alpha)
+    except Wrong as err:
+        return err.result(name)
     if problems:
-        counts = []
-        if extra_count:
-            counts.append(f"{extra_count} value(s) too many")
-        if missing_count:
-            counts.append(f"{missing_count} missing")
-        problems.append("in all, over every element of " + gradient + ": " + " and ".join(counts))
         return verdict(name, problems)
     loops = _loops_text(derive(fn).simplified[argument])
     return CheckResult(name, True, note=f"Your loop visits exactly the right values for all {len(truth)} elements. "
