@@ -253,6 +253,25 @@ def _index_answer(value, shape: tuple, what: str) -> tuple[int, ...]:
     return index
 
 
+def _hessian_row(fn, argument: str, beta: tuple, points: int, seed: int) -> set[tuple[int, ...]]:
+    """The ``gamma`` where row ``beta`` of the Hessian of ``L`` is non-zero at any of ``points`` random points, by
+    second differences of ``L``."""
+    shape = tuple(fn.shapes[argument])
+    rng = np.random.default_rng(seed)
+    row = np.zeros(shape)
+    for _ in range(points):
+        args = random_arguments(fn, rng)
+        df = rng.standard_normal(fn.shapes[fn.name])
+        scale = _loss_terms(fn, args, df)[1]
+        for gamma in np.ndindex(*shape):
+            unit = np.zeros(shape)
+            unit[gamma] = 1.0
+            value = abs(_second_difference(fn, args, df, argument, unit, argument, beta))
+            if value > _PATTERN_ZERO * scale:
+                row[gamma] = max(row[gamma], value)
+    return {tuple(int(k) for k in gamma) for gamma in np.ndindex(*shape) if row[gamma]}
+
+
 def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: int = 2,
                           seed: int = 0) -> CheckResult:
     """Exercise: which ``v_gamma`` does ``(H v)_beta`` read, i.e. where is row ``beta`` of the Hessian non-zero?
@@ -279,19 +298,7 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
         return pending(name, f"Your answer is a list of the indices gamma of {argument} with "
                               f"{entry} != 0 ({'ints' if len(shape) == 1 else 'tuples'}), "
                               f"or their number.")
-    rng = np.random.default_rng(seed)
-    row = np.zeros(shape)
-    for _ in range(points):
-        args = random_arguments(fn, rng)
-        df = rng.standard_normal(fn.shapes[fn.name])
-        scale = _loss_terms(fn, args, df)[1]
-        for gamma in np.ndindex(*shape):
-            unit = np.zeros(shape)
-            unit[gamma] = 1.0
-            value = abs(_second_difference(fn, args, df, argument, unit, argument, beta))
-            if value > _PATTERN_ZERO * scale:
-                row[gamma] = max(row[gamma], value)
-    truth = {tuple(int(k) for k in gamma) for gamma in np.ndindex(*shape) if row[gamma]}
+    truth = _hessian_row(fn, argument, beta, points, seed)
     here = f"{argument}{index_text(beta)}"
     how = (f"{entry} != 0 where some term of L reads {here} and {argument}[gamma] inside one non-linear factor; "
            f"list, for every output element (and sum term) that reads {here}, the elements of {argument} it reads "
