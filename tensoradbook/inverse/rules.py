@@ -19,9 +19,9 @@ committed one differs; to bring it up to date after a rule changes, run in ``.ve
 and set ``engine.RULES_DIGEST`` to ``rules.digest`` of the new text (the test says the value): Numba caches the
 sweeps with the rules compiled into them, and renews that cache only when the sweeps' own file changes.
 
-A new operation reaches the engine with a line in :data:`INSTRUCTIONS` (and its spelling in :data:`FUNCTIONS`
-where it is a function), a traced function in :mod:`.registers`, and ``rules.write``; its derivative is the
-table's.
+A new operation reaches the engine with an opcode and its line in :data:`INSTRUCTIONS` (and its spelling in
+:data:`FUNCTIONS` where it is a function), a traced function in :mod:`.registers`, and ``rules.write``; its
+derivative is the table's, written nowhere else.
 """
 
 from __future__ import annotations
