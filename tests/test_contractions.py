@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook import codegen
-from tensoradbook.codegen.contraction import LETTERS, Contraction, contraction_of
+from tensoradbook.codegen.contraction import LETTERS, Contraction, contraction_of, gathered_contraction
 from tensoradbook.codegen.scratch import Scratch
 
 BLAS = "# a plain contraction: BLAS"  # the generated module's comment on each tensordot or einsum
@@ -52,6 +52,21 @@ def test_a_contractions_axes_are_numbers_and_einsums_letters_are_written_from_th
     found = contraction_of(parse("f[j; i] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (4, 3), "a": (3, 5), "b": (5, 4)}))
     assert found.terms == ((0, 1), (1, 2)) and found.output == (2, 0) and found.sizes == (3, 5, 4)
     assert found.subscripts == "ab,bc->ca" and found.operands == ("a", "b")
+
+
+def test_no_gather_where_the_product_would_still_need_a_broadcast(blas_for_all):
+    """Found by test_random_contractions_equal_the_reference: ``dx0``'s factor ``x1[i; k; 0; 0]`` gathered leaves
+    the output index ``j`` read by no factor, so the rest is no plain contraction, and the gradient is a kernel."""
+    fn = parse("f[i; j; l] = sum{k}_0^0 (sum{m}_0^0 (x0[i; i; j] * x1[i; l; k; m]))",
+               {"x0": (1, 1, 4), "x1": (1, 4, 1, 1), "f": (1, 4, 4)})
+    grads = tab.derive(fn)
+    assert gathered_contraction(grads.functions["x0"], set(), [], {}) is None
+    rng = np.random.default_rng(1)
+    args = {name: rng.standard_normal(fn.shapes[name]) for name in ("x0", "x1")}
+    df = rng.standard_normal(fn.shapes["f"])
+    ours, expected = grads.compile("numba")(args, df), grads.evaluate(args, df)
+    for name in expected:
+        np.testing.assert_allclose(ours[name], expected[name], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("subscripts, call", [

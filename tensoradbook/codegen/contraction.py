@@ -426,8 +426,11 @@ def gathered_contraction(fn: Function, used: set[str], known: list,
         return None
     shape = tuple(fn.shapes[element.name])
     padding = _padding(element, shape, product.condition, product.extents)
-    if padding is None:
-        return None
+    names = {name for index in element.indices for name in index.names}
+    trial = Element("\0gather", tuple(Affine.index(n) for n in sorted(names)))  # before naming anything in used
+    sizes = tuple(product.extents[n] for n in sorted(names))
+    if padding is None or contraction_of(_through(fn, product, element, trial, sizes)) is None:
+        return None  # a read leaves its tensor ungated, or an index is read by the gather alone (a broadcast)
     parts, read = [], element
     if any(low or high for low, high in padding):
         pad = _padded_copy(element.name, shape, padding, used, known)
@@ -435,7 +438,6 @@ def gathered_contraction(fn: Function, used: set[str], known: list,
         padded[fn.name] = fn, sorted({e.name for e in product.elements if e is not element})
         shape = tuple(pad.shapes[pad.name])
         read = Element(pad.name, tuple(index + low for index, (low, _) in zip(element.indices, padding)))
-    names = {name for index in element.indices for name in index.names}
     others = {n for e in product.elements if e is not element for index in e.indices for n in index.names}
     layout = _gather_layout(read, shape, fn.indices, others, [node.index for node in product.sums], names)
     name = fresh_name(f"{fn.name}_g", used)
@@ -444,11 +446,16 @@ def gathered_contraction(fn: Function, used: set[str], known: list,
                             known)
     parts.append((gather, None))
     reading = Element(gather.name, tuple(Affine.index(n) for n in layout))
-    rewritten = product.body
-    for node in reversed(product.sums):  # the gate, if any, is the padded copy's now
-        rewritten = node.renewed(body=rewritten)
-    shapes = {**fn.shapes, gather.name: gather.shapes[gather.name]}
-    return parts, Function(fn.name, fn.indices, replace(rewritten, element, reading), shapes)
+    return parts, _through(fn, product, element, reading, gather.shapes[gather.name])
+
+
+def _through(fn: Function, product: _SummedProduct, element: Element, gather: Element, shape: tuple) -> Function:
+    """``fn`` reading ``gather`` (a tensor of ``shape``) in place of ``element``; the gate, if any, is the padded
+    copy's now."""
+    body = product.body
+    for node in reversed(product.sums):
+        body = node.renewed(body=body)
+    return Function(fn.name, fn.indices, replace(body, element, gather), {**fn.shapes, gather.name: shape})
 
 
 def _gathered_factor(fn: Function, product: _SummedProduct) -> Element | None:

@@ -422,7 +422,7 @@ class ScalarPrinter(KernelPrinter):
     Subscripts are unsigned (``x[np.uint64(i + p - 2)]``): every read the kernels make is in range (the
     bounds and conditions of the derivation see to it), and Numba then leaves out its check for negative
     indices, whose branch on every read keeps LLVM from vectorising loops with variable bounds (a padded
-    convolution's weight gradient took 16 ms with signed subscripts, 5 ms without)."""
+    convolution's weight gradient, for one)."""
 
     def element(self, name: str, indices) -> str:
         if self.lanes is not None:  # rows of lanes vectorise as they are, and slower with unsigned subscripts

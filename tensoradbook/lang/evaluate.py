@@ -19,10 +19,10 @@ from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Numb
 from .ops import COMPARISONS, OPERATIONS, REDUCTIONS, numpy_function
 
 # Element-terms (output elements times sum ranges) the reference evaluator may visit: numpy over the grid
-# runs 10**7 to 10**8 of them a second for small bodies, so this is seconds, not minutes.
+# visits this many in seconds for small bodies, and a test's or a widget's check must not take minutes.
 MAX_WORK = 10**8
 # One evaluation of a sum's body costs at least this many element-terms: the evaluator's overhead per
-# call (7 us for x[i], whose elements cost 9 ns each) dominates on small outputs with long sums.
+# call, a few hundred elements' worth, dominates on small outputs with long sums.
 _CALL_ELEMENTS = 256
 
 
