@@ -1,8 +1,10 @@
 """Kernel printers (report sec. 6): Python statements computing one expression, one ``_print_<Node>`` per node.
 
 :class:`KernelPrinter` holds what every target shares: shared subexpressions computed once into
-temporaries, sums as loops, conditions as branches, an explicit stack instead of recursion for long
-chains of operations, and integer index arithmetic. How a value is written is the subclass's:
+temporaries (which ones, the pass :mod:`.sharing` decides before printing), sums as loops, conditions as
+branches, an explicit stack instead of recursion for long chains of operations, and integer index
+arithmetic. Each block the printer opens carries the row of lanes its statements run on, so a lane-gated
+sum's loop passes its cut row to its body. How a value is written is the subclass's:
 
 * :class:`ScalarPrinter` (Numba on the CPU): one element at a time, Python's ``math`` functions,
   optionally a row of *lanes* (the last output index innermost, see ``codegen.module``);
