@@ -122,30 +122,41 @@ def check_step_inverse(a, b, answer) -> CheckResult:
                                          "invertible at all (det J_t is the product of its diagonal)"])
     right = np.linalg.inv(J)
     try:
-        try:
-            whole = np.ndim(answer) == 2 and not isinstance(answer, str)
-        except ValueError:  # ragged rows
-            raise Wrong(f"your rows have different lengths; give {k} numbers or a {k} x {k} matrix") from None
-        if whole:
-            matrix = np.array([_float_vector(row, k, f"row {i} of your inverse") for i, row in enumerate(answer)])
-            if matrix.shape != (k, k):
-                raise Wrong(f"the whole inverse must be {k} x {k}, yours is {matrix.shape[0]} x {matrix.shape[1]}")
-            if not _close(matrix[1:], right[1:]):
-                return CheckResult(name, False, ["the rows of the other inputs are not right: a step only changes "
-                                                 "x[R], and its inverse leaves the other registers as they are"])
-            mine = matrix[0]
-        else:
-            mine = _float_vector(answer, k, "your row")
+        mine = _read_step_row(answer, k, right)
     except Wrong as err:
         return err.result(name)
     if _close(mine, right[0]):
         return CheckResult(name, True, note="The inverse has the sparsity of J_t itself: one row, k entries.")
+    return CheckResult(name, False, _step_row_problems(mine, right, J, float(a)))
+
+
+def _read_step_row(answer, k: int, right: np.ndarray) -> np.ndarray:
+    """Row R of the student's inverse of a step's ``k x k`` Jacobian: the answer itself, or the first row of a whole
+    inverse whose other rows are right (``right``'s); else a Wrong."""
+    try:
+        whole = np.ndim(answer) == 2 and not isinstance(answer, str)
+    except ValueError:  # ragged rows
+        raise Wrong(f"your rows have different lengths; give {k} numbers or a {k} x {k} matrix") from None
+    if not whole:
+        return _float_vector(answer, k, "your row")
+    matrix = np.array([_float_vector(row, k, f"row {i} of your inverse") for i, row in enumerate(answer)])
+    if matrix.shape != (k, k):
+        raise Wrong(f"the whole inverse must be {k} x {k}, yours is {matrix.shape[0]} x {matrix.shape[1]}")
+    if not _close(matrix[1:], right[1:]):
+        raise Wrong("the rows of the other inputs are not right: a step only changes x[R], and its inverse leaves "
+                    "the other registers as they are")
+    return matrix[0]
+
+
+def _step_row_problems(mine: np.ndarray, right: np.ndarray, J: np.ndarray, a: float) -> list[str]:
+    """What is wrong with row R of the inverse, ``mine`` (``right`` the inverse, ``J`` the step's Jacobian): its
+    diagonal entry, the sign or the size of the others."""
     problems = []
     product = mine @ J  # row R of (your inverse) times J_t: must be row R of the identity
     if not _close(mine[:1], right[0, :1]):
         problems.append(f"the diagonal entry is {mine[0]:.6g}: with it, entry (R, R) of J_t^-1 J_t is "
                         f"{product[0]:.6g}, not 1" + (" (you kept a, but the inverse must undo the step)"
-                                                      if math.isclose(mine[0], float(a)) else ""))
+                                                      if math.isclose(mine[0], a) else ""))
     off = mine[1:]
     if not _close(off, right[0, 1:]):
         if _close(off, -right[0, 1:]):
@@ -156,7 +167,7 @@ def check_step_inverse(a, b, answer) -> CheckResult:
         else:
             problems.append(f"the entries for the other inputs are not right: row R of J_t^-1 J_t must be 0 off "
                             f"the diagonal, and with your row it is {_numbers_text(product[1:])} there")
-    return CheckResult(name, False, problems)
+    return problems
 
 
 def _product_problems(mine, right, candidates, symbol: str, hint: str) -> list[str]:
