@@ -121,6 +121,31 @@ def _gradient_by_elements(answer, pass_names: list[str], arrays: dict, shape: tu
     return out
 
 
+def _array_parameters(answer, indices: int, available: list[str], gradient: str, adjoint: str,
+                      output: str) -> list[str]:
+    """The names of the arrays the student's element function takes after its ``indices`` index parameters; a
+    Wrong where its parameters cannot be read, are not all named, are too few, name no array it may read, or
+    leave out the adjoint."""
+    try:
+        params = list(inspect.signature(answer).parameters.values())
+    except (TypeError, ValueError):
+        raise Wrong("cannot read the parameters of your function; define it with def") from None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        raise Wrong("name every parameter: no *args or **kwargs")
+    if len(params) < indices:
+        raise Wrong(f"{gradient} has {indices} ind{'ex' if indices == 1 else 'ices'}, so your function must take "
+                    f"{indices} index parameter(s) first; it has {len(params)} parameter(s)")
+    pass_names = [p.name for p in params[indices:]]
+    unknown = [p for p in pass_names if p not in available]
+    if unknown:
+        raise Wrong(f"parameter {unknown[0]!r} is not an array your kernel can read: after the {indices} index "
+                    f"parameter(s) come arrays by name, any of {', '.join(available)}")
+    if adjoint not in pass_names:
+        raise Wrong(f"your function does not read {adjoint}: {gradient} is the gradient of sum({adjoint} * "
+                    f"{output}), which is linear in {adjoint}; take {adjoint} as a parameter and use it")
+    return pass_names
+
+
 def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int = 3, seed: int = 0) -> CheckResult:
     """Exercise: the Python code one thread of a gather kernel runs, for one element ``dx[beta]``.
 
@@ -157,25 +182,9 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
     except Wrong as err:
         return err.result(name)
     try:
-        params = list(inspect.signature(answer).parameters.values())
-    except (TypeError, ValueError):
-        return CheckResult(name, False, ["cannot read the parameters of your function; define it with def"])
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        return CheckResult(name, False, ["name every parameter: no *args or **kwargs"])
-    if len(params) < len(shape):
-        return CheckResult(name, False, [f"{gradient} has {len(shape)} ind{'ex' if len(shape) == 1 else 'ices'}, "
-                                         f"so your function must take {len(shape)} index parameter(s) first; "
-                                         f"it has {len(params)} parameter(s)"])
-    pass_names = [p.name for p in params[len(shape):]]
-    unknown = [p for p in pass_names if p not in available]
-    if unknown:
-        return CheckResult(name, False, [f"parameter {unknown[0]!r} is not an array your kernel can read: after "
-                                         f"the {len(shape)} index parameter(s) come arrays by name, any of "
-                                         f"{', '.join(available)}"])
-    if adjoint not in pass_names:
-        return CheckResult(name, False, [f"your function does not read {adjoint}: {gradient} is the gradient of "
-                                         f"sum({adjoint} * {fn.name}), which is linear in {adjoint}; "
-                                         f"take {adjoint} as a parameter and use it"])
+        pass_names = _array_parameters(answer, len(shape), available, gradient, adjoint, fn.name)
+    except Wrong as err:
+        return err.result(name)
     plain = hasattr(answer, "py_func")  # a numba function: it cannot take the guarded array type
     rng = np.random.default_rng(seed)
     for _ in range(trials):
