@@ -60,7 +60,7 @@ class Gradients(GradientMap):
     functions: dict
     contributions: dict
     adjoint_name: str  # of df, the incoming adjoint: "d" + the function's name unless that is taken
-    reads_forward: bool = False
+    reads_forward: bool = False  # True for the kernels' form (simplified), which reads f
     intermediates: dict = field(default_factory=dict)  # output-shaped adjoints the simplified form reads
     sweep: ReverseSweep | None = None  # the reverse sweep the contributions come from (sec. 2)
     kept_sums: tuple[KeptSum, ...] = ()  # the outer sums whose adjoints the simplified form keeps as tensors
