@@ -482,7 +482,7 @@ def test_a_select_under_an_else_stays_inside_the_forwards_gate():
 
 
 def test_replace_free_leaves_an_element_whose_index_a_sum_inside_rebinds():
-    """derive._far reads an occurrence at beta with expr.replace_free: in a max reduction's adjoint the liberated
+    """contribution._far reads an occurrence at beta with expr.replace_free: in a max reduction's adjoint the liberated
     index t is bound again by the re-reduction max{t} (x[t]), whose x[t] is another element, so it stays."""
     from tensoradbook.lang.expr import Affine, Binary, Element, replace_free
     from tensoradbook.lang.printer import expr_text
@@ -517,7 +517,7 @@ def test_a_derivative_past_max_integer_is_refused_with_the_limit():
     gradient, which reaches ``-(2**53 + 2)``. derive refuses it, naming the limit and the arithmetic, where it
     printed a gradient whose text the parser refuses; the same sum further from MAX_INTEGER derives and reads back."""
     shapes = {"out": (2,), "W": ()}
-    with pytest.raises(ExpressionError, match=r"dW_z1 - 3, which can reach 9\.01e\+15: past MAX_INTEGER"):
+    with pytest.raises(ExpressionError, match=r"dW_z1 - 3, whose numbers or values reach 9\.01e\+15: past MAX_INTEGER"):
         tab.derive("out[j] = min{t}_(-9007199254740991)^(j + 3) (log1p(W[]))", shapes)
     gradient = tab.derive("out[j] = min{t}_(-9007199254740985)^(j + 3) (log1p(W[]))", shapes)["W"]
     assert tab.parse(str(gradient), gradient.shapes) == gradient

@@ -233,7 +233,7 @@ FOUND_CASES = [
          "x2[]) else (W[t / 3])))) else (sign(0.5)))", {"f": (3,), "b": (7,), "x2": (), "W": (1,)},
          valid=True, positive=True, derivable=True),
     # FUZZ_SEED=1234567, mutated: the forward's j = 2**52, false on the whole box, became -da_0 - (2**53 - 6) = 0 in
-    # da once j = (6 - da_0) / 2 was multiplied out, and did not read back (derive._box_decide decides every if now)
+    # da once j = (6 - da_0) / 2 was multiplied out, and did not read back (contribution.box_decided decides every if)
     Case("mutated", "f[j] = max (sqrt(a[j]); abs (erf((if {j = 4503599627370496} then (y[0]) else (x2[j * -2 + 6])) / ("
          "if {j <= 1 and j * -2 = -7 and j % 2 = 0} then (x2[j / 2]) else (a[6 - j * 2])))))",
          {"f": (4,), "a": (7,), "y": (1,), "x2": (7,)}),
@@ -246,14 +246,14 @@ FOUND_CASES = [
          {"out": (2, 3), "b": (6,), "x2": (7,), "w": (3,), "W": (1, 3)}, valid=True, derivable=True),
     # FUZZ_SEED=7770002, mutated: ceil (sinh (y[0] / 0.1)) jumps within every finite-difference step (the test's
     # _settled), and x2[9007199254740991 * p; ...] recomputed in its own adjoint read at A I beta + a, 2.7e31 *
-    # dx2_1 (derive._far: it reads at beta)
+    # dx2_1 (contribution._far: it reads at beta)
     Case("mutated", "f[j, i] = ceil (sinh(if {(3 + i - j) % 3 = 1} then (x2[0; (2 + i - j) / 3; 4 + i - j * 2] * x2[i;"
          " (-j + i + 2) / 3; (2 + i - j) / 3]) else (y[0] / 1e-1))) ** 2.5e-1",
          {"f": (3, 2), "x2": (2, 2, 6), "y": (1,)}),
     Case("mutated", "f[n; p; i] = sum{m}_(-1 + 2 * p)^min [-1;floor((3 + p) / 3)] (sinh(x2[9007199254740991 * (p), 3 "
          "* p, 0] + x2[i; -2 - 2 * m; i]) ** 0.5)", {"f": (1, 1, 4), "x2": (4, 1, 4)}),
     # FUZZ_SEED=992486399 and 443535849, mutated: the gradient's bound 3 - (2**53 - 1) * dx_z1 passed MAX_INTEGER
-    # and did not read back (derive._without_dominated drops it: 0 decides that bound)
+    # and did not read back (contribution._without_dominated drops it: 0 decides that bound)
     Case("mutated", "loss[n]=sum{k}_(max[ceil((1)/2),ceil((-n+3)/9007199254740991),ceil((1-n)/3)])^2(sum{u}_("
          "-1)^4503599627370496(cosh(.25+x[])))", {"loss": (1,), "x": ()}),
     # FUZZ_SEED=31337, mutated: the first extremum's bound dx_z2 - 1, dx_z2 up to 2**53 - 1, was refused on reading
@@ -264,16 +264,16 @@ FOUND_CASES = [
     Case("mutated", "f[n; p; j] = max{t}_(-1 - p)^(p + 4503599627370496 + j) (y[j, j] / y[n;3 * p])",
          {"f": (4, 1, 2), "y": (4, 4)}),
     # FUZZ_SEED=31337, mutated: (-2 n + 2) % (2**53 - 1) = 2 read at n = dx2_0 / 3 became -2 dx2_0 % (3 * (2**53 - 1))
-    # = 0, a modulus past MAX_INTEGER (derive._small_moduli splits it: % 3 and % (2**53 - 1))
+    # = 0, a modulus past MAX_INTEGER (contribution.small_moduli splits it: % 3 and % (2**53 - 1))
     Case("mutated", "f[n] = x2[2 * n] / (if {(-2 * n + 2) % 9007199254740991 = 2} then (x2[3 * (n)] * (if {n <= 1} "
          "then (.25) else (1e-1))) else ((min{m}_(max [2;3 - n;0])^(n + 3) (1)) + (x2[-n] + x2[n]) * x2[3 * n]))",
          {"f": (1,), "x2": (1,)}),
     # FUZZ_SEED=4242, mutated: t <= j + 3 with t from -(2**53 - 1) is j >= t - 3 in dW, past MAX_INTEGER: derive
-    # refuses it with the limit (derive._within_max_integer) instead of printing a text the parser refuses
+    # refuses it with the limit (contribution._within_max_integer) instead of printing a text the parser refuses
     Case("mutated", "out[j] = log (tanh (if {-j <= 1 and 3 * j = 1 and j % 4 = 0} then (min{t}_(-9007199254740991)^("
          "j + 3) (log1p(W[]))) else (W[])))", {"out": (2,), "W": ()}),
     # FUZZ_SEED=161803 and 99991, mutated: a read at 9007199254740991 * n, substituted, wrote 12009599006321320 *
-    # da_0 (da_0 only 0 on its box) in another element's index, a literal the parser refuses: derive refuses it
+    # da_0 (da_0 only 0 on its box) in another element's index, a literal the parser refuses: derive writes da_0 as 0
     Case("mutated", "out[n] = a[2 * n, n * 2] ** -2 / (if {n <= 1 and n >= 2 * n - 1 and (1 + 3 * n) % 2 = 1} then (a"
          "[(n * 3) / 2;(n * 9007199254740991) / 2] * (.25 + a[(n * 3) / 2, n])) else (W[n * 3; -n]))",
          {"out": (1,), "a": (1, 1), "W": (1, 1)}),

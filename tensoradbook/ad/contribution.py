@@ -361,14 +361,20 @@ def _tidy(terms: list[Affine], lower: bool) -> tuple[Affine, ...]:
 def _within_max_integer(gradient: Function, fn: Function) -> Function:
     """``gradient``, refused with the limit where its index arithmetic passes MAX_INTEGER, so that every derivative
     reads back. Fourier-Motzkin rearranges the bounds: ``t <= j + 3`` with ``t`` from ``-(2**53 - 1)`` gives the
-    gradient's ``j >= t - 3``, which reaches ``-(2**53 + 2)``."""
+    gradient's ``j >= t - 3``, which reaches ``-(2**53 + 2)``. An index of the gradient's own that takes one value
+    (a dimension of size 1) is written as that value first: ``12009599006321320 * da_0`` with ``da_0`` only 0."""
     past = past_max_integer(gradient)
     if past is None:
         return gradient
+    pins = {b: Affine.constant_value(0) for b, n in zip(gradient.indices, gradient.shapes[gradient.name]) if n == 1}
+    if pins:
+        pinned = Function(gradient.name, gradient.indices, substitute(gradient.body, pins), gradient.shapes)
+        if (past := past_max_integer(pinned)) is None:
+            return pinned
     affine, far = past
-    raise ExpressionError(f"derive: {gradient.name}, the gradient of {fn.name}, computes {affine_text(affine)}, which "
-                          f"can reach {far:.3g}: past MAX_INTEGER = 2**53, where index arithmetic stays (Fourier-"
-                          "Motzkin rearranges bounds and indices); keep the sums' bounds and the indices of "
+    raise ExpressionError(f"derive: {gradient.name}, the gradient of {fn.name}, computes {affine_text(affine)}, whose "
+                          f"numbers or values reach {far:.3g}: past MAX_INTEGER = 2**53, where index arithmetic stays "
+                          "(Fourier-Motzkin rearranges bounds and indices); keep the sums' bounds and the indices of "
                           f"{fn.name} further from it")
 
 
