@@ -23,7 +23,7 @@ scales at which the parser finds every read inside its argument are offered
 (``x[10 * s + t]`` needs more than a scaled ``x``); the shapes box sets any
 other size.
 
-Text of several lines is a program (issue 13): the lab runs its forward kernels, one per definition, and
+Text of several lines is a program: the lab runs its forward kernels, one per definition, and
 the gradients of reverse accumulation across them (``tab.derive(program).compile(target)``) and checks
 them the same three ways, per input. A program runs at the sizes typed (the core scales single functions).
 """
