@@ -48,7 +48,9 @@ GRAMMAR_CASES = 2000
 MUTATED_CASES = 3000
 TARGET_CASES = 10           # grammar cases compiled for every other target: ~2.5 s of Numba each
 TARGETS = ("numba", "numba-scatter", "cuda", "cuda-scatter")
-SECONDS, TARGET_SECONDS = 20, 120   # per case: far above what any case needs (a tenth of a second)
+# Per case, a hang check: most cases take a tenth of a second, a tower of 100 powers (its derivative's finite
+# differences) one or two seconds on a quiet machine; a suite on 2 busy cores stretches that several times.
+SECONDS, TARGET_SECONDS = 60, 120
 
 RTOL, ATOL = 1e-9, 1e-12
 FD_TOLERANCE = 1e-6         # relative, with an absolute floor of this much where a gradient is 0

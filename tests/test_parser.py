@@ -627,3 +627,19 @@ def test_the_equations_imply_divisibility_only_where_every_solution_has_it(equat
                  if all(atom.holds({"i": i, "j": j}) for atom in atoms)]
     failing = [p for p in solutions if not divisible.holds({"i": p[0], "j": p[1]})]
     assert lattice_implies_divisible(atoms, divisible) == (not failing), (atoms, divisible, failing[:3])
+
+
+def test_past_max_integer_checks_a_shared_subtree_on_each_box():
+    """lang.scope.past_max_integer visits a subtree a derivative shares once per box: the one element ``x[2**52 s]``
+    under two sums fits where ``s <= 1`` and passes MAX_INTEGER where ``s <= 3``, whichever sum comes first."""
+    from tensoradbook.lang.scope import past_max_integer
+
+    shared = Element("x", (Affine.of({"s": 2**52}),))
+    for ranges in ((1, 3), (3, 1)):
+        sums = [Sum("s", (Affine.constant_value(0),), (Affine.constant_value(n),), shared) for n in ranges]
+        fn = Function("f", (), Binary("+", sums[0], sums[1]), {"f": (), "x": (2**32,)})
+        affine, far = past_max_integer(fn)
+        assert affine == shared.indices[0] and far == 3 * 2**52
+    fits = Function("f", (), Sum("s", (Affine.constant_value(0),), (Affine.constant_value(1),), shared),
+                    {"f": (), "x": (2**32,)})
+    assert past_max_integer(fits) is None

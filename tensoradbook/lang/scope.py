@@ -120,8 +120,12 @@ def past_max_integer(fn) -> tuple[Affine, int] | None:
     range; :func:`index_box`); None where every one fits. A modulus is a number it writes, so it counts at its own
     size."""
     stack = [(fn.body, {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])})]
+    seen, boxes = set(), []  # a derivative shares subtrees: each is checked once per box (boxes keeps their ids)
     while stack:
         node, intervals = stack.pop()
+        if (id(node), id(intervals)) in seen:
+            continue
+        seen.add((id(node), id(intervals)))
         affines: list[tuple[Affine, ...]] = []
         if isinstance(node, Element):
             affines = [(a,) for a in node.indices]
@@ -141,6 +145,7 @@ def past_max_integer(fn) -> tuple[Affine, int] | None:
             if low > high:  # never computed, as the parser's check skips it
                 continue
             intervals = {**intervals, node.index: (low, high)}
+            boxes.append(intervals)
         stack.extend((child, intervals) for child in node.children())
     return None
 
