@@ -80,10 +80,14 @@ def _check_fit(page, name: str) -> None:
 def _walk(page, key: str, start: str, goal: list[int]) -> list[list[int]]:
     """The slides that pressing ``key`` visits from the first one (``start`` "first") or from the last with all
     its fragments shown ("last"), in order, until it moves no more."""
+    # reveal.js resumes a stack at the sub-slide last shown in it; back at the first slide it forgets them in a
+    # timer, which a loaded machine runs late: the walk forgets them itself, as a fresh audience's deck has none
     page.evaluate("""start => { const R = window.tensoradbookReveal;
-      if (start === "first") { R.slide(0, 0, -1); return; }
-      const last = window.tensoradbookFit.leaves().pop(), i = R.getIndices(last);
-      R.slide(i.h, i.v); while (R.nextFragment()) {} }""", start)
+      if (start === "first") { R.slide(0, 0, -1); } else {
+        const last = window.tensoradbookFit.leaves().pop(), i = R.getIndices(last);
+        R.slide(i.h, i.v); while (R.nextFragment()) {} }
+      document.querySelectorAll("[data-previous-indexv]").forEach(s => s.removeAttribute("data-previous-indexv")); }""",
+                  start)
     where = "() => { const i = window.tensoradbookReveal.getIndices(); return [i.h, i.v || 0, i.f ?? -1]; }"
     # Each press is awaited until the slide or fragment changes (on a loaded machine, presses not awaited landed two
     # between two readings), up to ``goal``, the slide where the walk ends, with its fragments all shown or hidden.
