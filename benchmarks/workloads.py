@@ -526,7 +526,7 @@ def busy_pass(measured, repeats, cpus, threads, settings=tuple(BUSY_SETTINGS)) -
     for setting in settings:
         if setting == "class":
             for record, contenders in measured:
-                if record["size"] != CLASS_AT_SIZE and CLASS_AT_SIZE in {r["size"] for r, _ in measured}:
+                if record["size"] != CLASS_AT_SIZE:
                     continue
                 names = [contender.name for contender in contenders]
                 for name, full in class_series(record, names, threads, repeats).items():
