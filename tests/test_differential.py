@@ -11,7 +11,8 @@ that does not depend on a sum's index multiplies the whole sum, as reverse accum
 adjoint by a local derivative); the report's form (``grads.evaluate``) multiplies inside the sum, which differs
 where an inf meets a 0 (inf * 0 is NaN): it is the scatter kernels' reference, which add each occurrence's
 contribution, and is compared with the gather kernels at finite inputs. The numba modules are called twice, so
-the second call runs on the scratch arrays the first left. Each
+the second call runs on the scratch arrays the first left, and on one thread and on every CPU (the fallback of a
+busy machine, :mod:`tensoradbook.codegen.threads`) they give the same bits. Each
 smooth function's compiled gradients agree with finite differences of the reference at ordinary inputs. Every
 tensor of both forms reads back through the parser, whose exact range check finds any read leaving its tensor
 where it is evaluated: numba does not check, and such a read is a wrong value or a crash.
@@ -44,6 +45,7 @@ import tensoradbook as tab
 from tensoradbook import codegen
 from tensoradbook.ad.gradcheck import directional_derivatives
 from tensoradbook.codegen.thresholds import THRESHOLDS, traced
+from tensoradbook.codegen.threads import pinned, usable_cpus
 from tensoradbook.lang.evaluate import MAX_WORK
 from tensoradbook.lang.expr import ExpressionError, Sum, postorder
 from tensoradbook.lang.program import definitions_of
@@ -229,12 +231,28 @@ def compare_targets(fn, grads, rng, gather: tuple, scatter: tuple) -> None:
             expected = grads.simplified.evaluate(args, df)
             for name, value in gradients(args, df).items():
                 assert_same(value, expected[name], f"{target} d{name}, inputs {k}", False)
+            if target == "numba":
+                same_bits_on_any_threads(forward, gradients, args, df)
     # the scatter kernels add each occurrence's contribution, as the report's form multiplies inside its sums
     args, df = inputs[0], np.round(rng.uniform(-2, 2, size=output) * 4) / 4
     expected = grads.evaluate(args, df)
     for target in scatter:
         for name, value in grads.compile(target)(args, df).items():
             assert_same(value, expected[name], f"{target} d{name}", False)
+
+
+def same_bits_on_any_threads(forward, gradients, args, df) -> None:
+    """Numba's modules give the same bits on one thread (the fallback on a busy machine, :mod:`.threads`) as on
+    every CPU: the threads share out whole elements and whole rows of products."""
+    runs = []
+    for threads in (1, usable_cpus()):
+        with pinned(threads):
+            runs.append((forward(args), gradients(args, df)))
+    (one, one_grads), (every, every_grads) = runs
+    assert np.array_equal(one.view(np.int64), every.view(np.int64)), "forward: other bits on one thread"
+    for name in one_grads:
+        assert np.array_equal(one_grads[name].view(np.int64), every_grads[name].view(np.int64)), \
+            f"d{name}: other bits on one thread"
 
 
 def check(draw: Draw, seed: int) -> None:

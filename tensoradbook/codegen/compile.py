@@ -26,6 +26,7 @@ from ..lang.function import Function
 from ..lang.limits import MAX_KERNEL_WORK
 from ..lang.program import Program
 from .cache import load_module
+from .threads import limited
 from ..lang.program import definitions_of
 from .module import function_module, function_source, gradients_module, gradients_source, module_functions
 from .render import render
@@ -107,6 +108,14 @@ def _arrays(fn: Function | Program, args, kind: Target, adjoint: tuple[str, obje
     return [np.ascontiguousarray(a).reshape(kind.stored_shape(a.shape)) for a in arrays.values()]
 
 
+def _run(kind: Target, entry, *arrays):
+    """``entry(*arrays)``, on as many CPU threads as the machine's load leaves where ``kind`` runs on threads."""
+    if not kind.threaded:
+        return entry(*arrays)
+    with limited():
+        return entry(*arrays)
+
+
 def check_work(functions) -> None:
     """Refuse kernels past :data:`~tensoradbook.lang.limits.MAX_KERNEL_WORK` element-terms, which would run for
     days: an :class:`ExpressionError` naming the function, its work and the limit."""
@@ -137,7 +146,7 @@ class CompiledFunction:
     def __call__(self, args: dict) -> np.ndarray:
         arrays = self.kind.to_device(_arrays(self.function, args, self.kind))
         shape = tuple(self.function.shapes[self.function.name])
-        return self.kind.to_host(self.module.forward(*arrays)).reshape(shape)
+        return self.kind.to_host(_run(self.kind, self.module.forward, *arrays)).reshape(shape)
 
 
 class CompiledGradients:
@@ -164,21 +173,21 @@ class CompiledGradients:
 
     def forward(self, args: dict) -> np.ndarray:
         fn = self.gradients.function
-        return self.kind.to_host(self.module.forward(*self._inputs(args))).reshape(fn.shapes[fn.name])
+        return self.kind.to_host(_run(self.kind, self.module.forward, *self._inputs(args))).reshape(fn.shapes[fn.name])
 
     def values(self, args: dict) -> dict[str, np.ndarray]:
         """Every definition's value, each computed once by its kernel."""
         definitions = definitions_of(self.gradients.function)
-        values = self.module._values(*self._inputs(args))
+        values = _run(self.kind, self.module._values, *self._inputs(args))
         return {fn.name: self.kind.to_host(value).reshape(fn.shapes[fn.name]) for fn, value in zip(definitions, values)}
 
     def __call__(self, args: dict, df, values: dict | None = None) -> dict[str, np.ndarray]:
         fn = self.gradients.function
         inputs = self._inputs(args, (self.gradients.adjoint_name, df))
         if values is None:
-            out = self.module.gradients(*inputs)
+            out = _run(self.kind, self.module.gradients, *inputs)
         else:
-            out = self.module._backward(*inputs[:-1], *self._kept(values), inputs[-1])
+            out = _run(self.kind, self.module._backward, *inputs[:-1], *self._kept(values), inputs[-1])
         return {name: self.kind.to_host(out[name]).reshape(fn.shapes[name]) for name in out}
 
     def _kept(self, values: dict) -> list:

@@ -61,6 +61,7 @@ class Target:
     precompiled = False   # kernels typed and compiled when the module loads (codegen.compile.precompile)
     quiet = False         # entry points run numpy arithmetic (grids, BLAS) under np.errstate, as the reference
     blas = False          # plain contractions as BLAS calls rather than kernels (codegen.contraction)
+    threaded = False      # calls run on CPU threads, as many as the machine's load leaves (codegen.threads)
     imports: tuple[str, ...] = ()
     numpy_faster: frozenset = frozenset()  # functions numpy evaluates faster than the kernels (see module.broadcasts)
     scratch_setup: tuple[str, ...] = ()  # the module's scratch arrays, where it keeps any (see scratch)
@@ -147,6 +148,7 @@ class NumbaTarget(Target):
     printer = ScalarPrinter
     lanes = True
     blas = True
+    threaded = True
     precompiled = True
     quiet = True
     imports = ("import math", "", "import numba", "import numpy as np")

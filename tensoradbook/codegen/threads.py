@@ -1,0 +1,172 @@
+"""How many threads one call of a generated Numba module runs on: all the CPUs it may use on a quiet machine,
+one where other processes keep those CPUs busy (a class server at the start of an exercise).
+
+A parallel kernel splits its elements evenly among its threads and ends when the last thread ends; OpenBLAS
+splits a matrix product the same way and its threads wait for each other yielding the CPU. When other processes
+keep every CPU busy, a thread the scheduler has put aside holds up the whole call for its time slices, again at
+every kernel and product: on two busy CPUs the padded convolution's gradients took 1.3 s instead of 7 ms, the
+matrix product 72 ms instead of 2.8 ms (benchmarks/workloads.py records the figures). A single thread waits for
+no one: busy, it runs at its share of a CPU and no slower. So :func:`running_threads` gives each call
+
+* the CPUs this process may use (:func:`usable_cpus`: its affinity mask and its cgroup's CPU quota), less
+* the CPUs that other processes' runnable threads occupy at that moment (:func:`others_running`: the kernel's
+  count of runnable threads, ``/proc/loadavg``, less this process's own),
+
+at least one; and :func:`limited` holds Numba's threads and OpenBLAS's (numpy's BLAS) to that many around the call,
+never more than the caller had set, and restores them after. The count is looked at again at most every
+:data:`REFRESH_S`, so that a call of a few microseconds does not pay for reading ``/proc``.
+
+The threads share out whole output elements and whole rows of products, so a result has the same bits on any
+number of threads (tests/test_threads.py checks it on each side of the fallback).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import threading
+import time
+from contextlib import contextmanager
+from functools import lru_cache
+
+#: Seconds a count of the busy CPUs is used for before it is looked at again.
+REFRESH_S = 0.02
+
+_lock = threading.Lock()
+_decided = {"at": -math.inf, "threads": 1}
+_pinned: list[int] = []   # the counts set by pinned() blocks now open, innermost last
+_blas_holders = [0, []]   # calls inside limited() now, and each OpenBLAS's setter and count before the first
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def quota_cpus(cpu_max: str | None) -> float:
+    """The CPUs a cgroup v2 ``cpu.max`` text (``"quota period"`` or ``"max period"``) allows; infinite if none."""
+    if not cpu_max:
+        return math.inf
+    quota, _, period = cpu_max.partition(" ")
+    if quota == "max" or not period.strip():
+        return math.inf
+    return int(quota) / int(period)
+
+
+@lru_cache(maxsize=1)
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask, then at most its cgroup's CPU quota, rounded up."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = quota_cpus(_read("/sys/fs/cgroup/cpu.max"))
+    return max(1, cpus if quota == math.inf else min(cpus, math.ceil(quota)))
+
+
+def runnable(loadavg: str) -> int:
+    """The runnable threads of the whole machine from a ``/proc/loadavg`` text (its fourth field, ``"3/512"``)."""
+    return int(loadavg.split()[3].partition("/")[0])
+
+
+def own_running() -> int:
+    """This process's threads that are running or ready to run (state ``R`` in ``/proc/self/task/*/stat``)."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        stat = _read(f"/proc/self/task/{task}/stat")
+        if stat and stat[stat.rindex(")") + 2] == "R":  # the state follows the name, which may hold spaces
+            count += 1
+    return count
+
+
+def others_running() -> int | None:
+    """Other processes' threads running or ready to run now, or None where ``/proc`` does not say."""
+    loadavg = _read("/proc/loadavg")
+    if loadavg is None or not os.path.isdir("/proc/self/task"):
+        return None
+    return max(0, runnable(loadavg) - own_running())
+
+
+def threads_beside(others: int | None, machine_cpus: int, usable: int) -> int:
+    """The threads a call runs on beside ``others`` runnable threads of other processes: the machine's free CPUs,
+    at most ``usable``, at least one."""
+    if others is None:
+        return usable
+    return max(1, min(usable, machine_cpus - others))
+
+
+def running_threads() -> int:
+    """The threads the next call runs on (a :func:`pinned` count where one is set)."""
+    if _pinned:
+        return _pinned[-1]
+    now = time.monotonic()
+    if now - _decided["at"] >= REFRESH_S:
+        _decided["threads"] = threads_beside(others_running(), os.cpu_count() or 1, usable_cpus())
+        _decided["at"] = now
+    return _decided["threads"]
+
+
+@contextmanager
+def pinned(threads: int):
+    """Every call inside the block on ``threads`` threads, whatever the machine's load (tests, benchmarks)."""
+    _pinned.append(threads)
+    try:
+        yield
+    finally:
+        _pinned.pop()
+
+
+@lru_cache(maxsize=1)
+def openblas_libraries() -> tuple:
+    """``(get, set)`` of the number of threads of each OpenBLAS loaded into this process (numpy's, scipy's),
+    found by name in ``/proc/self/maps``, whatever prefix and suffix its build gave the functions."""
+    maps = _read("/proc/self/maps") or ""
+    paths = sorted({line.split(None, 5)[5].strip() for line in maps.splitlines()
+                    if line.count(" ") >= 5 and "openblas" in os.path.basename(line.split(None, 5)[-1]).lower()})
+    found = []
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("", "scipy_"):
+            for suffix in ("", "64_"):
+                getter = getattr(library, f"{prefix}openblas_get_num_threads{suffix}", None)
+                setter = getattr(library, f"{prefix}openblas_set_num_threads{suffix}", None)
+                if getter is not None and setter is not None:
+                    found.append((getter, setter))
+    return tuple(found)
+
+
+def _hold_blas(threads: int) -> None:
+    with _lock:
+        if _blas_holders[0] == 0:
+            _blas_holders[1] = [(setter, getter()) for getter, setter in openblas_libraries()]
+        _blas_holders[0] += 1
+        for setter, before in _blas_holders[1]:
+            setter(min(before, threads))
+
+
+def _release_blas() -> None:
+    with _lock:
+        _blas_holders[0] -= 1
+        if _blas_holders[0] == 0:
+            for setter, before in _blas_holders[1]:
+                setter(before)
+
+
+@contextmanager
+def limited():
+    """Numba's threads (of this thread) and OpenBLAS's held to :func:`running_threads` inside the block."""
+    import numba
+
+    threads = running_threads()
+    before = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(before, threads)))
+    _hold_blas(threads)
+    try:
+        yield
+    finally:
+        _release_blas()
+        numba.set_num_threads(before)

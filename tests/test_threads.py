@@ -1,0 +1,158 @@
+"""The threads of a Numba module's call on a quiet and a busy machine (tensoradbook.codegen.threads, issue 28).
+
+The counts are checked against the machine's own: ``/proc`` read by hand, processes that keep every CPU busy,
+OpenBLAS's count asked through threadpoolctl (an independent reader of the same setting). That a module gives the
+same bits on one thread as on every CPU is checked for every differential case (tests/test_differential.py) and
+here for the workloads whose products go to BLAS.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import threading
+import time
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import tensoradbook as tab
+from tensoradbook.codegen import threads
+from tensoradbook.codegen.threads import limited, pinned, quota_cpus, running_threads, runnable, threads_beside
+
+
+@pytest.mark.parametrize("text, cpus", [(None, math.inf), ("", math.inf), ("max 100000", math.inf),
+                                        ("200000 100000", 2.0), ("150000 100000\n", 1.5), ("50000 100000", 0.5)])
+def test_the_cgroup_quota_in_cpus(text, cpus):
+    assert quota_cpus(text) == cpus
+
+
+def test_runnable_threads_of_a_loadavg_text():
+    assert runnable("0.49 2.81 3.56 3/512 12345\n") == 3
+
+
+@given(others=st.integers(0, 200), machine=st.integers(1, 128), usable=st.integers(1, 128))
+@example(others=0, machine=2, usable=2)
+@example(others=2, machine=2, usable=2)
+def test_a_call_runs_on_the_free_cpus_it_may_use_and_at_least_one(others, machine, usable):
+    got = threads_beside(others, machine, usable)
+    assert 1 <= got <= usable
+    assert got == max(1, min(usable, machine - others))
+    assert threads_beside(None, machine, usable) == usable
+
+
+def test_the_usable_cpus_are_the_affinity_mask_within_the_quota():
+    quota = quota_cpus(threads._read("/sys/fs/cgroup/cpu.max"))
+    expected = len(os.sched_getaffinity(0))
+    if quota != math.inf:
+        expected = min(expected, math.ceil(quota))
+    assert threads.usable_cpus() == max(1, expected)
+
+
+def test_own_running_threads_counts_the_caller():
+    assert threads.own_running() >= 1  # this thread is running while it reads
+
+
+def _spin():
+    while True:
+        pass
+
+
+def _threads_once_settled(expect, seconds=60.0) -> int:
+    """``running_threads()`` once it equals ``expect`` or ``seconds`` have passed (a generous hang check: processes
+    start slowly on a loaded machine)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        threads._decided["at"] = -math.inf  # look again now
+        got = running_threads()
+        if expect(got) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_a_machine_whose_cpus_other_processes_keep_busy_gets_one_thread():
+    machine = os.cpu_count() or 1
+    spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(machine)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        assert _threads_once_settled(lambda got: got == 1) == 1
+    finally:
+        for spinner in spinners:
+            spinner.terminate()
+            spinner.join()
+
+
+def _blas_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return min(info["num_threads"] for info in threadpool_info() if info["internal_api"] == "openblas")
+
+
+def test_limited_holds_numba_and_blas_and_restores_them():
+    pytest.importorskip("threadpoolctl")
+    numba_before, blas_before = numba.get_num_threads(), _blas_threads()
+    with pinned(1), limited():
+        assert numba.get_num_threads() == 1
+        assert _blas_threads() == 1
+        with limited():  # nested: the outer block's counts are restored only when it ends
+            pass
+        assert _blas_threads() == 1
+    assert numba.get_num_threads() == numba_before
+    assert _blas_threads() == blas_before
+
+
+def test_limited_never_raises_the_callers_counts():
+    numba_before = numba.get_num_threads()
+    with pinned(numba_before + 8), limited():
+        assert numba.get_num_threads() == numba_before
+
+
+def test_threads_calling_at_once_restore_the_blas_count():
+    pytest.importorskip("threadpoolctl")
+    blas_before = _blas_threads()
+    fn = tab.parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j])", {"f": (64, 64), "a": (64, 64), "b": (64, 64)})
+    compiled = fn.compile("numba")
+    args = {"a": np.ones((64, 64)), "b": np.ones((64, 64))}
+    errors = []
+
+    def call():
+        try:
+            for _ in range(20):
+                assert compiled(args)[0, 0] == 64.0
+        except AssertionError as error:  # pragma: no cover - shown by the assert below
+            errors.append(error)
+
+    workers = [threading.Thread(target=call) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors
+    assert _blas_threads() == blas_before
+
+
+@pytest.mark.parametrize("text, shapes", [
+    # a matrix product past BLAS_WORK: numpy's BLAS, threaded or not
+    ("f[i; j] = sum{k}_0^95 (a[i; k] * b[k; j])", {"f": (96, 96), "a": (96, 96), "b": (96, 96)}),
+    # a convolution: the gather (im2col) and its product, and a parallel gradient kernel past PARALLEL_WORK
+    ("y[n; f; i; j] = sum{c}_0^2 (sum{p}_0^2 (sum{q}_0^2 (w[f; c; p; q] * x[n; c; i + p; j + q])))",
+     {"y": (4, 8, 30, 30), "w": (8, 3, 3, 3), "x": (4, 3, 32, 32)}),
+])
+def test_the_same_bits_on_one_thread_as_on_every_cpu(text, shapes):
+    fn = tab.parse(text, shapes)
+    grads = tab.derive(fn).compile("numba")
+    rng = np.random.default_rng(0)
+    args = {name: rng.standard_normal(shapes[name]) for name in fn.arguments}
+    df = rng.standard_normal(shapes[fn.name])
+    runs = []
+    for count in (1, threads.usable_cpus()):
+        with pinned(count):
+            runs.append(grads(args, df))
+    for name in fn.arguments:
+        assert np.array_equal(runs[0][name].view(np.int64), runs[1][name].view(np.int64)), name
+        np.testing.assert_allclose(runs[0][name], tab.derive(fn).evaluate(args, df)[name], rtol=1e-9, atol=1e-9)
