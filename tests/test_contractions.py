@@ -2,7 +2,9 @@
 the numba target's tensordot or einsum gives what the reference evaluator gives, for random contractions and
 their derived gradients (which Algorithm 4 gives as contractions again)."""
 
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -354,15 +356,49 @@ def test_random_convolutions_equal_the_reference(every_rewrite, case, seed):
     assert_kernels_equal_the_reference(fn, seed)
 
 
-def test_scratch_arrays_are_kept_per_thread_and_shape():
+def test_scratch_arrays_are_kept_per_thread_and_name():
     scratch = Scratch()
     first = scratch.array("g", (2, 3))
-    assert scratch.array("g", (2, 3)) is first and scratch.array("g", (3, 2)) is not first
+    assert scratch.array("g", (2, 3)) is first
+    gone = weakref.ref(first)
+    del first
+    other = scratch.array("g", (3, 2))  # another shape replaces the name's array: one per name, never more
+    assert other.shape == (3, 2) and gone() is None and scratch.array("g", (3, 2)) is other
+    first = scratch.array("g", (2, 3))
     elsewhere = []
     thread = threading.Thread(target=lambda: elsewhere.append(scratch.array("g", (2, 3))))
     thread.start()
     thread.join()
     assert elsewhere[0] is not first and elsewhere[0].shape == (2, 3)
+
+
+def _scratch_arrays(module) -> list:
+    """Weak references to the scratch arrays ``module`` keeps in this thread."""
+    return [weakref.ref(array) for array in module._scratch._local.__dict__.values()]
+
+
+def test_scratch_arrays_are_freed_with_the_last_compiled_object_of_their_module(every_rewrite):
+    fn = parse(*STRIDED)
+    grads = tab.derive(fn)
+    first, second = grads.compile("numba"), grads.compile("numba")
+    assert first.module is second.module and "_scratch" in first.source
+    rng = np.random.default_rng(5)
+    args = {name: rng.standard_normal(fn.shapes[name]) for name in fn.arguments}
+    df = rng.standard_normal(fn.shapes["y"])
+    expected = first(args, df)
+    arrays = _scratch_arrays(first.module)
+    assert arrays and all(array() is not None for array in arrays)
+    del first
+    gc.collect()
+    assert all(array() is not None for array in arrays), "freed while another compiled object holds the module"
+    module = second.module
+    del second
+    gc.collect()
+    assert all(array() is None for array in arrays)
+    again = grads.compile("numba")  # the module stays loaded; its arrays come back at the next call
+    assert again.module is module
+    for name, value in again(args, df).items():
+        np.testing.assert_array_equal(value, expected[name])
 
 
 def test_threads_calling_one_module_get_their_own_values(every_rewrite):

@@ -4,19 +4,27 @@ allocated anew.
 
 A fresh array of megabytes costs the operating system a page fault per page on its first write, as much as a
 kernel's whole work for a strided convolution's gradients (benchmarks/workloads.py, whose docstring and results
-give the figures). Each thread has its own arrays, so two threads calling one module never share one; a module's
-arrays live as long as the thread.
+give the figures). Each thread has its own arrays, so two threads calling one module never share one.
+
+Bounds: a thread keeps one array per name of the module's plan (a call of another shape replaces it), and a module's
+arrays are freed, in every thread, once no compiled function or gradients that loaded it is left
+(:func:`held_by`): a class server keeps one process per student, each compiling many modules over a session.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import Counter
 
 import numpy as np
 
+_holders: Counter = Counter()  # module name -> the live objects that hold it
+_lock = threading.Lock()
+
 
 class Scratch:
-    """Per thread, one float64 array per name and shape, handed out again on each call."""
+    """Per thread, one float64 array per name, handed out again on each call of the same shape."""
 
     def __init__(self):
         self._local = threading.local()
@@ -24,7 +32,31 @@ class Scratch:
     def array(self, name: str, shape: tuple) -> np.ndarray:
         """The array for ``name`` of ``shape``, its contents whatever the last call left there."""
         arrays = self._local.__dict__
-        key = (name, shape)
-        if key not in arrays:
-            arrays[key] = np.empty(shape)
-        return arrays[key]
+        kept = arrays.get(name)
+        if kept is None or kept.shape != shape:
+            kept = arrays[name] = np.empty(shape)
+        return kept
+
+    def clear(self) -> None:
+        """Every thread's arrays let go (each thread's are freed with the old thread-local store)."""
+        self._local = threading.local()
+
+
+def held_by(owner, module):
+    """``module``, whose scratch arrays (where it has any) are freed once ``owner`` and every other holder of it
+    are gone. The module itself stays loaded: the next compile of the same text finds it at once."""
+    with _lock:
+        _holders[module.__name__] += 1
+    weakref.finalize(owner, _let_go, module)
+    return module
+
+
+def _let_go(module) -> None:
+    with _lock:
+        _holders[module.__name__] -= 1
+        if _holders[module.__name__]:
+            return
+        del _holders[module.__name__]
+    scratch = getattr(module, "_scratch", None)
+    if isinstance(scratch, Scratch):
+        scratch.clear()
