@@ -38,8 +38,9 @@ REPEATS interactions, each timed alone:
   alternating program and greedy order: cut, blocks, check and bars afresh.
 
 The beta changes walk through distinct values, so every one is computed and
-drawn afresh. Every widget is measured twice in one run: on the machine as it is, and with one CPU-bound
-process per CPU beside (a shared class server). Run:
+drawn afresh. Every widget is measured in one run on the machine as it is, then in the three busy settings of a
+shared class server (benchmarks/workloads.py): one and two CPU-bound processes per CPU beside, and twenty
+processes doing the same interaction at once. Run:
 ``python benchmarks/widget_latency.py [--json benchmarks/results/widget_latency.json]``.
 """
 
@@ -187,36 +188,76 @@ def lump_order_change() -> float:
     return median_ms(lambda _: None, lambda k: explorer.set_order("greedy" if k % 2 == 0 else "program"))
 
 
+def class_medians(widgets) -> dict[str, float]:
+    """:data:`~benchmarks.workloads.CLASS_SIZE` fresh processes (spawned), each timing every widget's interaction,
+    all of them at once per widget (a barrier before each): the median over the processes' medians, per widget."""
+    import multiprocessing
+
+    from benchmarks.workloads import CLASS_SIZE, CLASS_TIMEOUT_S
+
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(CLASS_SIZE), context.Queue()
+    students = [context.Process(target=_student, args=(barrier, results)) for _ in range(CLASS_SIZE)]
+    for student in students:
+        student.start()
+    medians: dict[str, list[float]] = {name: [] for name, _ in widgets}
+    for _ in range(CLASS_SIZE * len(widgets)):
+        name, median = results.get(timeout=CLASS_TIMEOUT_S)
+        medians[name].append(median)
+    for student in students:
+        student.join()
+    return {name: statistics.median(values) for name, values in medians.items()}
+
+
+def _student(barrier, results) -> None:
+    """One process of :func:`class_medians`: each widget measured once untimed (its first drawing), then timed
+    when every process is ready."""
+    for name, measure in WIDGETS:
+        measure()
+        barrier.wait()
+        results.put((name, measure()))
+
+
 def main(argv=None) -> None:
-    """Each widget's median on the machine as it is, then again with one CPU-bound process per CPU beside this
-    one (a shared class server: the fair share of two CPUs is about 2x), and the ratio; ``--json PATH`` also
-    records them with the machine and its load."""
+    """Each widget's median on the machine as it is, then in each busy setting of a shared class server
+    (:data:`benchmarks.workloads.BUSY_SETTINGS`: one and two CPU-bound processes per CPU beside this one, and a
+    class of processes doing the same interaction at once), and the ratios; ``--json PATH`` also records them
+    with the machine and its load."""
     import argparse
     import json
     import os
 
-    from benchmarks.demo_kernels import busy_cpus
     from benchmarks.gradients import machine
+    from benchmarks.workloads import BUSY_SETTINGS, CLASS_SIZE, SPINNERS_PER_CPU, spinning
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
     options = parser.parse_args(argv)
     load_before = os.getloadavg()
     quiet = {name: measure() for name, measure in WIDGETS}
-    spinners = busy_cpus()
-    try:
-        busy = {name: measure() for name, measure in WIDGETS}
-    finally:
-        for spinner in spinners:
-            spinner.terminate()
-    print(f"median ms per interaction, quiet (load average {load_before[0]:.2f} before) and with "
-          f"{len(spinners)} CPU-bound processes beside (busy)")
+    busy, processes = {}, {}
+    for setting in BUSY_SETTINGS:
+        if setting == "class":
+            busy[setting], processes[setting] = class_medians(WIDGETS), CLASS_SIZE
+            continue
+        with spinning(SPINNERS_PER_CPU[setting], os.sched_getaffinity(0)) as spinners:
+            busy[setting] = {name: measure() for name, measure in WIDGETS}
+            processes[setting] = len(spinners)
+    load_after = os.getloadavg()
+    print(f"median ms per interaction, quiet (load average {load_before[0]:.2f} before, {load_after[0]:.2f} after), "
+          "then busy / quiet in each setting: " + "; ".join(f"{setting}: {BUSY_SETTINGS[setting]}"
+                                                           for setting in BUSY_SETTINGS))
     for name, _ in WIDGETS:
-        print(f"{name} {quiet[name]:.1f} busy {busy[name]:.1f} ({busy[name] / max(quiet[name], 1e-9):.1f}x)")
+        ratios = "  ".join(f"{setting} {busy[setting][name]:.1f} ({busy[setting][name] / max(quiet[name], 1e-9):.1f}x)"
+                           for setting in BUSY_SETTINGS)
+        print(f"{name} {quiet[name]:.1f}  {ratios}")
     if options.json:
         with open(options.json, "w") as out:
-            json.dump({"machine": machine(), "load_average_before": load_before, "busy_processes": len(spinners),
-                       "quiet_ms": quiet, "busy_ms": busy}, out, indent=1)
+            json.dump({"machine": machine(), "load_average_before": load_before, "load_average_after": load_after,
+                       "busy_processes": processes["cores"], "quiet_ms": quiet, "busy_ms": busy["cores"],
+                       "busy_settings": {setting: {"what": BUSY_SETTINGS[setting], "processes": processes[setting],
+                                                   "ms": busy[setting]} for setting in BUSY_SETTINGS}},
+                      out, indent=1)
 
 
 WIDGETS = (("SmithStepper", step_forward),
