@@ -26,7 +26,7 @@ from ..lang.function import Function
 from ..lang.limits import MAX_KERNEL_WORK
 from ..lang.program import Program
 from .cache import load_module
-from .scratch import held_by
+from .scratch import held_by, keep_freed_memory
 from .threads import limited
 from ..lang.program import definitions_of
 from .module import function_module, function_source, gradients_module, gradients_source, module_functions
@@ -139,6 +139,7 @@ class CompiledFunction:
         self.function, self.target = fn, target
         check_work(definitions_of(fn))
         self.source = function_source(fn, target)
+        keep_freed_memory()
         self.module = held_by(self, load_module(self.source))
         self.path = self.module.__file__
         if self.kind.precompiled:
@@ -164,6 +165,7 @@ class CompiledGradients:
         first, gather = module_functions(grads)
         check_work([*first.values(), *gather.values()])
         self.source = gradients_source(grads, target)
+        keep_freed_memory()
         self.module = held_by(self, load_module(self.source))
         self.path = self.module.__file__
         if self.kind.precompiled:
