@@ -522,7 +522,7 @@ def test_a_helper_process_compiles_half_the_kernels_of_a_cold_start(tmp_path):
     out = subprocess.run([sys.executable, "-c", HELPER_PROBE], env=env, capture_output=True, text=True,
                          check=True, cwd=REPO).stdout.splitlines()[-1]
     run = json.loads(out)
-    assert run["typed"] and run["same"] and run["signatures"] == run["kernels"] >= 4
+    assert run["typed"] and run["same"] and run["signatures"] == run["kernels"] >= 2  # serial ones fused (fusion.py)
     assert run["hits"] == run["kernels"] // 2
 
 

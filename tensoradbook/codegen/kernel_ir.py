@@ -14,7 +14,8 @@ The nodes, from the inside out:
 * inside a kernel: :class:`Unflatten` (the output indices of the element number), :class:`RowBlock` (the lanes
   of a block of a row), :class:`Store` (the element written), :class:`ElementLoop` (every output element, or
   row of lanes), :class:`ScatterLoop` (every forward element, eq. 40);
-* kernels: :class:`Kernel`, :class:`BroadcastKernel` (numpy over views);
+* kernels: :class:`Kernel`, :class:`BroadcastKernel` (numpy over views), :class:`FusedKernel` (serial kernels
+  compiled as one);
 * in the entry points: :class:`Allocate`, :class:`Launch`, :class:`BlasProduct`, :class:`GuardedProduct` (a
   product over a padded copy, with its gated kernel where an operand is not finite), :class:`ReadKept` and
   :class:`FillKept` (what the backward pass reads from the forward pass, computed where not given),
@@ -125,6 +126,19 @@ class Kernel:
     exact: bool
     body: tuple
     typed: bool = True
+    inlined: bool = False  # called from a fused kernel, which compiles it inline (:mod:`.fusion`)
+
+
+@dataclass(frozen=True)
+class FusedKernel:
+    """``name(params)``: serial kernels called one after another, ``calls`` (kernel name, its arguments), compiled
+    as one (:mod:`.fusion`); ``shapes`` and ``exact`` as a :class:`Kernel`'s."""
+
+    name: str
+    params: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    exact: bool
+    calls: tuple[tuple[str, tuple[str, ...]], ...]
 
 
 @dataclass(frozen=True)

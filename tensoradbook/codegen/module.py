@@ -46,6 +46,7 @@ from .contraction import (Contraction, contraction_of, gathered_contraction, inn
 from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, BroadcastKernel, ElementLoop, Entry, FillKept,
                         GradientsEntry, GuardedProduct, Header, Kernel, Launch, Line, Module, Printed, ReadKept, Return,
                         ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Store, Unflatten)
+from .fusion import fuse
 from .printer import BroadcastPrinter, KernelPrinter, Lanes, py_name
 from .render import render
 from .targets import GATHER_TARGETS, TARGETS, Target, size_of, target_named
@@ -480,8 +481,8 @@ def function_module(fn: Function | Program, target: Target) -> Module:
     definitions = definitions_of(fn)
     plan = plan_module(definitions, target)
     kernels = _kernels({f"{py_name(d.name)}_kernel": d for d in definitions}, target, plan)
-    return Module(_header(list(definitions)), ScratchSetup() if plan.parts else None, tuple(kernels),
-                  (_forward_entry(fn, plan),), _arrays_table(kernels) if target.precompiled else None)
+    return fuse(Module(_header(list(definitions)), ScratchSetup() if plan.parts else None, tuple(kernels),
+                       (_forward_entry(fn, plan),), _arrays_table(kernels) if target.precompiled else None), target)
 
 
 def function_source(fn: Function | Program, target: str = "numba") -> str:
@@ -506,8 +507,8 @@ def gradients_module(grads: Gradients | ProgramGradients, target: Target) -> Mod
                            statements or (Line("pass"),), ReturnGradients(outputs))
     entries = (_forward_entry(subject, plan), _forward_entry(subject, plan, "_values", every=True),
                GradientsEntry(arguments, adjoint, len(values), bool(plan.kept)), backward_entry)
-    return Module(_header([*first.values(), *gather.values()]), ScratchSetup() if plan.parts else None,
-                  tuple(kernels), entries, _arrays_table(kernels) if target.precompiled else None)
+    return fuse(Module(_header([*first.values(), *gather.values()]), ScratchSetup() if plan.parts else None,
+                       tuple(kernels), entries, _arrays_table(kernels) if target.precompiled else None), target)
 
 
 def gradients_source(grads: Gradients | ProgramGradients, target: str = "numba") -> str:

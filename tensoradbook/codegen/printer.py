@@ -330,8 +330,10 @@ class KernelPrinter:
         return template.format(operand)
 
     def named(self, text: str, node: Expr) -> str:
-        """``text`` (the value of ``node``) as a name or element read, stored into a temporary if it is more."""
-        if text.startswith("_") or text.isidentifier():
+        """``text`` (the value of ``node``) as a name or element read, stored into a temporary if it is more. An
+        element is read again where it is needed: a copy per lane costs a loop and an array for nothing (a kernel
+        summing 200 squares of reads took 34 s to compile with them)."""
+        if text.startswith("_") or text.isidentifier() or isinstance(node, Element):
             return text
         return self.store(self.temp("t"), text, self.varies(node))
 

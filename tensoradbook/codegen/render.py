@@ -9,8 +9,8 @@ its imports) it asks the target (:class:`~.targets.Target`), which answers with 
 from __future__ import annotations
 
 from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, Block, BroadcastKernel, ElementLoop, Entry, FillKept,
-                        GradientsEntry, GuardedProduct, Header, Kernel, Launch, Line, Module, Printed, ReadKept, Return,
-                        ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Store, Unflatten)
+                        FusedKernel, GradientsEntry, GuardedProduct, Header, Kernel, Launch, Line, Module, Printed,
+                        ReadKept, Return, ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Store, Unflatten)
 from .printer import py_name
 from .targets import Target
 
@@ -73,8 +73,13 @@ class Renderer:
 
     # -- kernels
     def _Kernel(self, node: Kernel, depth: int) -> list[str]:
-        decorator = [Line(line) for line in self.target.decorator(node.parallel, node.exact)]
+        decorator = [Line(line) for line in self.target.decorator(node.parallel, node.exact, node.inlined)]
         return self.lines([*decorator, Block(f"def {node.name}({', '.join(node.params)}):", node.body)], depth)
+
+    def _FusedKernel(self, node: FusedKernel, depth: int) -> list[str]:
+        decorator = [Line(line) for line in self.target.decorator(False, node.exact)]
+        calls = tuple(Line(f"{kernel}({', '.join(args)})") for kernel, args in node.calls)
+        return self.lines([*decorator, Block(f"def {node.name}({', '.join(node.params)}):", calls)], depth)
 
     def _BroadcastKernel(self, node: BroadcastKernel, depth: int) -> list[str]:
         guard = Block('with np.errstate(all="ignore"):  # inf and nan as the kernels give them, without warnings',

@@ -62,14 +62,16 @@ class Target:
     quiet = False         # entry points run numpy arithmetic (grids, BLAS) under np.errstate, as the reference
     blas = False          # plain contractions as BLAS calls rather than kernels (codegen.contraction)
     threaded = False      # calls run on CPU threads, as many as the machine's load leaves (codegen.threads)
+    fuses = False         # serial kernels launched in a row compiled as one function (codegen.fusion)
     imports: tuple[str, ...] = ()
     numpy_faster: frozenset = frozenset()  # functions numpy evaluates faster than the kernels (see module.broadcasts)
     scratch_setup: tuple[str, ...] = ()  # the module's scratch arrays, where it keeps any (see scratch)
     kernel_decorator: tuple[str, ...] = ()
 
-    def decorator(self, parallel: bool, exact: bool = False) -> tuple[str, ...]:
+    def decorator(self, parallel: bool, exact: bool = False, inlined: bool = False) -> tuple[str, ...]:
         """The lines above a kernel's ``def``; ``parallel``: its work pays for running on several threads;
-        ``exact``: it compares computed values (:func:`~.module.compares`), which must round as the reference's."""
+        ``exact``: it compares computed values (:func:`~.module.compares`), which must round as the reference's;
+        ``inlined``: a fused kernel calls it (:mod:`.fusion`, where the target :attr:`fuses`)."""
         return self.kernel_decorator
 
     def element_loop(self, loop: ElementLoop) -> tuple:
@@ -149,6 +151,7 @@ class NumbaTarget(Target):
     lanes = True
     blas = True
     threaded = True
+    fuses = True
     precompiled = True
     quiet = True
     imports = ("import math", "", "import numba", "import numpy as np")
@@ -162,9 +165,10 @@ class NumbaTarget(Target):
     scratch_setup = ("from tensoradbook.codegen.scratch import Scratch", "",
                      "_scratch = Scratch()  # the tensors each call computes and reads, kept from call to call")
 
-    def decorator(self, parallel: bool, exact: bool = False) -> tuple[str, ...]:
+    def decorator(self, parallel: bool, exact: bool = False, inlined: bool = False) -> tuple[str, ...]:
         options = ["parallel=True"] * parallel + ["cache=True", 'error_model="numpy"']
         options += [] if exact else ['fastmath={"reassoc"}']
+        options += ['inline="always"'] * inlined
         return (f"@numba.njit({', '.join(options)})",)
 
     def scratch(self, name: str) -> str | None:

@@ -71,8 +71,12 @@ INNER_SHARE = Threshold("INNER_SHARE", 2, "a split contraction's terms over its 
 #: at 200 levels (a chain of 200 additions is one expression).
 MAX_NESTING = Threshold("MAX_NESTING", 50, "the brackets nested in one generated expression")
 
+#: Serial kernels launched one after another (with only their outputs' allocations between) from which they are
+#: compiled as one fused function (:mod:`.fusion`): Numba's fixed cost per compiled function, paid once.
+FUSED_KERNELS = Threshold("FUSED_KERNELS", 2, "the serial kernels an entry point launches in a row")
+
 THRESHOLDS: tuple[Threshold, ...] = (MIN_LANES, MIN_ROWS, LANE_BLOCK, PARALLEL_WORK, VECTOR_WORK, BLAS_WORK,
-                                     GATHER_SHARE, INNER_SHARE, MAX_NESTING)
+                                     GATHER_SHARE, INNER_SHARE, MAX_NESTING, FUSED_KERNELS)
 
 
 @contextmanager
