@@ -1,7 +1,7 @@
 """The warm kernel cache of a class (classroom/warm_cache.py, issue 25): compiled once, read by every user.
 
-One demo (06_gradient_lab, the smallest with kernels of its own: one module, its kernels fused into two) is warmed into a folder
-as ``make hub`` warms every chapter and demo. Then another Unix user, with an empty private cache and
+One demo (06_gradient_lab, the smallest with kernels of its own: one module, its kernels fused into two) is warmed
+into a folder as ``make hub`` warms every chapter and demo. Then another Unix user, with an empty private cache and
 ``TENSORADBOOK_SHARED_CACHE`` naming the warm one, does what the demo's page does: no Numba dispatcher of that process
 missed its disk cache (Numba counts a miss for every signature it compiles), the private cache holds the shared
 module and Numba's files for it byte for byte and nothing else, and the user cannot write the shared cache.
