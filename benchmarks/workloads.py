@@ -545,10 +545,8 @@ def busy_pass(measured, repeats, cpus, threads, settings=tuple(BUSY_SETTINGS)) -
             for record, contenders in measured:
                 for contender in contenders:
                     figures = record["implementations"][contender.name]
-                    busy = figures.setdefault("busy", {})[setting] = {"forward": series(contender.forward, repeats),
-                                                                      "full": series(contender.full, repeats)}
-                    if setting == "cores":  # the one busy setting of earlier records, which chapter 06b reads
-                        figures["busy_forward"], figures["busy_full"] = busy["forward"], busy["full"]
+                    figures.setdefault("busy", {})[setting] = {"forward": series(contender.forward, repeats),
+                                                               "full": series(contender.full, repeats)}
             counts[setting] = len(spinners)
     return counts
 
@@ -709,7 +707,7 @@ def fair_share(setting: str, threads: int, cpus: int) -> float:
     return max(1.0, (others + threads) / cpus)
 
 
-def goals(results, judged_size, threads: int = 1, cpus: int = 1):
+def goals(results, judged_size, threads: int, cpus: int):
     """The issue's goals for ours at ``judged_size``: per workload its figure and whether it is met."""
     verdicts = {"speed": {}, "blas": {}, "cheap_gradient": {}, "busy": {}}
     for workload in WORKLOADS:
@@ -829,7 +827,7 @@ def main(argv=None):
     if options.json:
         with open(options.json, "w", encoding="utf-8") as out:
             json.dump({"machine": machine(), "threads": options.threads, "thread_control": thread_note,
-                       "repeats": repeats, "busy_repeats": busy_repeats, "busy_processes": processes["cores"],
+                       "repeats": repeats, "busy_repeats": busy_repeats,
                        "busy_settings": {setting: {"what": BUSY_SETTINGS[setting], "processes": count}
                                          for setting, count in processes.items()},
                        "load_average": {"before": load_before, "after": load_after},

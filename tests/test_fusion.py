@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tensoradbook as tab
+from differential import special_inputs
 from tensoradbook.codegen import fusion
 from tensoradbook.codegen import kernel_ir as ir
 from tensoradbook.codegen.module import gradients_module
@@ -64,19 +65,23 @@ def test_kernels_that_round_differently_are_not_fused_together():
         assert {kernels[name].exact for name, _ in fused.calls} == {fused.exact}
 
 
-@pytest.mark.parametrize("definitions", [2, 5, 40])
-def test_fused_modules_give_the_reference_values_with_the_bits_of_unfused_ones(definitions, monkeypatch):
+@pytest.mark.parametrize("definitions", [2, 5, 40])  # 40: runs past MAX_FUSED, cut into parts
+@pytest.mark.parametrize("special", [False, True])
+def test_fused_modules_give_the_reference_values_with_the_bits_of_unfused_ones(definitions, special, monkeypatch):
+    """On ordinary inputs, and on inputs holding NaN, +-inf, -0.0 and ties (tests/differential.py's)."""
     program = chain(definitions)
     grads = tab.derive(program)
     args, df = data(program)
+    if special:
+        args = special_inputs(program, np.random.default_rng(definitions), share=0.2)
     fused = grads.compile("numba")
     assert "_fused_1_kernel" in fused.source
-    expected = grads.evaluate(args, df)
+    expected = grads.simplified.evaluate(args, df)  # the form the kernels compute (test_differential.py says why)
     got = fused(args, df)
     monkeypatch.setattr(FUSED_KERNELS, "value", 10**9)
     unfused = tab.derive(program).compile("numba")
     assert "_fused_" not in unfused.source
     alone = unfused(args, df)
     for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=name)
         assert np.array_equal(got[name].view(np.int64), alone[name].view(np.int64)), name

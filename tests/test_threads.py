@@ -41,8 +41,11 @@ def test_runnable_threads_of_a_loadavg_text():
 def test_a_call_runs_on_the_free_cpus_it_may_use_and_at_least_one(others, machine, usable):
     got = threads_beside(others, machine, usable)
     assert 1 <= got <= usable
-    assert got == max(1, min(usable, machine - others))
-    assert threads_beside(None, machine, usable) == usable
+    assert got + others <= machine or got == 1  # never more threads than free CPUs, but one
+    assert threads_beside(others + 1, machine, usable) <= got  # another busy thread never adds one of ours
+    if machine - others >= usable:
+        assert got == usable  # every CPU it may use is free
+    assert threads_beside(None, machine, usable) == usable  # no /proc: every usable CPU
 
 
 def test_the_usable_cpus_are_the_affinity_mask_within_the_quota():

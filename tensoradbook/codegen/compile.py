@@ -109,6 +109,13 @@ def _arrays(fn: Function | Program, args, kind: Target, adjoint: tuple[str, obje
     return [np.ascontiguousarray(a).reshape(kind.stored_shape(a.shape)) for a in arrays.values()]
 
 
+def _loaded(owner, source: str):
+    """The module of ``source``, held by ``owner`` (its scratch arrays freed with the last holder), the process's
+    freed memory kept for the next call's arrays (:mod:`.scratch`)."""
+    keep_freed_memory()
+    return held_by(owner, load_module(source))
+
+
 def _run(kind: Target, entry, *arrays):
     """``entry(*arrays)``, on as many CPU threads as the machine's load leaves where ``kind`` runs on threads."""
     if not kind.threaded:
@@ -139,8 +146,7 @@ class CompiledFunction:
         self.function, self.target = fn, target
         check_work(definitions_of(fn))
         self.source = function_source(fn, target)
-        keep_freed_memory()
-        self.module = held_by(self, load_module(self.source))
+        self.module = _loaded(self, self.source)
         self.path = self.module.__file__
         if self.kind.precompiled:
             precompile(self.module)
@@ -165,8 +171,7 @@ class CompiledGradients:
         first, gather = module_functions(grads)
         check_work([*first.values(), *gather.values()])
         self.source = gradients_source(grads, target)
-        keep_freed_memory()
-        self.module = held_by(self, load_module(self.source))
+        self.module = _loaded(self, self.source)
         self.path = self.module.__file__
         if self.kind.precompiled:
             precompile(self.module)

@@ -133,6 +133,7 @@ class KernelPrinter:
     the blocks open (each with what is known in it and its lanes), the loop indices bound, and a counter of
     temporaries."""
 
+    scalar_reads = False  # an element read loads one number (not a gather of a grid)
     spellings = SCALAR  # the target's code of each operation (codegen.spellings)
 
     def __init__(self, shapes: dict, names: set[str], depth: int, lane: Lanes | None = None,
@@ -330,10 +331,11 @@ class KernelPrinter:
         return template.format(operand)
 
     def named(self, text: str, node: Expr) -> str:
-        """``text`` (the value of ``node``) as a name or element read, stored into a temporary if it is more. An
-        element is read again where it is needed: a copy per lane costs a loop and an array for nothing (a kernel
-        summing 200 squares of reads took 34 s to compile with them)."""
-        if text.startswith("_") or text.isidentifier() or isinstance(node, Element):
+        """``text`` (the value of ``node``) as a name or element read, stored into a temporary if it is more. Where
+        reading an element loads one number (:attr:`scalar_reads`), it is read again where it is needed: a copy per
+        lane costs a loop and an array for nothing (a kernel summing 200 squares of reads took 34 s to compile with
+        them); a vector printer's read is a gather of a whole grid, kept once."""
+        if text.startswith("_") or text.isidentifier() or (self.scalar_reads and isinstance(node, Element)):
             return text
         return self.store(self.temp("t"), text, self.varies(node))
 
@@ -427,6 +429,8 @@ class ScalarPrinter(KernelPrinter):
     bounds and conditions of the derivation see to it), and Numba then leaves out its check for negative
     indices, whose branch on every read keeps LLVM from vectorising loops with variable bounds (a padded
     convolution's weight gradient, for one)."""
+
+    scalar_reads = True
 
     def element(self, name: str, indices) -> str:
         if self.lanes is not None:  # rows of lanes vectorise as they are, and slower with unsigned subscripts

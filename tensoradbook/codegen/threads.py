@@ -33,10 +33,8 @@ from functools import lru_cache
 #: Seconds a count of the busy CPUs is used for before it is looked at again.
 REFRESH_S = 0.02
 
-_lock = threading.Lock()
 _decided = {"at": -math.inf, "threads": 1}
 _pinned: list[int] = []   # the counts set by pinned() blocks now open, innermost last
-_blas_holders = [0, []]   # calls inside limited() now, and each OpenBLAS's setter and count before the first
 
 
 def _read(path: str) -> str | None:
@@ -121,9 +119,8 @@ def pinned(threads: int):
 def openblas_libraries() -> tuple:
     """``(get, set)`` of the number of threads of each OpenBLAS loaded into this process (numpy's, scipy's),
     found by name in ``/proc/self/maps``, whatever prefix and suffix its build gave the functions."""
-    maps = _read("/proc/self/maps") or ""
-    paths = sorted({line.split(None, 5)[5].strip() for line in maps.splitlines()
-                    if line.count(" ") >= 5 and "openblas" in os.path.basename(line.split(None, 5)[-1]).lower()})
+    mapped = (line.split(None, 5) for line in (_read("/proc/self/maps") or "").splitlines())
+    paths = sorted({fields[5] for fields in mapped if len(fields) == 6 and "openblas" in fields[5].lower()})
     found = []
     for path in paths:
         try:
@@ -139,21 +136,32 @@ def openblas_libraries() -> tuple:
     return tuple(found)
 
 
-def _hold_blas(threads: int) -> None:
-    with _lock:
-        if _blas_holders[0] == 0:
-            _blas_holders[1] = [(setter, getter()) for getter, setter in openblas_libraries()]
-        _blas_holders[0] += 1
-        for setter, before in _blas_holders[1]:
-            setter(min(before, threads))
+class _BlasHold:
+    """OpenBLAS's counts held while calls are inside :func:`limited`, and restored when the last one leaves (calls
+    from several Python threads share OpenBLAS's one setting)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._before: list = []  # each OpenBLAS's setter and its count before the first call came in
+
+    def enter(self, threads: int) -> None:
+        with self._lock:
+            if not self._inside:
+                self._before = [(setter, getter()) for getter, setter in openblas_libraries()]
+            self._inside += 1
+            for setter, before in self._before:
+                setter(min(before, threads))
+
+    def leave(self) -> None:
+        with self._lock:
+            self._inside -= 1
+            if not self._inside:
+                for setter, before in self._before:
+                    setter(before)
 
 
-def _release_blas() -> None:
-    with _lock:
-        _blas_holders[0] -= 1
-        if _blas_holders[0] == 0:
-            for setter, before in _blas_holders[1]:
-                setter(before)
+_blas = _BlasHold()
 
 
 @contextmanager
@@ -164,9 +172,9 @@ def limited():
     threads = running_threads()
     before = numba.get_num_threads()
     numba.set_num_threads(max(1, min(before, threads)))
-    _hold_blas(threads)
+    _blas.enter(threads)
     try:
         yield
     finally:
-        _release_blas()
+        _blas.leave()
         numba.set_num_threads(before)
