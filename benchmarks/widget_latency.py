@@ -254,7 +254,8 @@ def main(argv=None) -> None:
     if options.json:
         with open(options.json, "w") as out:
             json.dump({"machine": machine(), "load_average_before": load_before, "load_average_after": load_after,
-                       "quiet_ms": quiet, "busy_settings": {setting: {"what": BUSY_SETTINGS[setting], "processes": processes[setting],
+                       "quiet_ms": quiet,
+                       "busy_settings": {setting: {"what": BUSY_SETTINGS[setting], "processes": processes[setting],
                                                    "ms": busy[setting]} for setting in BUSY_SETTINGS}},
                       out, indent=1)
 
