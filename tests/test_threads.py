@@ -22,7 +22,15 @@ from hypothesis import strategies as st
 
 import tensoradbook as tab
 from tensoradbook.codegen import threads
-from tensoradbook.codegen.threads import limited, pinned, quota_cpus, running_threads, runnable, threads_beside
+from tensoradbook.codegen.threads import (
+    confirmed,
+    limited,
+    pinned,
+    quota_cpus,
+    running_threads,
+    runnable,
+    threads_beside,
+)
 
 
 @pytest.mark.parametrize("text, cpus", [(None, math.inf), ("", math.inf), ("max 100000", math.inf),
@@ -46,6 +54,34 @@ def test_a_call_runs_on_the_free_cpus_it_may_use_and_at_least_one(others, machin
     if machine - others >= usable:
         assert got == usable  # every CPU it may use is free
     assert threads_beside(None, machine, usable) == usable  # no /proc: every usable CPU
+
+
+@given(earlier=st.none() | st.integers(0, 200), now=st.none() | st.integers(0, 200))
+@example(earlier=None, now=3)
+@example(earlier=0, now=2)
+def test_a_busy_cpu_is_one_both_looks_saw_busy(earlier, now):
+    got = confirmed(earlier, now)
+    if now is None or earlier is None:
+        assert got == now  # nothing to confirm with: the look made now decides
+    else:
+        assert got <= now and got <= earlier  # a thread one look alone saw is not counted
+        assert got in (now, earlier)
+        assert confirmed(now, earlier) == got
+
+
+def test_a_thread_one_look_sees_for_a_moment_does_not_cut_the_threads(monkeypatch):
+    looks = iter([0, 4, 0, 4, 4, 0, 4])  # other processes' runnable threads at each look, on 4 CPUs
+    monkeypatch.setattr(threads, "others_running", lambda: next(looks))
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(threads, "_decided", {"at": -math.inf, "threads": 1, "others": None})
+    decided = []
+    for stale in (False, False, False, False, False, False, True):
+        # each call a new look, made just after the one before, or (stale) long after it
+        threads._decided["at"] = time.monotonic() - (threads.CONFIRM_S + 1 if stale else threads.REFRESH_S)
+        decided.append(running_threads())
+    # a lone busy look changes nothing; two in a row give one thread; a look with none before it decides alone
+    assert decided == [4, 4, 4, 4, 1, 4, 1]
 
 
 def test_the_usable_cpus_are_the_affinity_mask_within_the_quota():

@@ -14,7 +14,10 @@ no one: busy, it runs at its share of a CPU and no slower. So :func:`running_thr
 
 at least one; and :func:`limited` holds Numba's threads and OpenBLAS's (numpy's BLAS) to that many around the call,
 never more than the caller had set, and restores them after. The count is looked at again at most every
-:data:`REFRESH_S`, so that a call of a few microseconds does not pay for reading ``/proc``.
+:data:`REFRESH_S`, so that a call of a few microseconds does not pay for reading ``/proc``. A CPU counts as taken
+only where two looks in a row see it taken (:func:`confirmed`): on a quiet machine about one look in 130 sees a
+thread the kernel woke for a moment (measured here), and that one look put the calls of the next
+:data:`REFRESH_S` on one thread (a benchmark's whole series of matrix products at half speed).
 
 The threads share out whole output elements and whole rows of products, so a result has the same bits on any
 number of threads (tests/test_threads.py checks it on each side of the fallback).
@@ -32,8 +35,10 @@ from functools import lru_cache
 
 #: Seconds a count of the busy CPUs is used for before it is looked at again.
 REFRESH_S = 0.02
+#: Seconds within which an earlier look confirms the next one (:func:`confirmed`); an older look says nothing.
+CONFIRM_S = 5 * REFRESH_S
 
-_decided = {"at": -math.inf, "threads": 1}
+_decided = {"at": -math.inf, "threads": 1, "others": None}
 _pinned: list[int] = []   # the counts set by pinned() blocks now open, innermost last
 
 
@@ -94,14 +99,24 @@ def threads_beside(others: int | None, machine_cpus: int, usable: int) -> int:
     return max(1, min(usable, machine_cpus - others))
 
 
+def confirmed(earlier: int | None, now: int | None) -> int | None:
+    """Other processes' runnable threads as two looks in a row see them: those both saw (the fewer), or the look
+    made now alone where there was no earlier one to confirm it."""
+    if earlier is None or now is None:
+        return now
+    return min(earlier, now)
+
+
 def running_threads() -> int:
     """The threads the next call runs on (a :func:`pinned` count where one is set)."""
     if _pinned:
         return _pinned[-1]
     now = time.monotonic()
     if now - _decided["at"] >= REFRESH_S:
-        _decided["threads"] = threads_beside(others_running(), os.cpu_count() or 1, usable_cpus())
-        _decided["at"] = now
+        others = others_running()
+        earlier = _decided["others"] if now - _decided["at"] < CONFIRM_S else None
+        _decided.update(at=now, others=others,
+                        threads=threads_beside(confirmed(earlier, others), os.cpu_count() or 1, usable_cpus()))
     return _decided["threads"]
 
 
