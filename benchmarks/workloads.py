@@ -57,9 +57,10 @@ product; ours now run on the CPUs the other processes leave free, one thread on 
 
 No implementation can stay within 2x of its quiet time where the machine's CPUs are shared by more runnable threads
 than that: a call that kept ``T`` threads busy quietly gets, shared fairly with ``S`` other runnable threads on ``C``
-CPUs, ``C T / (S + T)`` CPUs, so it takes ``(S + T) / C`` times as long. That fair share (:func:`fair_share`) is
-printed and recorded beside each setting's ratios: 2 with one process per CPU beside, 3 with two, and about
-``CLASS_SIZE / C`` for a class, whose other processes each run at least one thread.
+CPUs, ``C T / (S + T)`` CPUs, so it takes ``(S + T) / C`` times as long. In a class the others do the same work as
+the call: ``N`` processes share the ``C`` CPUs, each gets ``C / N`` of them for the ``T`` CPUs' work, and takes
+``N T / C`` times as long, whatever threads each runs. That fair share (:func:`fair_share`) is printed and recorded
+beside each setting's ratios: 2 with one process per CPU beside, 3 with two, 20 for a class of 20 on 2 CPUs.
 
 The peers are imported first. Importing PyTorch raises glibc's thresholds for returning freed memory to the
 system, so that the arrays a call allocates and frees are reused by the next; our compiled modules raise them
@@ -702,9 +703,11 @@ def print_workload(number, workload, sizes):
 
 def fair_share(setting: str, threads: int, cpus: int) -> float:
     """The busy over quiet time of a call that kept ``threads`` of ``cpus`` CPUs busy quietly, where the setting's
-    other runnable threads share the CPUs fairly with it (a class's other processes on one thread each)."""
-    others = CLASS_SIZE - 1 if setting == "class" else SPINNERS_PER_CPU[setting] * cpus
-    return max(1.0, (others + threads) / cpus)
+    other runnable threads share the CPUs fairly with it: one thread per CPU-bound process beside, or, in a class,
+    processes that each do the same call (each gets ``cpus / CLASS_SIZE`` CPUs, whatever its threads)."""
+    if setting == "class":
+        return max(1.0, CLASS_SIZE * threads / cpus)
+    return max(1.0, (SPINNERS_PER_CPU[setting] * cpus + threads) / cpus)
 
 
 def goals(results, judged_size, threads: int, cpus: int):
