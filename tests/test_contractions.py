@@ -203,7 +203,8 @@ def test_contractions_inside_a_definition_are_split_off(blas_for_all):
 def test_small_contractions_and_modules_of_mostly_parallel_loops_keep_kernels():
     """A small contraction costs less in a kernel than numpy's call. Where the module's parallel kernels do more
     work than its contractions, no BLAS: its spinning threads and Numba's would wait for each other's cores;
-    where the contractions do more, BLAS has the threads and every kernel loops serially."""
+    where the contractions do more, BLAS has the threads and every kernel loops serially, unless every product is
+    below BLAS_THREADED: then the kernels keep their threads."""
     small = parse("f[i; j] = sum{k}_0^4 (a[i; k] * b[k; j])", {"f": (3, 4), "a": (3, 5), "b": (5, 4)})
     assert BLAS not in tab.derive(small).source("numba")
     large = parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j])", {"f": (64, 64), "a": (64, 64), "b": (64, 64)})
@@ -216,6 +217,19 @@ def test_small_contractions_and_modules_of_mostly_parallel_loops_keep_kernels():
                             "(a[i; k] * b[j; k] * p[i; m] * q[j; m]))", shapes)
     source = mostly_products.compile("numba").source
     assert BLAS in source and "parallel=True" not in source
+    # a product of 64 * 64 * 64 element-terms, under BLAS_THREADED, beside a parallel loop of exponentials
+    small_products = parse("f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j]) * sum{m}_0^15 (exp (a[i; m] - b[m; j]))",
+                           {"f": (64, 64), "a": (64, 64), "b": (64, 64)})
+    for source in (small_products.compile("numba").source, tab.derive(small_products).source("numba")):
+        assert BLAS in source and "parallel=True" in source
+    args = {name: np.random.default_rng(3).uniform(-1, 1, (64, 64)) for name in ("a", "b")}
+    # sums of 64 products of order one: BLAS adds them in another order than the reference, hence atol
+    np.testing.assert_allclose(small_products.compile("numba")(args), small_products.evaluate(args), rtol=1e-12,
+                               atol=1e-12)
+    df = np.random.default_rng(4).uniform(-1, 1, (64, 64))
+    expected = tab.derive(small_products).evaluate(args, df)
+    for name, value in tab.derive(small_products).compile("numba")(args, df).items():
+        np.testing.assert_allclose(value, expected[name], rtol=1e-12, atol=1e-11, err_msg=name)
 
 
 def test_a_bias_reads_the_adjoint_its_layer_keeps():

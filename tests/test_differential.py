@@ -106,6 +106,9 @@ COVERING = [
     Draw("contraction", "y[i; j] = exp (sum{k}_0^47 (x[i; k] * w[j; k])) * b[j]",
          {"y": (48, 48), "x": (48, 48), "w": (48, 48), "b": (48,)}),
     Draw("broadcast", "f[i; j] = exp (x[i; j] * w[])", {"f": (128, 128), "x": (128, 128), "w": ()}),
+    # a product past BLAS_THREADED: the kernel of exponentials beside it loops serially, though large enough to share
+    Draw("contraction", "y[i; j] = exp (sum{k}_0^31 (x[i; k] * w[j; k])) * b[j]",
+         {"y": (256, 256), "x": (256, 32), "w": (256, 32), "b": (256,)}),
     Draw("contraction", "f[i; j] = sum{k}_0^15 (a[k; i] * b[k; j])", {"f": (256, 64), "a": (16, 256), "b": (16, 64)}),
     Draw("contraction", "f[j; i] = sum{k}_0^15 (a[i; k] * b[k; j])", {"f": (64, 256), "a": (256, 16), "b": (16, 64)}),
     Draw("contraction", "f[n; i; j] = sum{k}_0^15 (a[n; k; i] * b[n; k; j])",

@@ -50,7 +50,7 @@ from .fusion import fuse
 from .printer import BroadcastPrinter, KernelPrinter, Lanes, py_name
 from .render import render
 from .targets import GATHER_TARGETS, TARGETS, Target, size_of, target_named
-from .thresholds import BLAS_WORK, LANE_BLOCK, MIN_LANES, MIN_ROWS, PARALLEL_WORK, VECTOR_WORK
+from .thresholds import BLAS_THREADED, BLAS_WORK, LANE_BLOCK, MIN_LANES, MIN_ROWS, PARALLEL_WORK, VECTOR_WORK
 
 
 def element_kernel(fn: Function, target: Target, name: str, serial: bool = False) -> Kernel:
@@ -302,11 +302,12 @@ def _header(fns: list[Function]) -> Header:
 class Plan:
     """How a module computes its functions: ``whole`` maps a function that is a plain contraction to its BLAS call;
     ``parts`` a function to the contractions split off its body (computed first, by BLAS) and ``kernels`` to the
-    function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads;
-    ``reused``: a part of the backward pass -> the forward part computing the same contraction, which the
-    forward pass keeps (a dense layer's ``dy_k`` reads ``x w^T`` again); ``padded``: a product over a zero-padded
-    copy (:func:`~.contraction.gathered_contraction`) -> (the function it computes, with its gate, and the other
-    factors' tensors), which its own kernel computes where one of those holds an inf or a NaN."""
+    function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads (a
+    product is large); ``reused``: a part of the backward pass -> the forward part computing the same
+    contraction, which the forward pass keeps (a dense layer's ``dy_k`` reads ``x w^T`` again); ``padded``: a
+    product over a zero-padded copy (:func:`~.contraction.gathered_contraction`) -> (the function it computes,
+    with its gate, and the other factors' tensors), which its own kernel computes where one of those holds an inf
+    or a NaN."""
 
     whole: dict
     parts: dict
@@ -340,9 +341,10 @@ def plan_module(fns, target: Target) -> Plan:
     (:mod:`.contraction`): whole definitions, whole definitions once a factor read at affine indices is gathered
     (a strided convolution), contractions split off a body (a dense layer's) or summed inside it (a strided
     convolution's gradient), where they are the larger part of the module's work; then every kernel runs
-    serially. OpenBLAS's threads spin for a while after each call and Numba's after each parallel kernel:
-    interleaved, each waits for the other's cores (the dense workload of benchmarks/workloads.py). Where the
-    kernels' parallel work is the larger part, no BLAS, the kernels as they are."""
+    serially where a product reaches :data:`BLAS_THREADED`. OpenBLAS's threads spin for a while after each call
+    and Numba's after each parallel kernel: interleaved, each waits for the other's cores (attention in
+    benchmarks/workloads.py). Smaller products are over before that matters, and the kernels keep their threads.
+    Where the kernels' parallel work is the larger part, no BLAS, the kernels as they are."""
     if not target.blas:
         return Plan({}, {}, {})
     used = set().union(*(all_names(fn) for fn in fns))
@@ -350,14 +352,15 @@ def plan_module(fns, target: Target) -> Plan:
     for fn in fns:
         if BLAS_WORK.reached(typical_terms(fn)):
             _find_contractions(fn, used, known, padded, whole, parts, kernels)
-    blas_work = sum(typical_terms(fn) for fn in fns if fn.name in whole)
-    blas_work += sum(typical_terms(part) for split in parts.values() for part, found in split if found)
+    products = [typical_terms(fn) for fn in fns if fn.name in whole]
+    products += [typical_terms(part) for split in parts.values() for part, found in split if found]
+    blas_work = sum(products)
     rest = [kernels.get(fn.name, fn) for fn in fns if fn.name not in whole]
     rest += [part for split in parts.values() for part, found in split if not found]
     loop_work = sum(typical_terms(fn) for fn in rest if _runs_parallel(fn, target))
     if not blas_work or loop_work > blas_work:
         return Plan({}, {}, {})
-    return Plan(whole, parts, kernels, serial=True, padded=padded)
+    return Plan(whole, parts, kernels, serial=BLAS_THREADED.reached(max(products)), padded=padded)
 
 
 def _find_contractions(fn: Function, used: set, known: list, padded: dict, whole: dict, parts: dict,
