@@ -222,14 +222,7 @@ def test_small_contractions_and_modules_of_mostly_parallel_loops_keep_kernels():
                            {"f": (64, 64), "a": (64, 64), "b": (64, 64)})
     for source in (small_products.compile("numba").source, tab.derive(small_products).source("numba")):
         assert BLAS in source and "parallel=True" in source
-    args = {name: np.random.default_rng(3).uniform(-1, 1, (64, 64)) for name in ("a", "b")}
-    # sums of 64 products of order one: BLAS adds them in another order than the reference, hence atol
-    np.testing.assert_allclose(small_products.compile("numba")(args), small_products.evaluate(args), rtol=1e-12,
-                               atol=1e-12)
-    df = np.random.default_rng(4).uniform(-1, 1, (64, 64))
-    expected = tab.derive(small_products).evaluate(args, df)
-    for name, value in tab.derive(small_products).compile("numba")(args, df).items():
-        np.testing.assert_allclose(value, expected[name], rtol=1e-12, atol=1e-11, err_msg=name)
+    # its values, on special inputs too, are the differential tests' (a covering case)
 
 
 def test_a_bias_reads_the_adjoint_its_layer_keeps():

@@ -106,6 +106,9 @@ COVERING = [
     Draw("contraction", "y[i; j] = exp (sum{k}_0^47 (x[i; k] * w[j; k])) * b[j]",
          {"y": (48, 48), "x": (48, 48), "w": (48, 48), "b": (48,)}),
     Draw("broadcast", "f[i; j] = exp (x[i; j] * w[])", {"f": (128, 128), "x": (128, 128), "w": ()}),
+    # a product under BLAS_THREADED: the sum of exponentials beside it keeps its threads (parallel=True beside BLAS)
+    Draw("contraction", "f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j]) * sum{m}_0^15 (exp (a[i; m] - b[m; j]))",
+         {"f": (64, 64), "a": (64, 64), "b": (64, 64)}),
     # a product past BLAS_THREADED: the kernel of exponentials beside it loops serially, though large enough to share
     Draw("contraction", "y[i; j] = exp (sum{k}_0^31 (x[i; k] * w[j; k])) * b[j]",
          {"y": (256, 256), "x": (256, 32), "w": (256, 32), "b": (256,)}),
