@@ -5,7 +5,8 @@ nothing else of ``classroom``. It reads requests from its stdin and answers on i
 and stderr, at /dev/null, so what the cells print cannot mix with the answers):
 
 * ``{"op": "run", "code": ...}`` runs a cell in one IPython shell (magics work) and answers ``{"error": ...}``
-  (or ``null``) with what the cell printed, cut at :data:`OUTPUT_LIMIT`;
+  (or ``null``) with what the cell printed, cut at :data:`OUTPUT_LIMIT`, and ``library``: the modules of
+  tensoradbook it imported;
 * ``{"op": "get", "names": [...]}`` answers the values of those names, encoded by :func:`wire.encode`;
 * ``{"op": "call", "id": n, "args": ..., "kwargs": ...}`` calls a function sent earlier as handle ``n``.
 
@@ -60,7 +61,10 @@ class Guard:
     (an audit hook alone is not a security boundary: Python's documentation says so)."""
 
     REFUSED_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-                      "os.forkpty", "pty.spawn", "socket.connect", "socket.bind")
+                      "os.forkpty", "pty.spawn", "socket.connect", "socket.bind", "os.kill", "os.killpg",
+                      "signal.pthread_kill", "sqlite3.connect")
+    #: raised by the library's stand-ins for what an assignment does not allow (tensoradbook/exercises/policy.py)
+    POLICY_EVENT = "tensoradbook.library_policy"
 
     def __init__(self, hidden: list[str], shown: list[str]):
         # the innermost folder that holds a path decides: the course inside a shown folder stays hidden
@@ -84,11 +88,16 @@ class Guard:
         if event == "open" and args and self._hidden(args[0]):
             self._refuse(f"tried to open {os.fsdecode(args[0])!r}, which grading hides")
         elif event.startswith(self.REFUSED_EVENTS):
-            self._refuse(f"tried to {event} (no processes or network while grading)")
+            self._refuse(f"tried to {event} (no processes, signals, databases or network while grading)")
+        elif event == self.POLICY_EVENT and args:  # the stand-in raises its own error, which the student sees
+            self._flag(f"used {str(args[0])[:200]}, which this assignment's answers may not use")
 
-    def _refuse(self, flag: str) -> None:
+    def _flag(self, flag: str) -> None:
         if len(self.flags) < 20:
             self.flags.append(flag)
+
+    def _refuse(self, flag: str) -> None:
+        self._flag(flag)
         raise PermissionError(f"not while grading: {flag}")
 
     def take(self) -> list[str]:
@@ -119,6 +128,7 @@ class Worker:
         self.stdout, self.stderr = CappedText(), CappedText()
 
     def run(self, request: dict) -> dict:
+        before = set(sys.modules)
         sys.stdout, sys.stderr = self.stdout, self.stderr
         try:
             result = self.shell.run_cell(str(request["code"]), store_history=False,
@@ -128,7 +138,9 @@ class Worker:
             error = caught
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        return {"error": _error(error) if error is not None else None}
+        # what of the library the cell brought in, for the report (what the policy refused is flagged apart)
+        library = sorted(name for name in set(sys.modules) - before if name.split(".")[0] == "tensoradbook")
+        return {"error": _error(error) if error is not None else None, "library": library[:50]}
 
     def get(self, request: dict) -> dict:
         values = {}

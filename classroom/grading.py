@@ -11,9 +11,18 @@ into ``pass`` with an input transformer, or read the instructor's source noteboo
 * the student's cells run in :class:`classroom.sandbox.AnswerProcess` (bubblewrap: no course folder, no
   exchange, no network; as ``nobody`` when graded as root), the instructor's setup and data cells there too,
   so that answers can use them;
-* the test cells run here, in the grader, on the setup and data computed here, with the answers they name
+* the test cells run in the grader, on the setup and data computed here, with the answers they name
   fetched from the student's process as data (:mod:`classroom.wire`); a function the student wrote is
-  called there with data and answers with data. Nothing the student's process does reaches the checks;
+  called there with data and answers with data. Only the names a test reads are asked for and taken, never
+  one that an instructor's cell binds or a builtin; the test runs in a copy of the instructor's namespace
+  with the real builtins, so nothing the student's process sends can replace a check (a reply with more is
+  tampering: :class:`classroom.sandbox.AnswerTampering`);
+* everything that reads student data in the grader (the decoding of the answers, the checks) runs in a child
+  of the grader (:func:`on_a_clock`) with a wall clock (``check_timeout``) and a memory allowance
+  (``check_memory``): a check that an answer makes run for hours or fill the memory costs that test, and the
+  student's process is started afresh for the next. What a check warns or writes to stderr goes to the report,
+  not into the cell (nbgrader scores a test cell with stderr 0, and Python shows each warning once per process,
+  so grading order would decide who loses the points);
 * a cell that hangs (``timeout``), exits, crashes or exhausts memory costs what depends on it: its process
   is replaced by a new one that re-runs the cells before it (not the one that failed), and the report
   says what happened. Output past :data:`classroom.answer_worker.OUTPUT_LIMIT` characters a cell is cut;
@@ -31,19 +40,26 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import ctypes
 import io
 import json
 import os
 import re
+import resource
+import select
+import signal
 import tempfile
 import time
 import traceback
+import warnings
 from pathlib import Path
 
+import nbformat
 from nbformat.v4 import new_output
 from traitlets import Float, Integer, List, Unicode
 
-from .sandbox import AnswerProcess, AnswerProcessDied, AnswerTimeout
+from . import wire
+from .sandbox import AnswerProcess, AnswerProcessDied, AnswerTampering, AnswerTimeout
 
 #: Names whose use in an answer cell is reported to the instructor (they are rarely part of an answer).
 SUSPICIOUS_NAMES = {
@@ -79,7 +95,8 @@ def tampering(source: str, defined_by_instructor: set[str]) -> list[str]:
             found.append(f"redefines {node.name}, which an instructor's cell defines")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            found += [f"imports {m}" for m in modules if m.split(".")[0] in SUSPICIOUS_MODULES]
+            found += [f"imports {m}" for m in modules if m.split(".")[0] in SUSPICIOUS_MODULES
+                      or (isinstance(node, ast.Import) and m.startswith("tensoradbook.exercises"))]
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tensoradbook.exercises"):
                 found += [f"imports {a.name} from {node.module}" for a in node.names
                           if not a.name.startswith("check_") and a.name != "NO_SOLUTION"]
@@ -114,6 +131,70 @@ def bound_names(source: str) -> set[str]:
     return _names(source, bound=True)
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class CheckTimeout(BaseException):
+    """A check on a student's answer ran past its clock (or its child of the grader died)."""
+
+
+def _memory_in_use() -> int:
+    """This process's address space in bytes (a check's allowance comes on top of what the grader holds)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def on_a_clock(work, timeout: float, memory: int) -> dict:
+    """``work()`` (a dict of JSON data) in a child of this process, under a wall clock of ``timeout`` seconds and
+    ``memory`` bytes of address space on top of what this process holds; raises :class:`CheckTimeout` when the
+    clock runs out or the child dies without an answer. The child shares the grader's state as it was (a fork),
+    so the checks see the namespace the setup built, and nothing it does changes the grader's."""
+    limit = _memory_in_use() + memory
+    read_end, write_end = os.pipe()
+    grader = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the grader's code
+        status = 1
+        try:
+            os.close(read_end)
+            # it dies with the grader: a grader stopped at its bound leaves no check running
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != grader:
+                os._exit(1)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            wire.send(write_end, work())
+            status = 0
+        except BaseException:  # noqa: BLE001 -- whatever happens here, the grader goes on without it
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    deadline, data = time.monotonic() + timeout, b""
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                raise CheckTimeout(f"the check on your answer ran past its clock of {timeout:g} s")
+            chunk = os.read(read_end, 2 ** 20)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    try:
+        size = wire.body_size(data[:wire.HEADER_SIZE])
+        if len(data) != wire.HEADER_SIZE + size:
+            raise wire.WireError("cut off")
+        return wire.parse(data[wire.HEADER_SIZE:])
+    except (wire.WireError, Exception) as error:
+        raise CheckTimeout(f"the check on your answer ended without a verdict (over its memory allowance of "
+                           f"{memory / 2 ** 30:g} GiB, or a crash: {type(error).__name__})") from None
+
+
 def _stream(name: str, text: str) -> dict:
     return new_output("stream", name=name, text=text)
 
@@ -130,10 +211,14 @@ class NotebookGrader:
     """
 
     def __init__(self, trusted: dict[str, str], hidden: list[Path], timeout: float, memory: int,
-                 notebook_timeout: float = float("inf")):
+                 notebook_timeout: float = float("inf"), check_timeout: float = 300.0,
+                 check_memory: int = 4 * 2 ** 30, submission_timeout: float = float("inf")):
         self.trusted, self.hidden, self.timeout, self.memory = trusted, hidden, timeout, memory
-        # however the time is spread over cells and calls, a submission gets this much in all
+        self.check_timeout, self.check_memory = check_timeout, check_memory
+        # however the time is spread over cells and calls, the student's code gets this much in all
         self.deadline = time.monotonic() + notebook_timeout
+        # and the whole submission, the checks included, this much: a class's grading has a bound
+        self.submission_deadline = time.monotonic() + submission_timeout
         self.namespace: dict = {}
         self.instructors = {name for source in trusted.values() for name in bound_names(source)}
         self.ran: list[tuple[str, str]] = []  # the cells the student's process has run to the end
@@ -190,20 +275,34 @@ class NotebookGrader:
         finally:
             self._drop_student()
 
-    def _run_trusted(self, cell, grade_id: str) -> None:
+    def _run_trusted(self, cell, grade_id: str, namespace: dict | None = None, test: bool = False) -> None:
+        """Run an instructor's cell here; a test cell (``test``) in ``namespace``, with what it warns or writes to
+        stderr sent to the report rather than into the cell (where nbgrader would score it 0)."""
         out, err, error_output = io.StringIO(), io.StringIO(), None
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                exec(compile(cell.source, f"<{grade_id}>", "exec"), self.namespace)
-        except (AnswerProcessDied, AnswerTimeout) as error:
-            self._drop_student()
-            self._event(grade_id, "stopped", f"calling the answer: {error}")
-            error_output = _error(type(error).__name__, str(error), [
-                f"{type(error).__name__}: your code {error} while this test ran it; this test scores 0"])
-        except Exception as error:
-            # from the test cell down: the grader's own frame would show the students where it runs
-            lines = traceback.format_exception(type(error), error, error.__traceback__.tb_next)
-            error_output = _error(type(error).__name__, str(error), ["".join(lines[:1] + lines[1:][-3:])])
+        with warnings.catch_warnings(record=True) as warned:
+            if test:  # every test sees its own warnings, whoever was graded before
+                warnings.simplefilter("always")
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    exec(compile(cell.source, f"<{grade_id}>", "exec"), self.namespace if namespace is None
+                         else namespace)
+            except (AnswerProcessDied, AnswerTimeout) as error:
+                self._drop_student()
+                kind = "tampering" if isinstance(error, AnswerTampering) else "stopped"
+                self._event(grade_id, kind, f"calling the answer: {error}")
+                error_output = _error(type(error).__name__, str(error), [
+                    f"{type(error).__name__}: your code {error} while this test ran it; this test scores 0"])
+            except Exception as error:
+                # from the test cell down: the grader's own frame would show the students where it runs
+                lines = traceback.format_exception(type(error), error, error.__traceback__.tb_next)
+                error_output = _error(type(error).__name__, str(error), ["".join(lines[:1] + lines[1:][-3:])])
+        noise = [f"{w.category.__name__}: {w.message}\n" for w in warned]
+        if test:
+            for line in noise + ([err.getvalue()] if err.getvalue() else []):
+                self._event(grade_id, "warning", f"the check wrote (kept out of the cell): {line.strip()[:500]}")
+            err = io.StringIO()
+        else:
+            err.write("".join(noise))
         for name, buffer in (("stdout", out), ("stderr", err)):
             if buffer.getvalue():
                 cell.outputs.append(_stream(name, buffer.getvalue()[:TRUSTED_OUTPUT_LIMIT]))
@@ -211,25 +310,54 @@ class NotebookGrader:
             cell.outputs.append(error_output)
 
     def _run_test(self, cell, grade_id: str) -> None:
-        # never an instructor's name (a check, the data) from the student, even where its cell failed here
+        """A test cell in a child of the grader on a clock (:func:`on_a_clock`), with the answers it reads."""
+        # only what the test reads and no instructor's name (a check, the data), builtin or dunder: the answers
         wanted = [n for n in free_names(cell.source) if n not in self.namespace and n not in self.instructors
-                  and n not in bound_names(cell.source) and not hasattr(builtins, n)]
-        answers = {}
-        if wanted and self._student_process() is not None:
-            flags: list[str] = []
+                  and n not in bound_names(cell.source) and not hasattr(builtins, n) and not n.startswith("__")]
+        left = self.submission_deadline - time.monotonic()
+        if left <= 0:
+            self._event(grade_id, "timeout", "not run: the time for the whole submission is spent")
+            cell.outputs.append(_error("GradingError", "not run", [
+                "GradingError: this test was not run: the time for the whole submission is spent"]))
+            return
+        student = self._student_process() if wanted else None
+        events_before = len(self.events)
+
+        def work() -> dict:
+            answers, flags = {}, []
             try:
-                answers = self.student.get(wanted, flags)
+                if student is not None:
+                    answers = student.get(wanted, flags)
             except (AnswerProcessDied, AnswerTimeout) as error:
-                self._drop_student()
-                self._event(grade_id, "stopped", f"reading the answers: {error}")
-            for flag in flags:
-                self._event(grade_id, "refused", flag)
-        self.namespace.update(answers)
+                student.close()
+                kind = "tampering" if isinstance(error, AnswerTampering) else "stopped"
+                self._event(grade_id, kind, f"reading the answers: {error}")
+                cell.outputs.append(_error(type(error).__name__, str(error), [
+                    f"{type(error).__name__}: your code {error} when this test read your answers; this test "
+                    "scores 0"]))
+            else:
+                # the instructor's names win over any answer, and the builtins are the grader's own
+                namespace = {**answers, **self.namespace, "__builtins__": builtins}
+                self._run_trusted(cell, grade_id, namespace, test=True)
+            # what the sandbox refused while the answers were read and the student's functions called
+            self.events += [{"cell": grade_id, "kind": "refused", "detail": flag} for flag in flags]
+            return {"outputs": cell.outputs, "events": self.events[events_before:],
+                    "student": student.state() if student is not None else None}
+
         try:
-            self._run_trusted(cell, grade_id)
-        finally:
-            for name in answers:  # the next test reads the answers afresh
-                self.namespace.pop(name, None)
+            result = on_a_clock(work, min(self.check_timeout, left), self.check_memory)
+        except CheckTimeout as error:
+            self._drop_student()  # it may have been in the middle of an answer: its channel is not to be trusted
+            self._event(grade_id, "check stopped", str(error))
+            cell.outputs.append(_error("CheckTimeout", str(error), [
+                f"CheckTimeout: {error}; this test scores 0"]))
+            return
+        if result["student"] is not None and self.student is student:
+            student.resume(result["student"])
+            if student.closed:
+                self._drop_student()
+        self.events += result["events"]
+        cell.outputs = [nbformat.from_dict(output) for output in result["outputs"]]
 
     def _run_student(self, cell, grade_id: str, show: bool) -> None:
         student = self._student_process()
@@ -253,6 +381,8 @@ class NotebookGrader:
         self.ran.append((cell.source, grade_id))
         for flag in reply.get("flags", []):
             self._event(grade_id, "refused", flag)
+        if show and reply.get("library"):  # what the answer used of the library (the setup's imports are not)
+            self._event(grade_id, "library", "imports " + ", ".join(m[:80] for m in reply["library"][:20]))
         if reply.get("dropped"):
             self._event(grade_id, "output", f"printed {reply['dropped']} characters past the limit (not kept)")
         if not show:
@@ -291,8 +421,14 @@ if NbGraderPreprocessor is not None:
 
         timeout = Float(120.0, help="Seconds a cell, or one call of a student's function, may take.").tag(
             config=True)
-        notebook_timeout = Float(1200.0, help="Seconds the student's code may take in all, per notebook.").tag(
+        notebook_timeout = Float(600.0, help="Seconds the student's code may take in all, per notebook.").tag(
             config=True)
+        check_timeout = Float(120.0, help="Seconds one test cell may take in the grader, the calls of the "
+                                          "student's functions included.").tag(config=True)
+        check_memory = Integer(4 * 2 ** 30, help="Bytes of memory one test cell may take in the grader, on top of "
+                                                 "what the grader holds.").tag(config=True)
+        submission_timeout = Float(900.0, help="Seconds one notebook may take in all, the student's code and the "
+                                               "checks: a class of N grades within N times this.").tag(config=True)
         memory = Integer(8 * 2 ** 30, help="Bytes of address space for the student's process.").tag(config=True)
         hidden = List(Unicode(), help="Folders the student's code must not see (besides the course folder, "
                                       "which is the working directory of autograde).").tag(config=True)
@@ -302,7 +438,9 @@ if NbGraderPreprocessor is not None:
             info = resources["nbgrader"]
             trusted = trusted_sources(info["db_url"], info["notebook"], info["assignment"])
             hidden = [Path(p) for p in [os.getcwd(), *self.hidden]]
-            grader = NotebookGrader(trusted, hidden, self.timeout, self.memory, self.notebook_timeout)
+            grader = NotebookGrader(trusted, hidden, self.timeout, self.memory, self.notebook_timeout,
+                                    check_timeout=self.check_timeout, check_memory=self.check_memory,
+                                    submission_timeout=max(self.submission_timeout, self.notebook_timeout))
             grader.grade(nb)
             if self.report_directory:
                 path = Path(self.report_directory) / info["assignment"] / f"{info['student']}.json"

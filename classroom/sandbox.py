@@ -16,13 +16,24 @@ never pickles). The sandbox, when ``bwrap`` (Debian's ``bubblewrap``) works on t
 
 Why bubblewrap rather than only a separate user: a separate user still sees every world-readable file,
 and a repository checkout (with ``classroom/course.py``) and the course folder usually are; bubblewrap hides
-them whatever their modes, needs no set-up by the instructor, and works without root. Without a working
-``bwrap`` the worker runs as a plain process of the grader's user, behind the audit hook alone, and the
-grading report says so in its first line (:attr:`AnswerProcess.isolation`).
+them whatever their modes, needs no set-up by the instructor, and works without root.
+
+Without a working ``bwrap`` (a container without user namespaces, the Kubernetes form) grading is refused
+(:class:`SandboxUnavailable`, with how to get bubblewrap working), never silently weaker: as root there is
+no weaker form at all (the answers would run as root behind an audit hook, which paths relative to a
+directory descriptor, sqlite or a fork primitive get past). An instructor who grades as an ordinary user may
+accept the weaker form, the worker as a plain process of their own user behind the audit hook alone, by
+setting ``TENSORADBOOK_WEAK_SANDBOX=1``; the grading report then says so for every submission
+(:attr:`AnswerProcess.isolation`).
+
+What the grader takes from the student's process is what it asked for and nothing else
+(:meth:`AnswerProcess.get`): a reply that names a value not asked for, or is not in the shape of an answer,
+ends the process and is reported as tampering (:class:`AnswerTampering`).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import os
@@ -53,6 +64,35 @@ class AnswerTimeout(BaseException):
 
 class AnswerProcessDied(BaseException):
     """The student's process ended (an exit, a crash, the memory limit)."""
+
+
+class AnswerTampering(AnswerProcessDied):
+    """The student's process sent what no honest worker sends (a value not asked for, a forged reply): it is
+    ended, and the grading report names it as tampering."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """Answers cannot be isolated here (no working bubblewrap): grading is refused rather than weaker."""
+
+
+#: Set to 1 by an instructor grading as an ordinary user who accepts answers behind the audit hook alone.
+WEAK_SANDBOX_ENV = "TENSORADBOOK_WEAK_SANDBOX"
+
+
+def isolation_available() -> str | None:
+    """None where answers can be isolated here, else why not and how to fix it (a sentence for the instructor)."""
+    if bwrap_works():
+        return None
+    how = ("install bubblewrap (apt install bubblewrap) and allow unprivileged user namespaces "
+           "(sysctl kernel.unprivileged_userns_clone=1; in a container: run it with user namespaces or "
+           "--security-opt seccomp=unconfined, on Kubernetes a pod with hostUsers: false)")
+    if os.getuid() == 0:
+        return (f"grading as root needs a working bubblewrap sandbox, and none works here: {how}. Without it "
+                "the students' code would run as root.")
+    if os.environ.get(WEAK_SANDBOX_ENV) == "1":
+        return None
+    return (f"no working bubblewrap sandbox here: {how}; or, grading as an ordinary user, accept answers behind "
+            f"Python's audit hook alone (not a security boundary) with {WEAK_SANDBOX_ENV}=1.")
 
 
 @functools.cache
@@ -131,11 +171,16 @@ class AnswerProcess:
 
     def __init__(self, hidden: list[Path], timeout: float = 120.0, memory: int = 8 * 2 ** 30,
                  cpu_seconds: int = 1800, deadline: float = float("inf")):
+        refused = isolation_available()
+        if refused:
+            raise SandboxUnavailable(refused)
         self.timeout, self.deadline = timeout, deadline
         self._pending = b""  # bytes read from the channel past the last whole answer
         self._sequence = 0  # of the last request: its answer must say the same
         self._scratch: Path | None = None  # the working folder of a worker outside bubblewrap
-        self.isolation = "bubblewrap" if bwrap_works() else "process"
+        self._owner = os.getpid()  # a grader's child (a check on a clock) shares the channel, not the process
+        self.closed = False
+        self.isolation = "bubblewrap" if bwrap_works() else "process, behind the audit hook alone"
         hidden = [Path(p) for p in hidden]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
@@ -186,7 +231,7 @@ class AnswerProcess:
             return reply
         except wire.WireError as error:  # the student's code wrote into the channel: no answer to trust
             self.close()
-            raise AnswerProcessDied(f"sent something that is not an answer ({error})") from None
+            raise AnswerTampering(f"sent something that is not an answer ({error})") from None
 
     def _read(self, size: int, deadline: float, timeout: float) -> bytes:
         """``size`` bytes of the channel by the deadline: a message announced and never finished is a hang."""
@@ -208,9 +253,13 @@ class AnswerProcess:
         """A reply in the shape the worker sends, or a WireError: the grader indexes it without fear."""
         texts = ("stdout", "stderr")
         error = reply.get("error")
+
+        def strings(key: str) -> bool:
+            return isinstance(reply.get(key, []), list) and all(isinstance(item, str) for item in reply.get(key, []))
+
         if not (all(isinstance(reply.get(k, ""), str) for k in texts)
                 and isinstance(reply.get("dropped", 0), int)
-                and isinstance(reply.get("flags", []), list) and all(isinstance(f, str) for f in reply.get("flags", []))
+                and strings("flags") and strings("library")
                 and isinstance(reply.get("values", {}), dict)
                 and (error is None or (isinstance(error, dict) and isinstance(error.get("ename"), str)
                                        and isinstance(error.get("evalue"), str)
@@ -240,9 +289,17 @@ class AnswerProcess:
 
     def get(self, names: list[str], flags: list[str]) -> dict:
         """The values of those of ``names`` the student's process defines, decoded (functions as
-        :class:`wire.RemoteFunction`); the audit flags raised meanwhile are appended to ``flags``."""
+        :class:`wire.RemoteFunction`); the audit flags raised meanwhile are appended to ``flags``.
+
+        Only the names asked for are taken: a reply with any other (a check's name, a builtin, the given data,
+        put there by code that reached the worker's own objects) is tampering, and nothing of it is used."""
         answer = self.request({"op": "get", "names": names})
         flags += answer.get("flags", [])
+        extra = sorted(set(answer.get("values", {})) - set(names))
+        if extra:
+            self.close()
+            raise AnswerTampering("answered with values that were not asked for: "
+                                  + ", ".join(repr(name[:40]) for name in extra[:5]))
 
         def call(handle, args, kwargs):
             reply = self.request({"op": "call", "id": handle, "args": wire.encode(list(args), []),
@@ -260,8 +317,26 @@ class AnswerProcess:
                 values[name] = wire.UnsupportedAnswer(f"unreadable ({error})")
         return values
 
+    def state(self) -> dict:
+        """Where the conversation stands, for the grader's child that ran a check to hand back: the last request's
+        number, the bytes read past the last answer, and whether the process is still to be trusted."""
+        return {"sequence": self._sequence, "pending": base64.b64encode(self._pending).decode(),
+                "alive": not self.closed}
+
+    def resume(self, state: dict) -> None:
+        """Take up the conversation where the grader's child left it (:meth:`state`); closed if it ended it."""
+        self._sequence, self._pending = int(state["sequence"]), base64.b64decode(state["pending"])
+        if not state["alive"]:
+            self.close()
+
     def close(self) -> int | None:
-        """Stop the process (and everything it started); its exit status."""
+        """Stop the process (and everything it started); its exit status (None where a child of the grader
+        closes it: only the grader, which started it, can reap it)."""
+        self.closed = True
+        if os.getpid() != self._owner:  # a forked check: its poll() would see no child and say "ended"
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            return None
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)

@@ -132,6 +132,8 @@ def test_tampering_is_named_and_answers_are_not():
         "get_ipython().input_transformers_post.append(lambda l: ['pass\\n'])", setup)
     assert "calls os._exit()" in tampering("import os; os._exit(1)", setup)
     assert "opens a file" in tampering("text = open('../source/x.ipynb').read()", setup)
+    assert "imports tensoradbook.exercises.ch05_derivatives" in tampering(
+        "import tensoradbook.exercises.ch05_derivatives as m", setup)
 
 
 # --- the sandbox --------------------------------------------------------------------------------------------
@@ -199,6 +201,15 @@ def test_exits_hangs_floods_and_memory_are_contained(tmp_path):
 # --- make grade on chapter 01: one honest student, one student per trick -------------------------------------
 
 RIGHT_3A = "answer_3a = 3"
+REWIRE = ("import gc, wire\n"
+          "worker = next(o for o in gc.get_objects() if type(o).__name__ == 'Worker')\n"
+          "asked = worker.get\n"
+          "def forged(request):\n"
+          "    reply = asked(request)\n"
+          "    for name in ('check_derivative', 'check_term_count', 'print', 'shift'):\n"
+          "        reply['values'][name] = wire.encode(lambda *a, **k: True, worker.callables)\n"
+          "    return reply\n"
+          "worker.get = forged\n")
 TRICKS = {  # student -> (answer cells, the points they still earn honestly)
     "honest": ({"ex1_answer": 'answer_1 = "dx[j] = sum{i}_0^1 (df[i; j] * 3 * x[j] ** 2)"',
                 "ex2_answer": 'answer_2 = "dx[i; j] = if {j = 2} then (df[i]) else (0)"',
@@ -225,6 +236,12 @@ TRICKS = {  # student -> (answer cells, the points they still earn honestly)
                                       "answer_1 = Anything('x')\nanswer_2 = type('A', (), {'__eq__': "
                                       "lambda s, o: True})()",
                         "ex3a_answer": RIGHT_3A}, 1),
+    # code that reaches the worker's own objects and adds the checks' names (and a builtin) to every reply, bound to
+    # a function of its own: the grader takes only what it asked for, so the reply is refused as tampering
+    "rewires_the_worker": ({"ex1_answer": "", "ex3a_answer": REWIRE + RIGHT_3A}, 0),
+    # a derivative of 300 kB: refused by the check's stated length before it is parsed, the rest counts
+    "long_answer": ({"ex1_answer": 'answer_1 = "dx[j] = " + " + ".join(["3 * x[j] ** 2 * df[0; j]"] * 12_000)',
+                     "ex3a_answer": RIGHT_3A}, 1),
     "patches_builtins": ({"ex1_answer": "import builtins\nbuiltins.print = lambda *a, **k: None\n"
                                         "builtins.AssertionError = type('Never', (Exception,), {})\n"
                                         "import sys\nsys.modules['tensoradbook.exercises'].check_derivative = "
@@ -242,7 +259,21 @@ def _unmark_tests(nb: dict) -> None:
         cell["metadata"]["nbgrader"].update(grade=False, locked=False, solution=True)
 
 
+def _rewire_from_a_new_cell(nb: dict) -> None:
+    """Every answer cell left blank, the worker rewired from a code cell of the student's own."""
+    nb["cells"].insert(2, {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": REWIRE})
+
+
+def _new_schema(nb: dict) -> None:
+    """A markdown cell whose nbgrader metadata has another schema: nbgrader's autograde ends the whole run on it."""
+    nb["cells"].append({"cell_type": "markdown", "metadata": {"nbgrader": {
+        "schema_version": 4, "grade": False, "grade_id": "mine", "locked": False, "solution": False, "task": False}},
+        "source": "my notes"})
+
+
 NOTEBOOK_TRICKS = {  # student -> what they do to the notebook itself; each scores 0
+    "rewires_from_a_new_cell": _rewire_from_a_new_cell,
     "deletes_tests": lambda nb: nb.update(cells=[c for c in nb["cells"] if c not in _test_cells(nb)]),
     "empties_tests": lambda nb: [c.update(source="pass") for c in _test_cells(nb)],
     "unmarks_tests": _unmark_tests,  # nbgrader refuses the changed metadata: not graded, and listed
@@ -279,6 +310,10 @@ def graded(tmp_path_factory):
     broken = course / "submitted" / "unreadable" / CHAPTER
     broken.mkdir(parents=True)
     (broken / f"{CHAPTER}.ipynb").write_text('{"cells": [')
+    newer = json.loads(json.dumps(release))
+    _new_schema(newer)
+    (course / "submitted" / "new_schema" / CHAPTER).mkdir(parents=True)
+    (course / "submitted" / "new_schema" / CHAPTER / f"{CHAPTER}.ipynb").write_text(json.dumps(newer))
     proc = subprocess.run([sys.executable, "-m", "classroom.course", "grade", CHAPTER, "--course", str(course)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
     with open(course / "grades.csv") as f:
@@ -305,8 +340,10 @@ def test_the_report_names_what_happened(graded):
     with open(course / "grading_report.csv") as f:
         rows = list(csv.DictReader(f))
     events = {(r["student"], r["kind"]) for r in rows}
-    assert {("unreadable", "not graded"), ("unmarks_tests", "not graded")} <= events
+    assert {("unreadable", "not graded"), ("unmarks_tests", "not graded"), ("new_schema", "not graded")} <= events
     assert "not graded: unreadable" in proc.stdout
+    assert "SchemaTooNewError" in " ".join(r["detail"] for r in rows if r["student"] == "new_schema"), rows
+    assert {("rewires_the_worker", "tampering"), ("rewires_from_a_new_cell", "tampering")} <= events, rows
     assert {("exits", "exited"), ("hangs", "timeout"), ("floods", "output")} <= events, rows
     flagged = {r["student"] for r in rows if r["kind"] == "flagged"}
     assert {"patches_checks", "patches_verdict", "transforms_input", "reads_source", "exits",
@@ -442,3 +479,79 @@ def test_a_forged_answer_costs_the_forger_and_grading_finishes(forged, why):
     errors = {c.metadata.nbgrader.grade_id: [o for o in c.outputs if o.output_type == "error"] for c in nb.cells}
     assert errors["a_test"], (why, nb.cells[2].outputs)  # 41 or nothing: never a pass
     assert not errors["b_test"], (why, nb.cells[4].outputs)  # the honest answer after it still counts
+
+
+def _grade_cells(cells: list[tuple[str, str, dict]], **options) -> tuple[dict, list[dict]]:
+    """Grade a notebook of (source, grade id, nbgrader metadata) cells with :class:`NotebookGrader`, the locked
+    ones trusted: each cell's error names and the grader's events."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from classroom.grading import NotebookGrader
+
+    nb = new_notebook(cells=[new_code_cell(source, metadata={"nbgrader": {"grade_id": grade_id, **meta}})
+                             for source, grade_id, meta in cells])
+    trusted = {c.metadata.nbgrader.grade_id: c.source for c in nb.cells if c.metadata.nbgrader.get("locked")}
+    grader = NotebookGrader(trusted, [], **{"timeout": 10, "memory": 4 * 2 ** 30, **options})
+    grader.grade(nb)
+    return {c.metadata.nbgrader.grade_id: [o.ename for o in c.outputs if o.output_type == "error"]
+            + [o.name for o in c.outputs if o.output_type == "stream" and o.name == "stderr"]
+            for c in nb.cells}, grader.events
+
+
+SETUP = {"locked": True}
+ANSWER = {"solution": True}
+TEST = {"grade": True, "locked": True, "points": 1}
+
+
+def test_a_reply_with_names_not_asked_for_is_tampering_and_replaces_nothing():
+    errors, events = _grade_cells([
+        ("def check(answer):\n    return answer == 42", "setup", SETUP),
+        ("answer_1 = 41\n" + REWIRE.replace("'check_derivative', 'check_term_count'", "'check'"), "a_answer", ANSWER),
+        ("assert check(answer_1)", "a_test", TEST),
+    ])
+    assert errors["a_test"] == ["AnswerTampering"], errors
+    tampering = [e for e in events if e["kind"] == "tampering"]
+    assert tampering and "'check'" in tampering[0]["detail"] and "'print'" in tampering[0]["detail"], events
+
+
+def test_a_check_past_its_clock_or_memory_costs_that_test_and_no_more():
+    errors, events = _grade_cells([
+        ("def check(n):\n    while n:\n        pass\n    return True\n\n"
+         "def check_size(n):\n    return len([0] * n) == n", "setup", SETUP),
+        ("forever = 1\nhuge = 10 ** 11\nfine = 0", "answers", ANSWER),
+        ("assert check(forever)", "a_test", TEST),
+        ("assert check_size(huge)", "b_test", TEST),
+        ("assert check(fine)", "c_test", TEST),
+    ], check_timeout=3, check_memory=2 ** 30)
+    assert errors["a_test"] == ["CheckTimeout"], errors
+    assert errors["b_test"] in (["MemoryError"], ["CheckTimeout"]), errors
+    assert errors["c_test"] == [], errors
+    assert [e["cell"] for e in events if e["kind"] == "check stopped"][:1] == ["a_test"], events
+
+
+def test_what_a_check_warns_goes_to_the_report_and_costs_no_points():
+    check = ("import sys, warnings\n\ndef check(a):\n    warnings.warn('noisy')\n"
+             "    print('to stderr', file=sys.stderr)\n    return a == 1")
+    errors, events = _grade_cells([
+        (check, "setup", SETUP), ("one = 1", "answers", ANSWER),
+        ("assert check(one)", "a_test", TEST), ("assert check(one)", "b_test", TEST),
+    ])
+    assert errors["a_test"] == errors["b_test"] == [], errors  # no stderr in the cell: nbgrader would score it 0
+    warned = [e["cell"] for e in events if e["kind"] == "warning"]
+    assert warned.count("a_test") == warned.count("b_test") == 2, events  # the warning each time, not once
+
+
+def test_without_bubblewrap_grading_is_refused_rather_than_weaker(monkeypatch, tmp_path):
+    monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
+    monkeypatch.delenv(sandbox.WEAK_SANDBOX_ENV, raising=False)
+    why = sandbox.isolation_available()
+    assert why and "bubblewrap" in why
+    if os.getuid() == 0:
+        assert "root" in why
+        monkeypatch.setenv(sandbox.WEAK_SANDBOX_ENV, "1")  # no weaker form as root, whatever is set
+        assert sandbox.isolation_available()
+    with pytest.raises(sandbox.SandboxUnavailable):
+        sandbox.AnswerProcess([tmp_path])
+    (tmp_path / "submitted" / "someone" / CHAPTER).mkdir(parents=True)
+    (tmp_path / "submitted" / "someone" / CHAPTER / f"{CHAPTER}.ipynb").write_text("{}")
+    assert cc.grade(tmp_path) == 1
