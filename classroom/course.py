@@ -802,10 +802,11 @@ def nbgrader_env() -> dict:
     return env
 
 
-def nbgrader(*args: str, course: Path = COURSE, check: bool = True, user: str | None = None
-             ) -> subprocess.CompletedProcess:
+def nbgrader(*args: str, course: Path = COURSE, check: bool = True, user: str | None = None,
+             timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run ``nbgrader <args>`` inside ``course`` (which holds nbgrader_config.py), output passed through; as the
-    Unix ``user`` when given and run as root (nbgrader's exchange accepts releases only from the course's owner)."""
+    Unix ``user`` when given and run as root (nbgrader's exchange accepts releases only from the course's owner).
+    Past ``timeout`` seconds it is stopped and counts as failed (return code -9)."""
     cmd = [sys.executable, "-m", "nbgrader", *args]
     print("$", " ".join(cmd[2:]), flush=True)
     env = nbgrader_env()
@@ -815,7 +816,11 @@ def nbgrader(*args: str, course: Path = COURSE, check: bool = True, user: str | 
         entry = pwd.getpwnam(user)
         cmd = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", *cmd]
         env.update(HOME=entry.pw_dir, USER=user, LOGNAME=user)
-    return subprocess.run(cmd, cwd=course, env=env, check=check)
+    try:
+        return subprocess.run(cmd, cwd=course, env=env, check=check, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"error: nbgrader {args[0]} ran past its bound of {timeout:.0f} s and was stopped", file=sys.stderr)
+        return subprocess.CompletedProcess(cmd, -9)
 
 
 def generate_assignments(course: Path = COURSE) -> None:
@@ -838,6 +843,58 @@ def submissions(course: Path = COURSE) -> dict[str, list[str]]:
 REPORT_FIELDS = ("assignment", "student", "cell", "kind", "detail")
 #: course/grading_state.json: assignment -> student -> the digest of the submission as last graded.
 GRADING_STATE = "grading_state.json"
+#: A submitted notebook larger than this is not graded: an answer is text, a flood is not.
+MAX_NOTEBOOK_BYTES = 32 * 2 ** 20
+#: Seconds and bytes for reading one submission before grading (:func:`screen`).
+SCREEN_SECONDS, SCREEN_MEMORY = 60, 2 * 2 ** 30
+#: Seconds one submission may take in autograde beyond its own bound (``SandboxedExecute.submission_timeout``):
+#: nbgrader's start, the sandbox's start, the feedback's files.
+SUBMISSION_OVERHEAD = 180
+
+
+def _read_submission(folder: str) -> dict:
+    """Why nbgrader could not grade the notebooks in ``folder`` (``{"why": None}`` where it can): each a regular
+    file within :data:`MAX_NOTEBOOK_BYTES`, a valid notebook, and nbgrader's cell metadata of the schema this
+    nbgrader reads (another ``schema_version`` makes nbgrader's autograde end the whole run, not only this one)."""
+    import stat
+
+    import nbformat
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        status = os.lstat(path)
+        if not stat.S_ISREG(status.st_mode):
+            return {"why": f"{path.name} is not a plain file"}
+        if status.st_size > MAX_NOTEBOOK_BYTES:
+            return {"why": f"{path.name} is {status.st_size / 2 ** 20:.0f} MiB, over the limit of "
+                           f"{MAX_NOTEBOOK_BYTES / 2 ** 20:.0f} MiB"}
+        try:
+            nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+            nbformat.validate(nb)
+            MetadataValidator().validate_nb(nb)
+        except Exception as error:  # noqa: BLE001 -- whatever is wrong with it, it is this submission's
+            return {"why": f"{path.name} cannot be graded: {type(error).__name__}: {str(error)[:300]}"}
+    return {"why": None}
+
+
+def screen(folder: Path) -> str | None:
+    """Why the submission in ``folder`` cannot be graded, or None; read in a child on a clock
+    (:func:`classroom.grading.on_a_clock`), so that no notebook, however large or strange, stops the grading."""
+    from classroom.grading import CheckTimeout, on_a_clock
+
+    try:
+        return on_a_clock(lambda: _read_submission(str(folder)), SCREEN_SECONDS, SCREEN_MEMORY)["why"]
+    except CheckTimeout:
+        return f"reading it took more than {SCREEN_SECONDS} s or {SCREEN_MEMORY / 2 ** 30:g} GiB"
+
+
+def submission_bound() -> float:
+    """Seconds one submission may take in autograde, all included: nbgrader runs a class within N times this."""
+    from classroom.grading import SandboxedExecute
+
+    trait = SandboxedExecute.class_traits()
+    return max(trait["submission_timeout"].default_value, trait["notebook_timeout"].default_value) \
+        + SUBMISSION_OVERHEAD
 
 
 def _graded_since(course: Path, assignment_id: str, student: str, start: float) -> bool:
@@ -866,15 +923,26 @@ def submission_digest(course: Path, assignment_id: str, student: str) -> str:
     return digest.hexdigest()
 
 
-def grade(course: Path = COURSE, only: str | None = None, force: bool = False) -> int:
+def grade(course: Path = COURSE, only: str | None = None, force: bool = False, extra_rows=()) -> int:
     """Autograde the submissions that are new or changed since their last grading (every one with ``force``;
     of the assignment ``only``, if given), write their feedback, export the gradebook to ``course/grades.csv``
-    and ``course/export/`` (:func:`export_lms`) and the grading report to ``course/grading_report.csv``.
+    and ``course/export/`` (:func:`export_lms`) and the grading report to ``course/grading_report.csv`` (with
+    ``extra_rows``, e.g. the submissions the class server's collect refused).
 
-    A submission that cannot be graded (nbgrader fails on it) is listed in the report with the reason and tried
-    again next time; the others are graded, fed back and exported all the same. Returns 1 only when there was
-    something to grade and none of it could be.
+    Every submission is graded alone and always finishes: one that cannot be read (:func:`screen`: any size, any
+    metadata) is left out before nbgrader starts; nbgrader's run over the rest is bounded (:func:`submission_bound`
+    a submission), and where it fails or runs past its bound, each submission it did not finish is graded again in
+    a run of its own. A submission that cannot be graded is listed in the report with the reason and tried again
+    next time; the others are graded, fed back and exported all the same. Returns 1 when answers cannot be
+    isolated here (:func:`classroom.sandbox.isolation_available`), or there was something to grade and none of
+    it could be.
     """
+    from classroom.sandbox import isolation_available
+
+    refused = isolation_available()
+    if refused:
+        print(f"error: grading refused: {refused}", file=sys.stderr)
+        return 1
     found = submissions(course)
     if only is not None:
         found = {only: found[only]} if only in found else {}
@@ -884,7 +952,8 @@ def grade(course: Path = COURSE, only: str | None = None, force: bool = False) -
         return 0
     state_path = course / GRADING_STATE
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
-    rows, graded, tried = [], [], 0
+    rows, graded, tried = list(extra_rows), [], 0
+    bound = submission_bound()
     for assignment_id, students in found.items():
         for student in students:
             _stamp(course / "submitted" / student / assignment_id)
@@ -901,14 +970,24 @@ def grade(course: Path = COURSE, only: str | None = None, force: bool = False) -
                                              and (course / "release" / assignment_id).is_dir()):
             # autograde needs the assignment and its tests in the gradebook: `make assignments` was not run here
             nbgrader("generate_assignment", assignment_id, "--force", course=course, check=False)
+        unreadable = {s: why for s in todo if (why := screen(course / "submitted" / s / assignment_id))}
+        rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded", "detail": why}
+                 for s, why in unreadable.items()]
+        readable = [s for s in todo if s not in unreadable]
         # --force regrades what is in autograded/ already; the exclusion keeps nbgrader to the new submissions
         start = time.time() - 1  # file times have a coarse clock on some file systems
-        nbgrader("autograde", assignment_id, "--create", "--force", *_excluding(students, todo), course=course,
-                 check=False)
-        done = [s for s in todo if _graded_since(course, assignment_id, s, start)]
+        if readable:
+            batch = nbgrader("autograde", assignment_id, "--create", "--force", *_excluding(students, readable),
+                             course=course, check=False, timeout=len(readable) * bound)
+            unfinished = [s for s in readable if not _graded_since(course, assignment_id, s, start)]
+            if batch.returncode != 0 and len(unfinished) > 1:  # one of them ended the run: each alone, then
+                for s in unfinished:
+                    nbgrader("autograde", assignment_id, "--create", "--force", *_excluding(students, [s]),
+                             course=course, check=False, timeout=bound)
+        done = [s for s in readable if _graded_since(course, assignment_id, s, start)]
         rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded",
                   "detail": "nbgrader autograde failed on this submission (its log above says why)"}
-                 for s in todo if s not in done]
+                 for s in readable if s not in done]
         if done:
             nbgrader("generate_feedback", assignment_id, "--force", *_excluding(students, done), course=course,
                      check=False)
@@ -1034,28 +1113,72 @@ def _sandbox_events(course: Path, graded: list[tuple[str, str]]) -> list[dict]:
 
 
 # --- the class server's course (make hub; classroom/hub.py) ----------------------------------------------------
+#
+# Root runs `make assignments` and `make grade` on the class server, yet every step on the course runs as its (first)
+# instructor: generating, collecting, autograding and releasing execute what the instructors write (the course
+# folder's nbgrader_config.py, which nbgrader always loads from the course's root, and the setup and test cells of
+# the source notebooks, which the grader itself runs, classroom/grading.py), so run as root any of them would make
+# an instructor root. Root only hands back what older versions left as root's (`_give_to_instructors`, never
+# through a link) and starts `python -B -m classroom.course ... --hub` again as the instructor (`_as_instructor`),
+# with a clean environment and the repository's classroom/. The answers still run in bubblewrap
+# (classroom/sandbox.py), in a user namespace of the instructor's, the course folder, the exchange, the homes and
+# the repository hidden; where bubblewrap cannot run so, grading is refused (hub/README.md).
+
+#: The variable with which whoever starts the grading accepts answers behind the audit hook alone
+#: (classroom.sandbox.WEAK_SANDBOX_ENV), passed on to the instructor's process when root has it set.
+_WEAK_SANDBOX_ENV = "TENSORADBOOK_WEAK_SANDBOX"
+
 
 def _hub_options(settings) -> list[str]:
     return [f"--CourseDirectory.course_id={settings.course_id}", f"--Exchange.root={settings.exchange}"]
 
 
 def _give_to_instructors(settings) -> None:
-    """Generating and grading as root leaves root's files: the course directory and what the course has in the
-    exchange (releases, feedback; not the students' submissions) go back to the instructors, who release and
-    collect (nbgrader wants the course's owner) and use the formgrader in their own server."""
+    """What older versions, which generated and graded as root, left as root's in the course directory and in the
+    course's folders of the exchange goes to the instructors, who now do all of it: root's folders and plain files
+    only, each on a descriptor opened without following links, never a file with another hard link
+    (:func:`classroom.exchange.chown_tree`); a link in the way of a top folder leaves that folder alone."""
     import grp
     import pwd
+
+    from classroom import exchange
 
     if os.geteuid() != 0:
         return
     uid, gid = pwd.getpwnam(settings.instructors[0]).pw_uid, grp.getgrnam(settings.staff_group).gr_gid
-    exchange = settings.exchange / settings.course_id
-    for top in (settings.course, exchange / "outbound", exchange / "feedback"):
-        if top.exists():
-            os.chown(top, uid, gid)
-            for root, dirs, files in os.walk(top):
-                for name in dirs + files:
-                    os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+    course_exchange = settings.exchange / settings.course_id
+    for top in (settings.course, course_exchange / "outbound", course_exchange / "feedback"):
+        try:
+            exchange.chown_tree(top, uid, gid, only_uid=0)
+        except FileNotFoundError:
+            continue
+        except OSError as error:  # UnsafePath: a link where a folder belongs
+            print(f"warning: {top} was not handed to the instructors: {error}", file=sys.stderr)
+
+
+def _as_instructor(settings, command: str, only: str | None, force: bool = False) -> int:
+    """``python -B -m classroom.course <command> [only] --hub`` as the course's first instructor (setpriv, their
+    groups), from the repository, in an environment of its own: the instructor's HOME, this Python's bin folder
+    first on PATH, the repository alone on PYTHONPATH, the instructors' Jupyter configuration of the class server
+    (``<jupyter>/instructor``: the course, the exchange, group sharing). Returns its exit status."""
+    import pwd
+
+    from classroom import hub
+
+    entry = pwd.getpwnam(settings.instructors[0])
+    if entry.pw_uid == 0:
+        raise SystemExit(f"error: the instructor {entry.pw_name} is root: name an ordinary user in {settings.path}")
+    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+           "HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name,
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1",
+           "JUPYTER_CONFIG_PATH": str(settings.jupyter / "instructor"), hub.SETTINGS_ENV: str(settings.path),
+           EXCHANGE_ENV: str(settings.exchange)}
+    env.update({k: os.environ[k] for k in (_WEAK_SANDBOX_ENV, "TERM") if k in os.environ})
+    cmd = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
+           sys.executable, "-B", "-m", "classroom.course", command, *([only] if only else []), "--hub",
+           "--settings", str(settings.path), *(["--force"] if force else [])]
+    print(f"As the instructor {entry.pw_name} (root runs nothing of the course's):", flush=True)
+    return subprocess.run(cmd, cwd=REPO, env=env).returncode
 
 
 def hub_course(settings_path: Path | None = None):
@@ -1068,37 +1191,71 @@ def hub_course(settings_path: Path | None = None):
 
 def hub_assignments(settings, only: str | None = None) -> None:
     """Generate every assignment (or ``only`` one) in the hub's course directory and release it into the
-    exchange."""
+    exchange, as the instructor (run as root, it starts itself again as the instructor: :func:`_as_instructor`)."""
+    if os.geteuid() == 0:
+        _give_to_instructors(settings)
+        status = _as_instructor(settings, "assignments", only)
+        if status:
+            raise SystemExit(status)
+        return
     os.environ[EXCHANGE_ENV] = str(settings.exchange)
     stems = [only] if only else [a.stem for a in ASSIGNMENTS]
     if only:
         nbgrader("generate_assignment", only, "--force", course=settings.course)
     else:
         generate_assignments(settings.course)
-    _give_to_instructors(settings)
     for stem in stems:
-        nbgrader("release_assignment", stem, "--force", *_hub_options(settings), course=settings.course,
-                 user=settings.instructors[0])
+        nbgrader("release_assignment", stem, "--force", *_hub_options(settings), course=settings.course)
     print(f"Released {len(stems)} assignment(s) into {settings.exchange / settings.course_id / 'outbound'}: "
           "students fetch them in their Assignments tab.")
 
 
+def _unreleasable(course: Path, stems: list[str]) -> list[dict]:
+    """Report rows for the submissions whose feedback cannot go back through the exchange: those without the
+    ``submission_secret.txt`` that ``nbgrader submit`` writes (put into submitted/ by hand), which names the
+    feedback's file in the exchange."""
+    return [{"assignment": folder.name, "student": folder.parent.name, "cell": "", "kind": "feedback not released",
+             "detail": "no submission_secret.txt (not collected from the exchange): its feedback stays in "
+                       f"{course / 'feedback'}/, for the instructor to hand over"}
+            for stem in stems for folder in sorted((course / "submitted").glob(f"*/{stem}/"))
+            if any(folder.glob("*.ipynb")) and not (folder / "submission_secret.txt").is_file()]
+
+
+def _release_feedback(settings, stems: list[str]) -> None:
+    """nbgrader's release_feedback of every assignment with feedback, leaving out the students whose feedback has
+    no ``timestamp.txt`` or ``submission_secret.txt`` (nbgrader would stop at the first of them with a traceback,
+    and release nobody's after it)."""
+    for stem in stems:
+        folders = sorted((settings.course / "feedback").glob(f"*/{stem}/"))
+        names = [f.parent.name for f in folders]
+        ready = [f.parent.name for f in folders
+                 if all((f / n).is_file() for n in ("timestamp.txt", "submission_secret.txt"))]
+        for name in names:
+            if name not in ready:
+                print(f"feedback not released: {name} / {stem}: no submission_secret.txt", flush=True)
+        if ready:
+            done = nbgrader("release_feedback", stem, *_hub_options(settings), *_excluding(names, ready),
+                            course=settings.course, check=False)
+            if done.returncode != 0:
+                print(f"warning: nbgrader release_feedback {stem} failed (its log above says why)", file=sys.stderr)
+
+
 def hub_grade(settings, only: str | None = None, force: bool = False) -> int:
-    """Collect the submissions from the exchange, autograde them (:func:`grade`), release the feedback."""
+    """Collect the submissions from the exchange (:func:`classroom.exchange.collect`: only what the student whose
+    id it carries owns, no links, ids from the class list), autograde them (:func:`grade`, the refused entries in
+    its report), release the feedback; as the instructor (run as root, it starts itself again as the instructor:
+    :func:`_as_instructor`)."""
+    if os.geteuid() == 0:
+        _give_to_instructors(settings)
+        return _as_instructor(settings, "grade", only, force)
+    from classroom import exchange
+
     os.environ[EXCHANGE_ENV] = str(settings.exchange)
     stems = [only] if only else [a.stem for a in ASSIGNMENTS]
-    instructor = settings.instructors[0]
-    _give_to_instructors(settings)
-    for stem in stems:
-        nbgrader("collect", stem, "--update", *_hub_options(settings), course=settings.course, check=False,
-                 user=instructor)
-    # graded as root: the answers then run in bubblewrap as nobody (classroom/sandbox.py)
-    status = grade(settings.course, only, force=force)
-    _give_to_instructors(settings)
-    for stem in submissions(settings.course):
-        if only in (None, stem):
-            nbgrader("release_feedback", stem, *_hub_options(settings), course=settings.course, check=False,
-                     user=instructor)
+    rows = exchange.collect(settings, stems)
+    rows += _unreleasable(settings.course, stems)
+    status = grade(settings.course, only, force=force, extra_rows=rows)
+    _release_feedback(settings, stems)
     return status
 
 
