@@ -112,10 +112,17 @@ def read_function(fn, shapes):
     return parse(fn, shapes or {})
 
 
-def parse_answer(text, shapes, what: str):
-    """The student's text parsed with ``shapes``, or a Wrong with the parser's message (caret included)."""
+def parse_answer(text, shapes, what: str, max_length: int):
+    """The student's text parsed with ``shapes``, or a Wrong with the parser's message (caret included).
+
+    ``max_length``: the most characters the check reads, which each check states (a right answer is far
+    shorter): past it the text is refused before it is parsed, so that no answer makes grading parse and
+    evaluate a body of hundreds of kilobytes."""
     if not isinstance(text, str):
         raise Wrong(f"{what} must be text in the report's notation, got {type(text).__name__}")
+    if len(text) > max_length:
+        raise Wrong(f"your {what} is {len(text):,} characters long: this check reads answers of at most "
+                    f"{max_length:,} characters (write it without repeating parts)")
     try:
         return parse(text, shapes)
     except ExpressionError as err:

@@ -41,6 +41,8 @@ __all__ = [
     "check_jacobian",
 ]
 
+#: The most characters of a derivative or an adjoint these checks read (the longest right answer is a few hundred).
+ANSWER_TEXT_LIMIT = 4_000
 # A scalar gradient worked by hand is rounded to a few digits, also where it is near 0: it passes within this.
 _BY_HAND_ATOL = 1e-4
 # The Jacobian's entries are of order 1 at the exercises' points: a difference below this is rounding.
@@ -81,7 +83,7 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
         return pending(name, f"Your answer is text like \"{gradient}[...] = ...\" using {adjoint} "
                               f"and the arguments (shapes {sizes}).")
     try:
-        mine = parse_answer(answer, answer_shapes, "derivative")
+        mine = parse_answer(answer, answer_shapes, "derivative", ANSWER_TEXT_LIMIT)
     except Wrong as err:
         return err.result(name)
     if mine.name not in accepted:
@@ -257,7 +259,8 @@ def check_adjoint(fn, node, answer, shapes=None, points: int = 3, seed: int = 0)
     if isinstance(answer, (int, float, np.integer, np.floating)) and not isinstance(answer, bool):
         answer = repr(float(answer))
     try:
-        mine = parse_answer(f"{fn.name}[] = {answer}" if isinstance(answer, str) else answer, shapes, "adjoint")
+        mine = parse_answer(f"{fn.name}[] = {answer}" if isinstance(answer, str) else answer, shapes, "adjoint",
+                            ANSWER_TEXT_LIMIT)
     except Wrong as err:
         return err.result(name)
     rng = np.random.default_rng(seed)

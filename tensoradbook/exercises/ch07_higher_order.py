@@ -23,6 +23,8 @@ from .feedback import CheckResult, element_problems, index_text, number_text
 __all__ = ["check_second_derivative", "check_hessian_vector_product", "check_hessian_pattern"]
 
 
+#: The most characters of a second derivative these checks read (the longest right answer is a few hundred).
+ANSWER_TEXT_LIMIT = 4_000
 _FD_STEP = 1e-3     # central differences at h and h / 2: truncation ~h**4, round-off ~eps |L| / h**2
 _FD_RTOL = 1e-5     # an answer passes within this of the largest element ...
 _FD_ATOL = 1e-6     # ... plus this times sum |df * f| (the scale of L's round-off)
@@ -117,7 +119,7 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     accepted = {result} | ({left.group(1)} if fresh else set())
     answer_shapes.update({n: tuple(fn.shapes[second]) for n in accepted})
     try:
-        mine = parse_answer(answer, answer_shapes, "second derivative")
+        mine = parse_answer(answer, answer_shapes, "second derivative", ANSWER_TEXT_LIMIT)
     except Wrong as err:
         return err.result(name)
     if mine.name not in accepted:  # pragma: no cover -- caught from the text above

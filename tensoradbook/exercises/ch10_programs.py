@@ -41,6 +41,9 @@ _EXACT = 1e-12      # max pooling moves adjoints without arithmetic: a right dx 
 _SOFTMAX_RTOL, _SOFTMAX_ATOL = 1e-10, 1e-14
 
 
+#: The most characters of an adjoint these checks read (the longest right answer is a few hundred).
+ANSWER_TEXT_LIMIT = 4_000
+
 # --- the adjoint of an intermediate: eq. 2 (eq. 8) at the tensor level --------------------------------------
 
 def _program(program, shapes) -> Program:
@@ -118,7 +121,7 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
         return CheckResult(exercise, False, [f"your left side defines {left.group(1)!r}; the adjoint of {name} is "
                                              f"called {result!r} (write {result}[...] = ...)"])
     try:
-        mine = parse_answer(answer, answer_shapes, "adjoint")
+        mine = parse_answer(answer, answer_shapes, "adjoint", ANSWER_TEXT_LIMIT)
     except Wrong as err:
         return err.result(exercise)
     if mine.name != result:  # pragma: no cover -- caught from the text above
