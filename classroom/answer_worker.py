@@ -5,8 +5,7 @@ nothing else of ``classroom``. It reads requests from its stdin and answers on i
 and stderr, at /dev/null, so what the cells print cannot mix with the answers):
 
 * ``{"op": "run", "code": ...}`` runs a cell in one IPython shell (magics work) and answers ``{"error": ...}``
-  (or ``null``) with what the cell printed, cut at :data:`OUTPUT_LIMIT`, and ``library``: the modules of
-  tensoradbook it imported;
+  (or ``null``) with what the cell printed, cut at :data:`OUTPUT_LIMIT`;
 * ``{"op": "get", "names": [...]}`` answers the values of those names, encoded by :func:`wire.encode`;
 * ``{"op": "call", "id": n, "args": ..., "kwargs": ...}`` calls a function sent earlier as handle ``n``.
 
@@ -128,7 +127,6 @@ class Worker:
         self.stdout, self.stderr = CappedText(), CappedText()
 
     def run(self, request: dict) -> dict:
-        before = set(sys.modules)
         sys.stdout, sys.stderr = self.stdout, self.stderr
         try:
             result = self.shell.run_cell(str(request["code"]), store_history=False,
@@ -138,9 +136,7 @@ class Worker:
             error = caught
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        # what of the library the cell brought in, for the report (what the policy refused is flagged apart)
-        library = sorted(name for name in set(sys.modules) - before if name.split(".")[0] == "tensoradbook")
-        return {"error": _error(error) if error is not None else None, "library": library[:50]}
+        return {"error": _error(error) if error is not None else None}
 
     def get(self, request: dict) -> dict:
         values = {}

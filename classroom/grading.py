@@ -103,6 +103,32 @@ def tampering(source: str, defined_by_instructor: set[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def library_uses(source: str, aliases: dict[str, str]) -> list[str]:
+    """What of tensoradbook a cell names: its imports (``import tensoradbook.integer.smith``, ``from tensoradbook
+    import derive``) and the attributes it reads of a name bound to the library (``tab.derive``, where ``aliases``
+    maps ``tab`` to ``tensoradbook``; the cell's own imports are added to ``aliases``), for the report. What the
+    assignment does not allow is refused in the sandbox itself (the library policy); this says what was used."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    used = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "tensoradbook":
+                    used.append(alias.name)
+                    aliases[alias.asname or alias.name.split(".")[0]] = alias.asname and alias.name or "tensoradbook"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tensoradbook":
+            for alias in node.names:
+                used.append(f"{node.module}.{alias.name}")
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            used.append(f"{aliases[node.value.id]}.{node.attr}")
+    return list(dict.fromkeys(used))
+
+
 def _names(source: str, bound: bool) -> set[str]:
     try:
         tree = ast.parse(source)
@@ -221,6 +247,9 @@ class NotebookGrader:
         self.submission_deadline = time.monotonic() + submission_timeout
         self.namespace: dict = {}
         self.instructors = {name for source in trusted.values() for name in bound_names(source)}
+        self.library: dict[str, str] = {}  # names bound to the library -> what of it (for library_uses)
+        for source in trusted.values():
+            library_uses(source, self.library)
         self.ran: list[tuple[str, str]] = []  # the cells the student's process has run to the end
         self.events: list[dict] = []
         self.student: AnswerProcess | None = None
@@ -381,8 +410,10 @@ class NotebookGrader:
         self.ran.append((cell.source, grade_id))
         for flag in reply.get("flags", []):
             self._event(grade_id, "refused", flag)
-        if show and reply.get("library"):  # what the answer used of the library (the setup's imports are not)
-            self._event(grade_id, "library", "imports " + ", ".join(m[:80] for m in reply["library"][:20]))
+        if show:
+            used = library_uses(cell.source, self.library)
+            if used:
+                self._event(grade_id, "library", "uses " + ", ".join(used[:20]))
         if reply.get("dropped"):
             self._event(grade_id, "output", f"printed {reply['dropped']} characters past the limit (not kept)")
         if not show:

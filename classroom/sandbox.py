@@ -259,7 +259,7 @@ class AnswerProcess:
 
         if not (all(isinstance(reply.get(k, ""), str) for k in texts)
                 and isinstance(reply.get("dropped", 0), int)
-                and strings("flags") and strings("library")
+                and strings("flags")
                 and isinstance(reply.get("values", {}), dict)
                 and (error is None or (isinstance(error, dict) and isinstance(error.get("ename"), str)
                                        and isinstance(error.get("evalue"), str)

@@ -541,6 +541,19 @@ def test_what_a_check_warns_goes_to_the_report_and_costs_no_points():
     assert warned.count("a_test") == warned.count("b_test") == 2, events  # the warning each time, not once
 
 
+def test_the_report_names_what_of_the_library_an_answer_used():
+    _, events = _grade_cells([
+        ("import tensoradbook as tab", "setup", SETUP),
+        ("import tensoradbook.integer.smith as smith\nanswer = tab.parse('f[i] = x[i]', {'f': (2,), 'x': (2,)})",
+         "answers", ANSWER),
+        ("from tensoradbook import integer_inverse as inverse\nimport json\nother = 2", "more", ANSWER),
+        ("print(smith.smith_normal_form)", "last", ANSWER)])
+    used = {e["cell"]: e["detail"] for e in events if e["kind"] == "library"}
+    assert used == {"answers": "uses tensoradbook.integer.smith, tensoradbook.parse",
+                    "more": "uses tensoradbook.integer_inverse",
+                    "last": "uses tensoradbook.integer.smith.smith_normal_form"}, events
+
+
 def test_without_bubblewrap_grading_is_refused_rather_than_weaker(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
     monkeypatch.delenv(sandbox.WEAK_SANDBOX_ENV, raising=False)
