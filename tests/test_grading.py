@@ -568,3 +568,25 @@ def test_without_bubblewrap_grading_is_refused_rather_than_weaker(monkeypatch, t
     (tmp_path / "submitted" / "someone" / CHAPTER).mkdir(parents=True)
     (tmp_path / "submitted" / "someone" / CHAPTER / f"{CHAPTER}.ipynb").write_text("{}")
     assert cc.grade(tmp_path) == 1
+
+
+def test_a_submission_that_cannot_be_read_is_named_before_grading(tmp_path):
+    release = json.loads((REPO / "course" / "source" / CHAPTER / f"{CHAPTER}.ipynb").read_text())
+
+    def submission(name: str, write) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        write(folder / f"{CHAPTER}.ipynb")
+        return folder
+
+    fine = submission("fine", lambda path: path.write_text(json.dumps(release)))
+    assert cc.screen(fine) is None
+    newer = json.loads(json.dumps(release))
+    _new_schema(newer)
+    assert "SchemaTooNewError" in cc.screen(submission("schema", lambda path: path.write_text(json.dumps(newer))))
+    assert "plain file" in cc.screen(submission("link", lambda path: path.symlink_to(fine / f"{CHAPTER}.ipynb")))
+    huge = submission("huge", lambda path: path.write_bytes(b""))
+    os.truncate(huge / f"{CHAPTER}.ipynb", cc.MAX_NOTEBOOK_BYTES + 1)
+    assert "over the limit" in cc.screen(huge)
+    deep = submission("deep", lambda path: path.write_text("[" * 100_000 + "]" * 100_000))
+    assert "cannot be graded" in cc.screen(deep)
