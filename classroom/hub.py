@@ -281,16 +281,19 @@ def ensure_user(name: str, comment: str = "", groups: tuple[str, ...] = ()) -> p
 
 
 def _chown_tree(path: Path, uid: int, gid: int) -> None:
-    os.chown(path, uid, gid)
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+    """The tree to ``uid``:``gid``, inside folders the instructors can change: never through a link, never a file
+    with another hard link (:func:`classroom.exchange.chown_tree`)."""
+    from classroom import exchange
+
+    exchange.chown_tree(path, uid, gid)
 
 
 def _mkdir(path: Path, mode: int, uid: int = 0, gid: int = 0) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    os.chown(path, uid, gid)
-    path.chmod(mode)  # after mkdir: the umask would drop bits
+    """The folder, its owner and its mode (past the umask), set on the folder itself: a link that an instructor
+    put in its place (the course's folder in the exchange is theirs) is refused, never followed."""
+    from classroom import exchange
+
+    exchange.ensure_folder(path, mode, uid, gid)
 
 
 def setup_exchange(settings: HubSettings) -> None:
@@ -311,24 +314,34 @@ def setup_exchange(settings: HubSettings) -> None:
 
 
 def setup_course(settings: HubSettings) -> None:
-    """The instructors' copy of course/: only the instructors reach it (0700; 2770 for several, by group)."""
+    """The instructors' copy of course/: only the instructors reach it (0700; 2770 for several, by group).
+
+    The folder is the instructors' once made: root writes into it only on a descriptor of the folder, a new file
+    renamed over the old one (never written through a link an instructor put there), and hands over what it made
+    without following links (:mod:`classroom.exchange`)."""
+    from classroom import exchange
+
     user = pwd.getpwnam(settings.instructors[0])
     staff = grp.getgrnam(settings.staff_group).gr_gid
+    shared = len(settings.instructors) > 1
     target = settings.course
-    config = target / "nbgrader_config.py"
-    if not config.exists():
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / "course" / "nbgrader_config.py", config)
-    # the formgrader reads this file last: it must name this course's id and exchange (rewritten at every setup)
-    marker = "\n# the class server (make hub):"
-    text = config.read_text().split(marker)[0]
-    config.write_text(f"{text}{marker} this course's id and exchange, from {settings.path}\n"
-                      f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
-                      f"c.Exchange.root = {str(settings.exchange)!r}\n")
-    if not (target / "source").exists():
-        shutil.copytree(REPO / "course" / "source", target / "source")
+    folder = exchange.open_folder(target, create=0o700)
+    try:
+        # the formgrader reads this file last: it must name this course's id and exchange (rewritten at every setup)
+        marker = "\n# the class server (make hub):"
+        old = exchange.read_file(folder, "nbgrader_config.py")
+        text = (old.decode("utf-8", errors="replace") if old is not None
+                else (REPO / "course" / "nbgrader_config.py").read_text()).split(marker)[0]
+        exchange.replace_file(folder, "nbgrader_config.py", (
+            f"{text}{marker} this course's id and exchange, from {settings.path}\n"
+            f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
+            f"c.Exchange.root = {str(settings.exchange)!r}\n").encode(), 0o664 if shared else 0o644,
+            user.pw_uid, staff)
+        exchange.copy_tree(REPO / "course" / "source", folder, "source", user.pw_uid, staff)  # once
+        os.fchmod(folder, 0o2770 if shared else 0o700)
+    finally:
+        os.close(folder)
     _chown_tree(target, user.pw_uid, staff)
-    target.chmod(0o2770 if len(settings.instructors) > 1 else 0o700)
     for parent in target.parents:
         if not parent.stat().st_mode & 0o001 and parent.stat().st_uid == 0 and parent != Path("/"):
             parent.chmod(parent.stat().st_mode | 0o011)  # the instructors must reach it (not list it)
@@ -434,16 +447,24 @@ def runtime_paths() -> list[Path]:
 SOLUTIONS = ("course", "tests", "classroom/course.py", "classroom/solutions.py", ".git", "site", "work")
 
 
+def compiled_solutions() -> list[Path]:
+    """The compiled copies Python left of the modules in :data:`SOLUTIONS` (``classroom/__pycache__/course.*.pyc``:
+    every solution and hidden test of the course table, as readable as the source was when it was compiled)."""
+    modules = [REPO / name for name in SOLUTIONS if name.endswith(".py")]
+    return sorted(p for m in modules for p in (m.parent / "__pycache__").glob(f"{m.stem}.*.pyc"))
+
+
 def hide_solutions(settings: HubSettings) -> list[Path]:
-    """Give :data:`SOLUTIONS` to the staff group and take every permission of other users off them: a folder that
-    others cannot enter hides all below it."""
+    """Give :data:`SOLUTIONS` and their compiled copies (:func:`compiled_solutions`) to the staff group and take
+    every permission of other users and the group's writing off them: a folder that others cannot enter hides all
+    below it, and nothing root runs is the instructors' to change. Python writes a later compiled copy with its
+    source's mode, so it stays hidden too (and ``make assignments`` and ``make grade`` write none: ``-B``)."""
     gid = grp.getgrnam(settings.staff_group).gr_gid
     hidden = []
-    for name in SOLUTIONS:
-        path = REPO / name
+    for path in [*(REPO / name for name in SOLUTIONS), *compiled_solutions()]:
         if path.exists() and not path.is_symlink():
-            os.chown(path, -1, gid)
-            path.chmod(path.stat().st_mode & ~0o007)
+            os.chown(path, -1, gid, follow_symlinks=False)
+            path.chmod(path.stat().st_mode & ~0o027)
             hidden.append(path)
     return hidden
 
