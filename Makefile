@@ -134,11 +134,13 @@ notebooks: install
 	  --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 	  $(NOTEBOOKS)
 
+# -B and PYTHONDONTWRITEBYTECODE: run as root on the class server, these would leave compiled copies of
+# classroom/course.py (every solution) beside it; there they run each step as the course's instructor.
 assignments: install
-	$(VPY) -m classroom.course assignments
+	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course assignments
 
 grade: install
-	$(VPY) -m classroom.course grade $(CHAPTER) $(if $(filter 1,$(FORCE)),--force)
+	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course grade $(CHAPTER) $(if $(filter 1,$(FORCE)),--force)
 
 demo: install
 	$(VPY) -m classroom.demo serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))
