@@ -38,11 +38,13 @@ PLANTED = "import pathlib\npathlib.Path({marker!r}).write_text('ran')\n\ndef for
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
-    """No module loaded, warning given or process directory made by an earlier test; no shared cache named."""
+    """No module loaded, warning given or process directory made by an earlier test; no shared cache or owner of one
+    named."""
     monkeypatch.setattr(cache, "_MODULES", {})
     monkeypatch.setattr(cache, "_WARNED", set())
     monkeypatch.setattr(cache, "_process_directory", None)
     monkeypatch.delenv("TENSORADBOOK_SHARED_CACHE", raising=False)
+    monkeypatch.delenv("TENSORADBOOK_SHARED_CACHE_OWNER", raising=False)
 
 
 @pytest.fixture
@@ -172,8 +174,9 @@ def test_a_planted_module_file_is_removed_not_imported(public_tmp, monkeypatch, 
 
 
 def test_a_named_shared_cache_is_read_not_written(tmp_path, public_tmp, monkeypatch, intruder):
-    """``$TENSORADBOOK_SHARED_CACHE`` names a cache whose owner (here another user, as a teacher) is trusted: a module
-    there is copied with Numba's files for it into the private cache; the shared one is not changed."""
+    """``$TENSORADBOOK_SHARED_CACHE`` names a cache whose owner (here another user, as a teacher) is trusted, as
+    ``$TENSORADBOOK_SHARED_CACHE_OWNER`` names that user: a module there is copied with Numba's files for it into the
+    private cache; the shared one is not changed."""
     shared = public_tmp / "shared"
     monkeypatch.setenv("TENSORADBOOK_CACHE", str(shared))
     first = tab.parse(TEXTS[0], SHAPES).compile("numpy")
@@ -185,6 +188,7 @@ def test_a_named_shared_cache_is_read_not_written(tmp_path, public_tmp, monkeypa
     before = sorted((str(p), p.stat().st_mtime_ns) for p in shared.rglob("*"))
     monkeypatch.setattr(cache, "_MODULES", {})
     monkeypatch.setenv("TENSORADBOOK_SHARED_CACHE", str(shared))
+    monkeypatch.setenv("TENSORADBOOK_SHARED_CACHE_OWNER", intruder.pw_name)
     monkeypatch.setenv("TENSORADBOOK_CACHE", str(tmp_path / "mine"))
     fn = tab.parse(TEXTS[0], SHAPES)
     copied, new = fn.compile("numpy"), tab.parse(TEXTS[1], SHAPES).compile("numpy")

@@ -17,18 +17,28 @@ Where a module is looked for, in this order:
 3. Else the module is written into the private cache, and Numba compiles its kernels there.
 
 Trust: importing a module, or Numba's pickled index and data, runs code, so nothing is loaded that a user other than
-you, root or (for ``$TENSORADBOOK_SHARED_CACHE`` alone, which names whom you trust) the shared directory's owner
-could have written. A directory is refused, with a warning saying why, where it or a directory above it is a symbolic
-link, belongs to another user, or can be written by its group or by other users who can reach it (a sticky directory
-above it, such as ``/tmp``, is fine); a file in it likewise. Directories named by the environment are resolved once,
-then used resolved; the per-uid temporary directory must not be a link at all, and files are opened without following
-links. Group members count as other users; access control lists are not read.
+you, root or (for ``$TENSORADBOOK_SHARED_CACHE`` alone) the user ``$TENSORADBOOK_SHARED_CACHE_OWNER`` names (a user
+name or uid) could have written: a shared cache of anyone else is refused, whoever owns it when it is read (the class
+server's warm cache is root's and needs no owner named). A directory is refused, with a warning saying why, where it
+or a directory above it is a symbolic link, belongs to another user, or can be written by its group or by other users
+who can reach it (a sticky directory above it, such as ``/tmp``, is fine); a file in it likewise. Directories named by
+the environment are resolved once, then used resolved; the per-uid temporary directory must not be a link at all, and
+files are opened without following links. Group members count as other users; access control lists are not read.
 
-The package's own ``numba.njit(cache=True)`` functions (``inverse/engine.py``, ``chaining/programs.py``): Numba keeps
-their machine code in the package's ``__pycache__``, and a user who cannot write there (a package installed by root,
-on a class server) would compile them again into ``~/.cache/numba``. Decorated with :func:`package_jit`, they are
-cached for such a user in the private cache under ``package/`` instead, first filled from the package's
-``__pycache__`` (warmed by whoever installed it, and trusted as the package's code is) where that holds a newer index.
+Numba's cache locators: Numba asks them in turn where a function's machine code is kept, ``NUMBA_CACHE_DIR``'s first
+(a directory nothing checks, whoever made it). For the generated modules' kernels and the package's own functions the
+package's locator is asked before any other (first in Numba's list, in numba-cuda's for CUDA kernels, and in
+``NUMBA_CACHE_LOCATOR_CLASSES`` where that replaces the list), so no other is:
+
+* a generated module's kernels keep their machine code beside it, in the private cache's ``__pycache__``, checked
+  (below) before the module is imported;
+* the package's own ``numba.njit(cache=True)`` functions (``inverse/engine.py``, ``chaining/programs.py``, decorated
+  with :func:`package_jit`) keep theirs in the package's ``__pycache__`` where this user can write it and trusts it
+  (its owner's files are trusted as the package's code is); else (a package installed by root, on a class server)
+  in the private cache under ``package/``, first filled from the package's ``__pycache__`` (warmed by whoever
+  installed it) where that holds a newer, trusted, sound index. Their index and data files there are checked as a
+  module's before Numba reads them. A package imported from a zip archive is not cached: Numba would keep its machine
+  code user-wide, unchecked.
 
 Healing: before a module is imported, its files are checked: the module's text against its source, the ``.pyc`` this
 Python would read (a code object after the header), Numba's index and data files for this Python (complete, well-formed
@@ -64,6 +74,8 @@ _MODULES: dict[str, object] = {}
 _WARNED: set[str] = set()
 #: the private directory of this process, where no other is trusted (made once, removed at exit)
 _process_directory: Path | None = None
+#: the private caches generated modules were imported from (real paths): their kernels' machine code is kept there
+_GENERATED: set[Path] = set()
 
 #: the permission bits of a file's group and of all other users, who may not write what we load
 _GROUP, _OTHERS = 0o070, 0o007
@@ -71,6 +83,8 @@ _GROUP, _OTHERS = 0o070, 0o007
 _NUMBA_TAG = f"py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}"
 #: the package, whose own njit(cache=True) functions :func:`package_jit` caches
 _PACKAGE = Path(__file__).resolve().parent.parent
+#: the package's Numba cache locator, by the name ``NUMBA_CACHE_LOCATOR_CLASSES`` gives a class
+_LOCATOR = f"{__name__}.PackageCacheLocator"
 
 
 class KernelCacheWarning(UserWarning):
@@ -111,6 +125,11 @@ def load_module(source: str):
     private, shared = _places()
     name = f"k_{digest}"
     _prepare(private, shared, name, source)
+    _GENERATED.add(private.path)
+    if "cache=True" in source:  # its kernels are cached as it is imported: the package's locator must be asked first
+        _claim_numba()
+        if "from numba import cuda" in source:
+            _claim_cuda()
     module_name = f"tensoradbook_kernels.{name}"
     spec = importlib.util.spec_from_file_location(module_name, private.path / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -126,12 +145,9 @@ def _places() -> tuple[_Place, list[_Place]]:
     shared = []
     named = os.environ.get("TENSORADBOOK_SHARED_CACHE")
     if named:
-        path = Path(os.path.realpath(named))
-        try:
-            owner = os.lstat(path).st_uid
-        except OSError:  # missing: nothing to read
-            owner = uid
-        place = _trusted_place(path, frozenset({uid, owner}))
+        place = _trusted_place(Path(os.path.realpath(named)), _shared_owners(),
+                               note=" (a shared cache is trusted where it is root's, yours or the user's that "
+                                    "TENSORADBOOK_SHARED_CACHE_OWNER names)")
         if place:
             shared.append(place)
     configured = Path(os.path.realpath(cache_directory()))
@@ -152,23 +168,52 @@ def _places() -> tuple[_Place, list[_Place]]:
     return _process_place(), shared
 
 
-def _trusted_place(path: Path, owners: frozenset[int]) -> _Place | None:
-    """``path`` as a cache directory; None where it is missing or out of reach, or (with a warning) not trusted."""
-    reach = _GROUP | _OTHERS
+def _shared_owners() -> frozenset[int]:
+    """Whose files in ``$TENSORADBOOK_SHARED_CACHE`` are trusted besides root's: this user's, and those of the user
+    ``$TENSORADBOOK_SHARED_CACHE_OWNER`` names (a user name or uid), where it names one."""
+    uid = os.getuid()
+    named = os.environ.get("TENSORADBOOK_SHARED_CACHE_OWNER", "").strip()
+    if not named:
+        return frozenset({uid})
     try:
-        for step in [*reversed(path.parents), path]:
-            status = os.lstat(step)
-            problem = _exposure(status, owners, reach, sticky_protects=step != path)
-            if problem:
-                _warn(f"the kernel cache {path} is not used: {step} {problem}")
-                return None
-            reach &= _entered(status)
+        return frozenset({uid, pwd.getpwnam(named).pw_uid})
+    except KeyError:
+        if named.isdigit():
+            return frozenset({uid, int(named)})
+    _warn(f"TENSORADBOOK_SHARED_CACHE_OWNER={named} names no user: only root and you are trusted in a shared cache")
+    return frozenset({uid})
+
+
+def _trusted_place(path: Path, owners: frozenset[int], note: str = "") -> _Place | None:
+    """``path`` as a cache directory; None where it is missing or out of reach, or (with a warning, ``note`` after
+    why) not trusted."""
+    try:
+        problem, reach = _survey(path, owners)
     except OSError:
         return None
-    if not stat.S_ISDIR(status.st_mode):
-        _warn(f"the kernel cache {path} is not used: it is not a directory")
+    if problem:
+        _warn(f"the kernel cache {path} is not used: {problem}{note}")
         return None
     return _Place(path, owners, reach, os.access(path, os.W_OK | os.X_OK))
+
+
+def untrusted(path: Path, owners: frozenset[int]) -> str | None:
+    """Why the directory ``path`` may not hold code for this user to load, by the rule of the module's docstring (root
+    and ``owners`` trusted), else None; an ``OSError`` where it is missing or out of reach. The warm-up of a shared
+    cache (``classroom/warm_cache.py``) shares no directory the readers would refuse."""
+    return _survey(path, owners)[0]
+
+
+def _survey(path: Path, owners: frozenset[int]) -> tuple[str | None, int]:
+    """Why ``path`` is not trusted (None where it is), and the permission classes that can reach inside it."""
+    reach = _GROUP | _OTHERS
+    for step in [*reversed(path.parents), path]:
+        status = os.lstat(step)
+        problem = _exposure(status, owners, reach, sticky_protects=step != path)
+        if problem:
+            return f"{step} {problem}", reach
+        reach &= _entered(status)
+    return (None if stat.S_ISDIR(status.st_mode) else "it is not a directory"), reach
 
 
 def _exposure(status: os.stat_result, owners: frozenset[int], reach: int, sticky_protects: bool = False) -> str | None:
@@ -202,7 +247,7 @@ def _process_place() -> _Place:
     """A new directory for this process alone, where no cache directory it may write is trusted."""
     global _process_directory
     if _process_directory is None:
-        _process_directory = Path(tempfile.mkdtemp(prefix="tensoradbook-kernels-"))
+        _process_directory = Path(os.path.realpath(tempfile.mkdtemp(prefix="tensoradbook-kernels-")))
         atexit.register(shutil.rmtree, _process_directory, ignore_errors=True)
     return _Place(_process_directory, frozenset({os.getuid()}), reach=0, writable=True)
 
@@ -259,7 +304,7 @@ def _inspect(place: _Place, name: str, source: str) -> tuple[dict[Path, bytes], 
         faults[cache] = problem
         return sound, faults
     bytecode = Path(importlib.util.cache_from_source(str(module))).name
-    numba_file = re.compile(rf"{name}\..+\.{re.escape(_NUMBA_TAG)}(\.\d+\.nbc|\.nbi)")
+    numba_file = _numba_files(name)
     try:
         entries = list(os.scandir(cache))
     except PermissionError:  # a shared cache's, not listed: nothing of it is copied
@@ -268,14 +313,25 @@ def _inspect(place: _Place, name: str, source: str) -> tuple[dict[Path, bytes], 
         if entry.name == bytecode or numba_file.fullmatch(entry.name):
             path = Path(entry.path)
             try:
-                data = _read(path, place.owners, place.reach & _entered(status))
-                corrupt = _corruption(entry.name, data)
-                if corrupt:
-                    raise _Fault(f"is corrupt ({corrupt})")
-                sound[path] = data
+                sound[path] = _check(path, place.owners, place.reach & _entered(status))
             except _Fault as fault:
                 faults[path] = str(fault)
     return sound, faults
+
+
+def _numba_files(stem: str) -> re.Pattern:
+    """The names of Numba's index and data files for this Python of module ``stem``'s functions; group 1 is the
+    function's (its index is that and ``.nbi``)."""
+    return re.compile(rf"({re.escape(stem)}\..+\.{re.escape(_NUMBA_TAG)})(\.\d+\.nbc|\.nbi)")
+
+
+def _check(path: Path, owners: frozenset[int], reach: int) -> bytes:
+    """The bytes of the cache file ``path`` where it is trusted and sound; a :class:`_Fault` saying why not."""
+    data = _read(path, owners, reach)
+    corrupt = _corruption(path.name, data)
+    if corrupt:
+        raise _Fault(f"is corrupt ({corrupt})")
+    return data
 
 
 def _read(path: Path, owners: frozenset[int], reach: int) -> bytes:
@@ -349,60 +405,140 @@ def _warn(message: str) -> None:
 
 
 def package_jit(**options):
-    """``numba.njit(cache=True, **options)`` for the package's own functions, with :func:`_package_locator` among
-    Numba's cache locators (see the module's docstring). Numba is imported here, not with this module: a chapter
-    sets ``NUMBA_ENABLE_CUDASIM`` before Numba's first import."""
+    """``numba.njit(cache=True, **options)`` for the package's own functions, the package's locator asked first when
+    each is decorated (see the module's docstring). Numba is imported here, not with this module: a chapter sets
+    ``NUMBA_ENABLE_CUDASIM`` before Numba's first import."""
     import numba
-    from numba.core.caching import CacheImpl
 
-    if _package_locator() not in CacheImpl._locator_classes:
-        CacheImpl._locator_classes.insert(1, _package_locator())  # after NUMBA_CACHE_DIR's, before Numba's own
-    return numba.njit(cache=True, **options)
+    def decorate(function):
+        _claim_numba()
+        # from a zip archive Numba would keep the machine code user-wide, where nothing is checked: compiled instead
+        return numba.njit(cache=_PACKAGE.is_dir(), **options)(function)
+
+    return decorate
+
+
+def _claim_numba() -> None:
+    """The package's locator first among Numba's, also where ``NUMBA_CACHE_LOCATOR_CLASSES`` replaces their list
+    (Numba imports it by name from there: :func:`__getattr__`)."""
+    from numba.core import caching, config
+
+    _claim(caching.CacheImpl)
+    listed = getattr(config, "CACHE_LOCATOR_CLASSES", "")
+    if listed and not listed.startswith(f"{_LOCATOR},"):
+        config.CACHE_LOCATOR_CLASSES = f"{_LOCATOR},{listed}"
+
+
+def _claim_cuda() -> None:
+    """The package's locator first among numba-cuda's (its own list, for CUDA kernels)."""
+    try:
+        from numba.cuda.dispatcher import CUDACacheImpl
+    except ImportError:  # the simulator (NUMBA_ENABLE_CUDASIM), which caches nothing
+        return
+    _claim(CUDACacheImpl)
+
+
+def _claim(impl: type) -> None:
+    """Put the package's locator, built on the in-tree locator of ``impl``'s list, first in that list."""
+    locators = impl._locator_classes
+    ours = _locator(next(c for c in locators if c.__name__.lstrip("_") == "InTreeCacheLocator"))
+    if locators[0] is not ours:
+        locators.insert(0, ours)
+
+
+def __getattr__(name: str):
+    # NUMBA_CACHE_LOCATOR_CLASSES names the package's locator by this module; it is built when first asked, on
+    # Numba's in-tree locator, as Numba is not imported with this module
+    if name == "PackageCacheLocator":
+        from numba.core.caching import InTreeCacheLocator
+
+        return _locator(InTreeCacheLocator)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.cache
-def _package_locator() -> type:
-    """Numba's cache locator for the package's own functions, where this user cannot write the package's
-    ``__pycache__``: the private cache's ``package/``; anything else, or a package this user can write, is left to
-    Numba's own locators."""
-    from numba.core.caching import InTreeCacheLocator
+def _locator(in_tree: type) -> type:
+    """The package's cache locator, on Numba's or numba-cuda's in-tree locator ``in_tree``: for a generated module's
+    or the package's own function, the directory :func:`_numba_cache` names; for any other, None (Numba asks its own
+    locators then)."""
 
-    class PackageCacheLocator(InTreeCacheLocator):
+    class PackageCacheLocator(in_tree):
         @classmethod
         def from_function(cls, py_func, py_file):
+            if not os.path.isfile(py_file):  # a placeholder, as IPython's "<ipython-input-...>"
+                return None
             source = Path(os.path.realpath(py_file))
-            tree = source.parent / "__pycache__"
-            if _PACKAGE not in source.parents or os.access(tree if tree.is_dir() else source.parent,
-                                                           os.W_OK | os.X_OK):
+            directory = _numba_cache(source, cls.get_suitable_cache_subpath(str(source)))
+            if directory is None:
                 return None
             self = cls(py_func, str(source))
-            self._cache_path = str(_places()[0].path / "package" / self.get_suitable_cache_subpath(str(source)))
-            try:
-                self.ensure_cache_path()
-            except OSError:
-                return None
-            _seed(tree, Path(self._cache_path), source)
+            self._cache_path = str(directory)
             return self
 
     return PackageCacheLocator
 
 
-def _seed(tree: Path, target: Path, source: Path) -> None:
-    """Copy Numba's index and data files of ``source``'s functions from the package's ``__pycache__`` into
-    ``target`` where ``target`` has no index of that function or an older one (the package upgraded and warmed
+def _numba_cache(source: Path, subpath: str) -> Path | None:
+    """Where Numba keeps the machine code of the functions in ``source`` (a real path), by the module's docstring,
+    with Numba's files there for them checked; None where ``source`` is neither a generated module nor the
+    package's."""
+    if source.parent in _GENERATED:
+        return source.parent / "__pycache__"  # checked by _prepare before the module was imported
+    if _PACKAGE not in source.parents:
+        return None
+    tree = source.parent / "__pycache__"
+    with suppress(OSError):  # as Python and Numba make it, where this user can write the package
+        tree.mkdir(exist_ok=True)
+    beside = _trusted_place(tree, frozenset({os.getuid(), os.stat(source.parent).st_uid}))
+    if beside and beside.writable:
+        place = beside
+    else:
+        place = _package_place(_places()[0].path, subpath) or _package_place(_process_place().path, subpath)
+        if place is None:  # refused rather than left to a locator that checks nothing
+            raise OSError(f"tensoradbook: no directory of this user's alone for the machine code of {source}")
+    _heal(place, source.stem)
+    if beside and place is not beside:
+        _seed(beside, place.path, source.stem)
+    return place.path
+
+
+def _package_place(private: Path, subpath: str) -> _Place | None:
+    """``package/<subpath>`` in the private cache ``private``, made 0700 where missing, where it is trusted."""
+    target = private / "package" / subpath
+    with suppress(OSError):
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        target.mkdir(mode=0o700, exist_ok=True)
+    place = _trusted_place(target, frozenset({os.getuid()}))
+    return place if place and place.writable else None
+
+
+def _heal(place: _Place, stem: str) -> None:
+    """Remove, with a warning naming each, Numba's files of module ``stem``'s functions in ``place`` that are not
+    trusted or not sound: those functions are compiled again."""
+    pattern = _numba_files(stem)
+    with suppress(FileNotFoundError):
+        for entry in os.scandir(place.path):
+            if pattern.fullmatch(entry.name):
+                try:
+                    _check(Path(entry.path), place.owners, place.reach)
+                except _Fault as fault:
+                    _remove(Path(entry.path))
+                    _warn(f"{entry.path} {fault}: removed and rebuilt")
+
+
+def _seed(tree: _Place, target: Path, stem: str) -> None:
+    """Copy Numba's index and data files of module ``stem``'s functions from the package's ``__pycache__`` ``tree``
+    into ``target`` where ``target`` has no index of that function or an older one (the package upgraded and warmed
     again); a function whose files are not trusted or not sound is left to compile."""
-    place = _trusted_place(tree, frozenset({os.getuid(), os.stat(source.parent).st_uid}))
-    if place is None:
-        return
-    numba_file = re.compile(rf"({re.escape(source.stem)}\..+\.{re.escape(_NUMBA_TAG)})(\.\d+\.nbc|\.nbi)")
+    pattern = _numba_files(stem)
     functions: dict[str, list[os.DirEntry]] = {}
     with suppress(OSError):
-        for entry in os.scandir(tree):
-            match = numba_file.fullmatch(entry.name)
+        for entry in os.scandir(tree.path):
+            match = pattern.fullmatch(entry.name)
             if match:
                 functions.setdefault(match.group(1), []).append(entry)
     for base, entries in functions.items():
-        index, mine = tree / f"{base}.nbi", target / f"{base}.nbi"
+        index, mine = tree.path / f"{base}.nbi", target / f"{base}.nbi"
         try:
             newer = not mine.exists() or index.stat().st_mtime > mine.stat().st_mtime
         except FileNotFoundError:  # no index there: its data files alone are never loaded
@@ -410,11 +546,8 @@ def _seed(tree: Path, target: Path, source: Path) -> None:
         if not newer:
             continue
         try:
-            files = {entry.name: _read(Path(entry.path), place.owners, place.reach) for entry in entries}
+            files = {entry.name: _check(Path(entry.path), tree.owners, tree.reach) for entry in entries}
         except (_Fault, OSError):
-            continue
-        if any(_corruption(name, data) for name, data in files.items()):
             continue
         for name in sorted(files, key=lambda name: name.endswith(".nbi")):  # the index last: it names the data
             _write(target / name, files[name])
-
