@@ -6,8 +6,15 @@ widget and first interaction, :func:`classroom.demo.warm`) with ``TENSORADBOOK_C
 the generated modules and Numba's machine code for them. ``DIR`` is then left readable by all and writable by its
 owner alone (folders 0755, files 0644), as :mod:`tensoradbook.codegen.cache` trusts a shared cache: point
 ``TENSORADBOOK_SHARED_CACHE`` at it and a user's kernels are copied from it with their machine code instead of
-compiled. A stamp in ``DIR`` (the package's sources, the notebooks, the Python, Numba and NumPy versions and Numba's
-target CPU) makes a second run with nothing changed a no-op.
+compiled (warmed by root, as the class server does; warmed by another user, name that user in
+``TENSORADBOOK_SHARED_CACHE_OWNER``). A stamp in ``DIR`` (the package's sources, the notebooks, the Python, Numba and
+NumPy versions and Numba's target CPU) makes a second run with nothing changed a no-op.
+
+Only what this user made is shared, before a run and after it (:func:`_share`): ``DIR`` must be a path the cache would
+trust (no link on the way, nothing above it that another user owns or can write), and anything in it this user did not
+make (another user's file or folder, a link, a file with other names, a device) stops the run with an error naming it.
+Nothing of it is changed, followed or removed: someone could write into the cache, which removing their files would
+not mend; remove the folder and warm again.
 
 The same run leaves the machine code of the package's own ``numba.njit(cache=True)`` functions
 (``tensoradbook/inverse/engine.py``, ``tensoradbook/chaining/programs.py``) beside the package, in its
@@ -23,6 +30,7 @@ import hashlib
 import json
 import os
 import platform
+import pwd
 import shutil
 import stat
 import sys
@@ -35,10 +43,13 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from classroom.demo import DEMOS, NOTEBOOK_DIR, REPO
+from tensoradbook.codegen.cache import untrusted
 
 STAMP = ".warm-stamp.json"
 #: the sources whose change can change a kernel: the package, its widgets, and the demos' widget expressions
 SOURCES = [REPO / "tensoradbook", REPO / "widgets", REPO / "classroom" / "demo.py"]
+#: how the warm-up opens what it shares: never through a link, never waiting on a pipe
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -105,8 +116,6 @@ def stamp(selected: list[Job]) -> dict:
 def _enter(directory: str, scratch: str) -> None:
     """A worker's set-up: the kernels compile into ``directory``; chapters run beside the helpers they import."""
     os.environ["TENSORADBOOK_CACHE"] = directory
-    # Numba would keep the kernels' machine code in NUMBA_CACHE_DIR, not beside the modules where the cache looks
-    os.environ.pop("NUMBA_CACHE_DIR", None)
     os.chdir(scratch)
 
 
@@ -122,15 +131,66 @@ def _run(job: Job) -> tuple[Job, float]:
 
 
 def _share(directory: Path) -> None:
-    """Leave ``directory`` writable by this user alone and readable by all: folders 0755, files 0644."""
-    uid, gid = os.getuid(), os.getgid()
-    for path in [directory, *directory.rglob("*")]:
-        status = os.lstat(path)
-        if stat.S_ISLNK(status.st_mode):  # never made here; the cache refuses links anyway
+    """Leave ``directory`` writable by this user alone and readable by all (folders 0755, files 0644), where the cache
+    would trust its path and this user made all it holds; else stop (``SystemExit``) saying why, with nothing planted
+    changed. Each entry is opened without following a link and changed through that handle, so that neither a link
+    nor an entry swapped meanwhile is followed."""
+    # first: a path through a link or a folder of another user's could lead anywhere, /etc as well as here
+    problem = untrusted(directory, frozenset({os.getuid()}))
+    if problem:
+        raise SystemExit(f"error: {directory} cannot be shared: {problem}")
+    planted = []
+    top = os.open(directory, _OPEN | os.O_DIRECTORY)
+    try:
+        _share_entry(directory, top, os.fstat(top), planted)
+    finally:
+        os.close(top)
+    if planted:
+        raise SystemExit(f"error: {directory} is not shared: this warm-up did not make\n  " + "\n  ".join(planted)
+                         + "\nnothing of them was changed (another user could write into the cache); remove the "
+                         "folder and warm again")
+
+
+def _share_entry(path: Path, handle: int, found: os.stat_result, planted: list[str]) -> None:
+    """Share the file or folder open as ``handle``, which was ``found`` (an ``lstat``) at ``path``, and what a folder
+    holds; what this user did not make is named in ``planted`` instead."""
+    status = os.fstat(handle)
+    if (status.st_dev, status.st_ino) != (found.st_dev, found.st_ino):
+        planted.append(f"{path} was replaced while it was shared")
+        return
+    if not stat.S_ISDIR(status.st_mode):
+        os.fchmod(handle, 0o644)
+        return
+    os.fchmod(handle, 0o755)  # first: no one else may add to the folder while it is read
+    for name in sorted(os.listdir(handle)):
+        entry = os.lstat(name, dir_fd=handle)
+        why = _foreign(entry)
+        if not why:
+            try:
+                inner = os.open(name, _OPEN | (os.O_DIRECTORY if stat.S_ISDIR(entry.st_mode) else 0), dir_fd=handle)
+            except OSError as error:  # a link or a file now where a file or a folder was
+                why = f"was replaced while it was shared ({error.strerror})"
+        if why:
+            planted.append(f"{path / name} {why}")
             continue
-        if status.st_uid != uid:  # a file of another user: only root may take it over
-            os.chown(path, uid, gid)
-        path.chmod(0o755 if stat.S_ISDIR(status.st_mode) else 0o644)
+        try:
+            _share_entry(path / name, inner, entry, planted)
+        finally:
+            os.close(inner)
+
+
+def _foreign(status: os.stat_result) -> str | None:
+    """Why the entry of ``status`` (an ``lstat``) was not made by this user's warm-up, else None."""
+    if status.st_uid != os.getuid():
+        try:
+            return f"belongs to {pwd.getpwuid(status.st_uid).pw_name}"
+        except KeyError:
+            return f"belongs to uid {status.st_uid}"
+    if stat.S_ISLNK(status.st_mode):
+        return "is a symbolic link"
+    if stat.S_ISREG(status.st_mode):  # a hard link to a file of ours elsewhere (0600) would be made readable
+        return f"has {status.st_nlink - 1} other name(s) (hard links)" if status.st_nlink > 1 else None
+    return None if stat.S_ISDIR(status.st_mode) else "is not a file or a folder"
 
 
 def _unreachable(directory: Path) -> Path | None:
@@ -152,15 +212,16 @@ def warm(directory, only=None, workers: int | None = None) -> dict:
     """Compile every chapter's and demo's kernels (or those of the stems ``only``) into ``directory`` and share it
     read-only; a no-op where its stamp says it is warm for these sources already. Returns :func:`summary`'s
     figures with ``seconds``, ``warmed`` (the stems run, none for a no-op) and ``failed`` (stem: error)."""
-    directory = Path(os.path.realpath(directory))
+    directory = Path(os.path.abspath(directory))  # not resolved: a link on the way is refused, not followed
     selected = jobs(only)
     wanted = stamp(selected)
+    directory.mkdir(mode=0o755, parents=True, exist_ok=True)
+    _share(directory)  # before anything in it is read or added to: all it holds must be this user's
     stamp_file = directory / STAMP
     if stamp_file.exists() and json.loads(stamp_file.read_text()) == wanted:
         print(f"{directory} is warm already (same sources, notebooks and versions as in {STAMP}): nothing to do")
         return {**summary(directory), "seconds": 0.0, "warmed": [], "failed": {}}
     stamp_file.unlink(missing_ok=True)  # an interrupted run leaves no stamp behind
-    directory.mkdir(mode=0o755, parents=True, exist_ok=True)
     start = time.perf_counter()
     failed = {}
     with tempfile.TemporaryDirectory(prefix="tensoradbook-warm-") as scratch:
@@ -180,9 +241,11 @@ def warm(directory, only=None, workers: int | None = None) -> dict:
                     # the end of it: a failed cell's message ends with its traceback's last lines
                     print(f"[{done}/{len(selected)}] {job.kind} {job.stem}: FAILED ...{failed[job.stem][-1500:]}",
                           file=sys.stderr, flush=True)
-    if not failed:
-        stamp_file.write_text(json.dumps(wanted, indent=1) + "\n")
     _share(directory)
+    if not failed:  # only once shared: a run stopped by something planted is not warm
+        with os.fdopen(os.open(stamp_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), "w") as out:
+            os.fchmod(out.fileno(), 0o644)  # the umask would drop bits
+            out.write(json.dumps(wanted, indent=1) + "\n")
     figures = {**summary(directory), "seconds": round(time.perf_counter() - start, 1),
                "warmed": [job.stem for job in selected], "failed": failed}
     print(f"{directory}: {figures['modules']} modules, {figures['kernels']} kernels, "

@@ -4,6 +4,8 @@
   pickle runs code when loaded): neither the package's own functions nor a generated module's kernels read it.
 * ``TENSORADBOOK_SHARED_CACHE`` owned by a user no one configured is refused; ``TENSORADBOOK_SHARED_CACHE_OWNER``
   naming that user makes it trusted.
+* The warm-up shares only what it made: a file, a link or a hard link another user planted in the warm cache is named
+  and left as it is (never chowned, never chmodded, never followed).
 
 Acting as other users needs root (CI runs the tests as root); elsewhere these tests skip.
 """
@@ -24,6 +26,7 @@ import test_cache
 from test_cache import SHAPES, TEXTS, arguments, module_name, system_user
 
 import tensoradbook as tab
+from classroom import warm_cache
 from tensoradbook.codegen import cache
 from tensoradbook.codegen.cache import KernelCacheWarning
 from tensoradbook.inverse import engine
@@ -199,6 +202,72 @@ def test_a_shared_cache_is_trusted_for_its_configured_owner_alone(tmp_path, publ
     unknown = ("tensoradbook: TENSORADBOOK_SHARED_CACHE_OWNER=tab-cache-nobody names no user: only root and you are "
                "trusted in a shared cache")
     assert messages == ([unknown] if configured == "tab-cache-nobody" else []) + [refused]
+
+
+def listing(directory: Path) -> dict:
+    """Every entry under ``directory``, not followed: owner and mode."""
+    return {str(path): (path.lstat().st_uid, path.lstat().st_mode & 0o7777)
+            for path in [directory, *sorted(directory.rglob("*"))]}
+
+
+def test_the_warm_up_shares_nothing_another_user_planted(public_tmp, intruder):
+    """The attack: the warm-up (as root) chowned to itself what it found in the cache folder, so a module another
+    user planted there became root's, which every student trusts. Now it changes nothing that it did not make: a
+    file or folder of another user, a link (to a file of root's outside, which a chmod would follow) and a hard link
+    (another name for root's file outside) stay as they were, are named in the error, and the folder is not shared;
+    what the warm-up made is."""
+    directory = public_tmp / "kernel-cache"
+    (directory / "__pycache__").mkdir(parents=True)
+    ours = directory / "k_ours.py"
+    ours.write_text("")
+    ours.chmod(0o600)
+    secret = public_tmp / "secret"
+    secret.write_text("root's alone")
+    secret.chmod(0o600)
+    planted = directory / "__pycache__" / "k_planted.nbi"
+    planted.write_bytes(b"")
+    planted.chmod(0o600)
+    folder = directory / "planted"
+    folder.mkdir(mode=0o700)
+    link = directory / "k_link.py"
+    link.symlink_to(secret)
+    hard = directory / "k_hard.py"
+    os.link(secret, hard)
+    for path in (planted, folder, link):
+        os.lchown(path, intruder.pw_uid, intruder.pw_gid)
+    before = {**listing(directory), str(secret): (0, 0o600)}
+    with pytest.raises(SystemExit) as refused:
+        warm_cache._share(directory)
+    message = str(refused.value)
+    for path, why in [(planted, "belongs to tab-cache-intruder"), (folder, "belongs to tab-cache-intruder"),
+                      (link, "belongs to tab-cache-intruder"), (hard, "has 1 other name(s) (hard links)")]:
+        assert f"{path} {why}" in message
+    assert message.startswith(f"error: {directory} is not shared")
+    after = {**listing(directory), str(secret): (secret.stat().st_uid, secret.stat().st_mode & 0o7777)}
+    assert after == {**before, str(directory): (0, 0o755), str(directory / "__pycache__"): (0, 0o755),
+                     str(ours): (0, 0o644)}
+
+
+@pytest.mark.parametrize("attack", ["another user's folder", "a link to root's folder", "a folder others can write"])
+def test_the_warm_up_refuses_a_cache_folder_it_cannot_trust(public_tmp, intruder, attack):
+    """The cache folder itself made first by another user, a link in its place, or open to all: refused before
+    anything in it is read, changed or compiled, with the reason; nothing in it or behind the link changes."""
+    directory = public_tmp / "kernel-cache"
+    inside = public_tmp / "elsewhere" if attack == "a link to root's folder" else directory
+    inside.mkdir()
+    inside.chmod(0o777 if attack == "a folder others can write" else 0o700)
+    (inside / "k_planted.py").write_text("")
+    if attack == "another user's folder":
+        os.chown(inside, intruder.pw_uid, intruder.pw_gid)
+    if attack == "a link to root's folder":
+        directory.symlink_to(inside)
+    before = listing(inside)
+    with pytest.raises(SystemExit) as refused:
+        warm_cache.warm(directory, only=["06_gradient_lab"])
+    why = {"another user's folder": "belongs to tab-cache-intruder", "a link to root's folder": "is a symbolic link",
+           "a folder others can write": "can be written by its group and other users"}[attack]
+    assert str(refused.value) == f"error: {directory} cannot be shared: {directory} {why}"
+    assert listing(inside) == before
 
 
 #: A generated CUDA module imported, not run (numba-cuda decorates its kernels without a GPU): which locator
