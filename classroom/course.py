@@ -1162,6 +1162,7 @@ def _as_instructor(settings, command: str, only: str | None, force: bool = False
     first on PATH, the repository alone on PYTHONPATH, the instructors' Jupyter configuration of the class server
     (``<jupyter>/instructor``: the course, the exchange, group sharing). Returns its exit status."""
     import pwd
+    import shutil
 
     from classroom import hub
 
@@ -1177,7 +1178,8 @@ def _as_instructor(settings, command: str, only: str | None, force: bool = False
            "JUPYTER_CONFIG_PATH": str(settings.jupyter / "instructor"), hub.SETTINGS_ENV: str(settings.path),
            EXCHANGE_ENV: str(settings.exchange)}
     env.update({k: os.environ[k] for k in (_WEAK_SANDBOX_ENV, "TERM") if k in os.environ})
-    cmd = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin") or "setpriv"  # not from whatever root's PATH has first
+    cmd = [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
            sys.executable, "-B", "-m", "classroom.course", command, *([only] if only else []), "--hub",
            "--settings", str(settings.path), *(["--force"] if force else [])]
     print(f"As the instructor {entry.pw_name} (root runs nothing of the course's):", flush=True)

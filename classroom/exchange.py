@@ -346,8 +346,10 @@ def read_entry(inbound_fd: int, entry: Entry, uid: int) -> tuple[dict[str, bytes
 
     try:
         top = os.open(entry.name, _DIR | os.O_NOFOLLOW, dir_fd=inbound_fd)
-    except OSError:
-        raise Refused("it is not a folder (a link?)") from None
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Refused("it is not a folder (a link?)") from None
+        raise Refused(f"it cannot be read ({error.strerror})") from None
     try:
         walk(top, "", 0)
     finally:
@@ -459,6 +461,9 @@ def collect(settings, assignments: list[str], *, now: datetime | None = None) ->
                     files, changed = read_entry(inbound_fd, entry, uids[student])
                 except Refused as why:
                     refuse(assignment, student, entry.name, str(why))
+                    continue
+                except OSError as error:  # a folder its student made unreadable, or gone meanwhile
+                    refuse(assignment, student, entry.name, f"it cannot be read ({error.strerror or error})")
                     continue
                 copied = _place(settings.course, student, assignment, files, groupshared)
                 print(f"collect: {student} / {assignment} ({entry.stamp}): "

@@ -9,7 +9,8 @@ line that leaves a file named after the uid that ran it. Root runs ``python -m c
 
 * st01 submits a blank notebook in st02's name, once with a time in 2099 and once with the time of now (later than
   st02's own), and one of its own with a time in 2099;
-* st03 hands in a link to the instructor's source notebook (after an honest submission);
+* st03 hands in a link to the instructor's source notebook (after an honest submission), and a submission only it
+  can read;
 * st04 hands in a link to st02's submitted notebook, a link to st02's whole submission, a notebook with a second
   hard link, and earlier a blank submission made by hand without ``submission_secret.txt``;
 * st03 makes an entry in the name of an id that is not on the class list.
@@ -184,6 +185,9 @@ def graded():
             names["link to source"] = k.entry(st03, st03, now, "source", {
                 f"{CHAPTER}.ipynb": ["link", str(settings.course / "source" / CHAPTER / f"{CHAPTER}.ipynb")],
                 "timestamp.txt": ["text", now]})
+            names["unreadable"] = k.entry(st03, st03, now, "unreadable", {
+                f"{CHAPTER}.ipynb": ["text", blank], "timestamp.txt": ["text", now]})
+            assert run_as(st03, "chmod", "700", str(k.inbound / names["unreadable"])).returncode == 0
             names["link to another's"] = k.entry(st04, st04, now, "another", {
                 f"{CHAPTER}.ipynb": ["link", str(theirs / f"{CHAPTER}.ipynb")], "timestamp.txt": ["text", now]})
             names["hard link 1"] = k.entry(st04, st04, now, "hard1", {
@@ -224,6 +228,7 @@ def test_only_what_the_student_owns_is_collected(graded):
     refused = {r["detail"].split(": ")[0]: r for r in _report(k) if r["kind"] == exchange.REFUSED}
     expected = {"forged 2099": "not by the student it names", "forged now": "not by the student it names",
                 "future": "in the future", "not listed": "not on the class list", "link to source": "is a link",
+                "unreadable": "cannot be read",
                 "link to another's": "is a link", "hard link 1": "hard links", "hard link 2": "hard links",
                 "linked folder": "link"}
     for label, why in expected.items():
