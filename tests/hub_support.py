@@ -159,6 +159,34 @@ class Hub:
         return self.log_path.read_text(errors="replace")[-tail:] if self.log_path.exists() else ""
 
 
+#: One class of these tests at a time on the machine (tests/test_hub.py, tests/test_exchange.py, benchmarks/hub.py).
+CLASS_LOCK = Path(tempfile.gettempdir()) / "tensoradbook-hub-classes.lock"
+_held = {"depth": 0, "fd": -1}
+
+
+@contextlib.contextmanager
+def one_class_at_a_time():
+    """Wait until no other process runs a class, then hold the machine's class lock (an flock; again in the same
+    process, a no-op). Two classes at once undo each other: each gives the repository's solutions to its own staff
+    group (hub.hide_solutions), so the other's instructor can no longer read classroom/course.py, and each opens the
+    folders above this Python only while it runs (:func:`passable`); test workers (pytest-xdist) would run them at
+    once."""
+    import fcntl
+
+    if _held["depth"] == 0:
+        fd = os.open(CLASS_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _held["fd"] = fd
+    _held["depth"] += 1
+    try:
+        yield
+    finally:
+        _held["depth"] -= 1
+        if _held["depth"] == 0:
+            os.close(_held["fd"])  # and the lock with it
+            _held["fd"] = -1
+
+
 @contextlib.contextmanager
 def passable():
     """Let other users through the folders above this Python (a pyenv under /root, 0700) while the class runs:
@@ -178,23 +206,24 @@ def passable():
 def running_hub(prefix: str, n_students: int, *, keep_root: bool = False, warm_only: list[str] | None = None,
                 **options):
     """A hub for a throw-away class of ``n_students``; users, processes and files removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix=f"tensoradbook-{prefix}-"))
-    root.chmod(0o755)  # the users reach the exchange and the configuration below it
-    settings_path = write_settings(root, prefix, n_students, **options)
-    the_hub = Hub(settings_path, root / "hub.log")
-    names = set(the_hub.settings.usernames())
-    try:
-        with passable():
-            the_hub.start(warm_only=warm_only)
-            yield the_hub
-    finally:
-        the_hub.stop()
-        for _ in range(3):  # servers, then kernels they were starting
-            kill_pids(user_pids(names))
-            time.sleep(0.5)
-        hub.remove_users(the_hub.settings)
-        if not keep_root:
-            shutil.rmtree(root, ignore_errors=True)
+    with one_class_at_a_time():
+        root = Path(tempfile.mkdtemp(prefix=f"tensoradbook-{prefix}-"))
+        root.chmod(0o755)  # the users reach the exchange and the configuration below it
+        settings_path = write_settings(root, prefix, n_students, **options)
+        the_hub = Hub(settings_path, root / "hub.log")
+        names = set(the_hub.settings.usernames())
+        try:
+            with passable():
+                the_hub.start(warm_only=warm_only)
+                yield the_hub
+        finally:
+            the_hub.stop()
+            for _ in range(3):  # servers, then kernels they were starting
+                kill_pids(user_pids(names))
+                time.sleep(0.5)
+            hub.remove_users(the_hub.settings)
+            if not keep_root:
+                shutil.rmtree(root, ignore_errors=True)
 
 
 class Student:

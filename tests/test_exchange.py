@@ -47,7 +47,7 @@ import pytest
 from classroom import course as cc
 from classroom import exchange, hub
 from tests.browser_support import IN_CI
-from tests.hub_support import passable, run_as, write_settings
+from tests.hub_support import one_class_at_a_time, passable, run_as, write_settings
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = "tax"
@@ -142,6 +142,11 @@ class Course:
 def graded():
     """The course, its submissions and attacks, graded by root: (course, grade's output, the entries' names)."""
     _require_root()
+    with one_class_at_a_time():  # not beside tests/test_hub.py's class (a test worker beside this one)
+        yield from _graded()
+
+
+def _graded():
     # a world-readable compiled copy of the course table, as a root run without -B used to leave
     for module in ("course", "solutions"):
         source = REPO / "classroom" / f"{module}.py"
