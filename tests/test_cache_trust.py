@@ -298,3 +298,45 @@ def test_numba_cuda_keeps_a_generated_kernel_beside_its_module(tmp_path):
     beside = str(Path(os.path.realpath(tmp_path)) / "kernels" / "__pycache__")
     assert kernels and all(kernel == ["PackageCacheLocator", beside] for kernel in kernels)
     assert not (tmp_path / "numba").exists()
+
+
+@pytest.mark.parametrize("uid_map, maps", [
+    (None, True), ("         0          0 4294967295\n", True), ("      1000       1000          1\n", False),
+    ("         0       1000          1\n", True), ("      1000          0          1\n", False), ("", False),
+])
+def test_root_is_root_where_the_namespace_maps_it(uid_map, maps):
+    assert cache._maps_root(uid_map) is maps
+
+
+#: In bubblewrap's user namespace, as an ordinary user grades (root's files show as the overflow uid): the package's
+#: own function and a generated kernel run from the private cache with no warning.
+IN_A_NAMESPACE = """
+import json, warnings
+import numpy as np
+warnings.simplefilter("error")
+import tensoradbook as tab
+from tensoradbook.inverse import engine
+program = (np.array([engine.INPUT, engine.INPUT, engine.ADD]), np.array([0, 0, 0]), np.array([0, 0, 1]), 2,
+           np.array([2]))
+fn = tab.parse("f[i] = x[i] * 2", {"f": (3,), "x": (3,)})
+args = {"x": np.arange(3.0)}
+print(json.dumps({"useful": engine.mark_useful(*program).tolist(), "f": fn.compile("numba")(args).tolist()}))
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="creates a user to run bubblewrap as (CI runs as root)")
+def test_the_cache_works_in_a_user_namespace_that_does_not_map_root(victim):
+    import shutil
+
+    if shutil.which("bwrap") is None and os.environ.get("CI") != "true":
+        pytest.skip("bubblewrap is not installed")
+    command = ["setpriv", f"--reuid={victim.pw_uid}", f"--regid={victim.pw_gid}", "--init-groups",
+               "bwrap", "--unshare-user", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev",
+               "--setenv", "HOME", "/tmp", "--setenv", "TENSORADBOOK_CACHE", "/tmp/kernels", "--unsetenv",
+               "NUMBA_CACHE_DIR", sys.executable, "-c", IN_A_NAMESPACE]
+    from tests.hub_support import one_class_at_a_time, passable
+
+    with one_class_at_a_time(), passable():  # this Python may live under /root (a pyenv), 0700
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd="/")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"useful": [True, True, True], "f": [0.0, 2.0, 4.0]}

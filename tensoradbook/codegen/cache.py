@@ -222,13 +222,45 @@ def _exposure(status: os.stat_result, owners: frozenset[int], reach: int, sticky
     may add names but not replace ours."""
     if stat.S_ISLNK(status.st_mode):
         return "is a symbolic link"
-    if status.st_uid not in owners and status.st_uid != 0:
+    if status.st_uid not in owners and status.st_uid not in _root_uids():
         return f"belongs to {_user(status.st_uid)}"
     if sticky_protects and status.st_mode & stat.S_ISVTX:
         return None
     writers = [who for bits, who in ((_GROUP, "its group"), (_OTHERS, "other users"))
                if status.st_mode & reach & bits & 0o222]
     return f"can be written by {' and '.join(writers)}" if writers else None
+
+
+@functools.cache
+def _root_uids() -> frozenset[int]:
+    """The owners that stand for root here: 0, and in a user namespace that does not map root (the grading sandbox,
+    bubblewrap started by an ordinary user) the overflow uid as which the kernel shows root's files. Such a namespace
+    shows every other outside user's files as that uid too; it only sees what was bound into it, read-only."""
+    return frozenset({0} | ({_overflow_uid()} if not _maps_root(_read_text("/proc/self/uid_map")) else set()))
+
+
+def _maps_root(uid_map: str | None) -> bool:
+    """Whether a ``/proc/<pid>/uid_map`` maps root of this namespace to a user outside it (None: no such file)."""
+    if uid_map is None:
+        return True
+    for line in uid_map.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and int(fields[0]) <= 0 < int(fields[0]) + int(fields[2]):
+            return True
+    return False
+
+
+def _overflow_uid() -> int:
+    text = _read_text("/proc/sys/kernel/overflowuid")
+    return int(text) if text and text.strip().isdigit() else 65534
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError:
+        return None
 
 
 def _entered(status: os.stat_result) -> int:
