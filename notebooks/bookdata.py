@@ -10,6 +10,7 @@ cell types a measured number.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -119,3 +120,33 @@ def build_stamp() -> str:
     build = results("book")
     versions = ", ".join(f"{k} {v}" for k, v in build["versions"].items())
     return (f"This edition was built on {build['date']} on {load_text(build)}; {versions}.")
+
+
+#: The map of the book: each chapter (by its number) and the chapters to have read before it. Every chapter's
+#: "Before you start" line names exactly these (``tests/test_chapters.py``), and ``benchmarks/book_map.py`` draws
+#: the dependency graph from this table alone (``notebooks/figures/book_map.svg``). A prerequisite is a chapter
+#: whose ideas or tools this one uses directly; one already implied by another may still be named, and the
+#: picture leaves out an arrow that a longer path already implies.
+PREREQUISITES: dict[str, tuple[str, ...]] = {
+    "01": (),
+    "02": ("01",),
+    "03": ("02",),
+    "04a": ("01",),
+    "04b": ("04a",),
+    "05": ("02", "03", "04a", "04b"),
+    "06a": ("05",),
+    "06b": ("06a",),
+    "07": ("05", "06a"),
+    "08": ("02", "03"),
+    "09a": ("02", "03"),
+    "09b": ("09a",),
+    "10": ("02", "05", "06a"),
+    "11": ("06b", "10"),
+    "12": ("02", "04a", "04b", "05"),
+}
+
+
+def prerequisites_digest() -> str:
+    """A digest of :data:`PREREQUISITES`: the book map stores it, so a stale picture is detected."""
+    canonical = json.dumps({k: list(v) for k, v in sorted(PREREQUISITES.items())}, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
