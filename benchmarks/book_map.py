@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import matplotlib
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch  # noqa: E402
+from matplotlib.textpath import TextPath  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "notebooks"))
@@ -30,21 +32,21 @@ OUTPUT = ROOT / "notebooks" / "figures" / "book_map.svg"
 
 #: A short title per chapter for the boxes (the chapters' own titles are too long to draw).
 TITLES = {
-    "01": "Introduction:\nsums, deltas, index maps",
-    "02": "Reverse accumulation\non a scalar graph",
+    "01": "Introduction:\nsums, deltas,\nindex maps",
+    "02": "Reverse\naccumulation",
     "03": "Tensor functions:\nvec, Jacobians",
     "04a": "Integer equations:\nSmith normal form",
     "04b": "Inequalities:\nFourier-Motzkin",
-    "05": "Algorithm 4:\nelement-wise derivatives",
-    "06a": "Kernels I:\ngenerated and checked",
+    "05": "Algorithm 4:\nelement-wise\nderivatives",
+    "06a": "Kernels I:\ngenerated, checked",
     "06b": "Kernels II:\ngather vs scatter",
-    "07": "Higher order,\nwhat the report leaves open",
-    "08": "Inverse accumulation\n(Pearlmutter & Siskind)",
+    "07": "Higher order;\nwhat the report\nleaves open",
+    "08": "Inverse\naccumulation\n(Pearlmutter &\nSiskind)",
     "09a": "Jacobian chaining I\n(Naumann)",
-    "09b": "Jacobian chaining II:\ntape bounds",
+    "09b": "Jacobian chaining\nII: tape bounds",
     "10": "Tensor programs,\ndata-dependent ops",
-    "11": "Capstone:\na CNN trained",
-    "12": "Build it yourself:\nthe core in five functions",
+    "11": "Capstone: a CNN\ntrained with\nderived kernels",
+    "12": "Build it yourself:\nthe core in\nfive functions",
 }
 
 #: The parts of the book, each a colour: (name, chapters, fill, edge).
@@ -130,10 +132,10 @@ def draw(table: dict[str, tuple[str, ...]] | None = None) -> bytes:
     plt.rcParams.update({"svg.hashsalt": "book-map", "svg.fonttype": "none", "font.family": "DejaVu Sans"})
     columns = 1 + max(x for x, _ in position.values())
     rows = 1 + max(y for _, y in position.values())
-    dx, dy, w, h = 2.5, 1.45, 2.1, 1.05  # column and row pitch, box size (inches = data units)
-    fig = plt.figure(figsize=(dx * columns + 0.4, dy * rows + 1.5))
+    dx, dy, w, h = 2.0, 1.5, 1.7, 1.2  # column and row pitch, box size (inches = data units)
+    fig = plt.figure(figsize=(dx * columns + 0.3, dy * rows + 1.45))
     ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(-w / 2 - 0.2, dx * (columns - 1) + w / 2 + 0.2)
+    ax.set_xlim(-w / 2 - 0.15, dx * (columns - 1) + w / 2 + 0.15)
     ax.set_ylim(-h / 2 - 1.2, dy * (rows - 1) + h / 2 + 0.3)
     ax.axis("off")
 
@@ -143,10 +145,11 @@ def draw(table: dict[str, tuple[str, ...]] | None = None) -> bytes:
 
     for a, b in sorted(edges):
         (x0, y0), (x1, y1) = box(a), box(b)
-        arrow = FancyArrowPatch((x0 + w / 2, y0), (x1 - w / 2, y1), arrowstyle="-|>", mutation_scale=16,
-                                color="#4a5568", linewidth=1.4, shrinkA=2, shrinkB=3)
+        arrow = FancyArrowPatch((x0 + w / 2, y0), (x1 - w / 2, y1), arrowstyle="-|>", mutation_scale=20,
+                                color="#4a5568", linewidth=1.6, shrinkA=2, shrinkB=3)
         arrow.set_gid(f"edge-{a}-{b}")
         ax.add_patch(arrow)
+    titles = []
     for c in table:
         x, y = box(c)
         _, _, fill, edge = part_of[c]
@@ -154,14 +157,21 @@ def draw(table: dict[str, tuple[str, ...]] | None = None) -> bytes:
                                facecolor=fill, edgecolor=edge, linewidth=1.8)
         patch.set_gid(f"node-{c}")
         ax.add_patch(patch)
-        ax.text(x, y + h / 2 - 0.2, c, ha="center", va="center", fontsize=15, fontweight="bold", color=edge)
-        ax.text(x, y - 0.12, TITLES[c], ha="center", va="center", fontsize=10.5, color="#1a202c", linespacing=1.25)
+        ax.text(x, y + h / 2 - 0.2, c, ha="center", va="center", fontsize=16, fontweight="bold", color=edge)
+        title = ax.text(x, y - 0.14, TITLES[c], ha="center", va="center", fontsize=11, color="#1a202c",
+                        linespacing=1.2)
+        titles.append((c, title))
     ax.legend(handles=[Patch(facecolor=fill, edgecolor=edge, label=name) for name, _, fill, edge in PARTS],
               loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=3, frameon=False, fontsize=10.5)
     ax.text(dx * (columns - 1) / 2, -h / 2 - 0.45, "An arrow points from a chapter to one that builds on it; "
             "read a chapter after every chapter with a path to it.", ha="center", va="center", fontsize=10,
             color="#4a5568", style="italic")
 
+    for c, title in titles:  # a title wider than its box would run into the arrows: shorten it in TITLES
+        width = max(TextPath((0, 0), line, size=title.get_fontsize(), prop=title.get_fontproperties())
+                    .get_extents().width for line in title.get_text().split("\n")) / 72
+        if width > w - 0.08:
+            raise SystemExit(f"error: the title of {c} is {width:.2f} in wide, its box {w} in: break it in TITLES")
     out = io.BytesIO()
     fig.savefig(out, format="svg", metadata={
         "Title": "The map of the book: chapters and their prerequisites",
@@ -169,9 +179,11 @@ def draw(table: dict[str, tuple[str, ...]] | None = None) -> bytes:
                        f"digest {bookdata.prerequisites_digest()}",
         "Date": None})
     plt.close(fig)
+    svg = out.getvalue()
     # text stays text (small, searchable, read aloud); a browser without DejaVu Sans gets another sans-serif
-    return out.getvalue().replace(b"font-family: 'DejaVu Sans'",
-                                  b"font-family: 'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif")
+    svg = svg.replace(b"font-family: 'DejaVu Sans'", b"font-family: 'DejaVu Sans', 'Helvetica Neue', Arial, sans-serif")
+    # no fixed size: the picture scales to the width of the page or slide it is shown on (the viewBox keeps its shape)
+    return re.sub(rb'<svg ([^>]*?)width="[0-9.]+pt" height="[0-9.]+pt" ', rb'<svg \1width="100%" ', svg, count=1)
 
 
 def main(argv=None) -> int:

@@ -158,10 +158,12 @@ def test_before_you_start_names_the_table_s_prerequisites(path):
     expected = set(_table()[_number(path)])
     assert named == expected, (f"{path.name} cell {k}: 'Before you start' names chapters {sorted(named)}, "
                                f"notebooks/bookdata.py PREREQUISITES says {sorted(expected)}")
-    # it belongs to the chapter's opening: before the first code cell other than the estimated time
-    first_code = next((j for j, c in enumerate(cells) if c.cell_type == "code"
-                       and "estimated_time(" not in c.source), len(cells))
-    assert k < first_code, f"{path.name}: 'Before you start' (cell {k}) must come before the chapter's code"
+    # it belongs to the chapter's opening: with the Objectives and the Estimated time, before the first section
+    opening = [_first_index(cells, "Objectives"), _first_index(cells, "Estimated time")]
+    first_section = next((j for j, c in enumerate(cells) if j > max(opening) and c.cell_type == "markdown"
+                          and _headings(c)), len(cells))
+    assert min(opening) <= k < first_section, (
+        f"{path.name}: 'Before you start' (cell {k}) belongs next to the Objectives, before the first section")
 
 
 def test_the_book_map_is_drawn_from_the_table():
