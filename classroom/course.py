@@ -253,8 +253,9 @@ ASSIGNMENTS: tuple[Assignment, ...] = (
         Exercise(4, (Part("answer_4", 'check_derivative(first, "x", {answer})',
                           'answer_4 = "dx[i] = ddx[i] * df[i] * exp (x[i]) * y[i]"', points=2),),
                  given=_code("""
-                    exp_y = tab.parse("f[i] = exp (x[i]) * y[i]", {"f": (4,), "x": (4,), "y": (4,)})
-                    first = tab.derive(exp_y)["x"]
+                    # the derivative of f[i] = exp (x[i]) * y[i], written out (this assignment's policy has no derive)
+                    first = tab.parse("dx[i] = df[i] * exp (x[i]) * y[i]",
+                                      {"dx": (4,), "df": (4,), "x": (4,), "y": (4,)})
                     print(first)
                     """)),
     )),
@@ -724,6 +725,14 @@ def test_source(part: Part) -> str:
     return "\n".join(lines)
 
 
+def setup_source(assignment: Assignment) -> str:
+    """The setup cell: the assignment's setup, with its library policy (tensoradbook/exercises/policy.py) put in
+    place in the student's kernel, so that what graded answers may not use fails there before it fails in grading
+    (where the sandbox has a copy of the library without it, classroom/library_policy.py)."""
+    return ("from tensoradbook.exercises.policy import enforce  # what graded answers may not use of the library\n"
+            f'{assignment.setup}\n\nenforce("{assignment.stem}")')
+
+
 def source_notebook(assignment: Assignment) -> dict:
     """The instructor's notebook of one assignment, in nbgrader's cell metadata (schema 3)."""
     intro, texts = exercise_texts(NOTEBOOKS / f"{assignment.stem}.ipynb")
@@ -740,8 +749,10 @@ def source_notebook(assignment: Assignment) -> dict:
         "* The test cell after each answer runs the chapter's check function and prints what is right or wrong, "
         "with a hint; it counts the points shown next to the exercise. Some tests run more checks when graded.",
         "* Before you submit: Kernel > Restart Kernel and Run All Cells, or the **Validate** button.",
+        "* The setup cell prints what of the library your answers may not use here (what would give an answer away); "
+        "using it raises an error, in this notebook and when graded.",
     ] + (["", intro] if intro else []))
-    cells = [_cell("markdown", header, "header"), _cell("code", assignment.setup, "setup")]
+    cells = [_cell("markdown", header, "header"), _cell("code", setup_source(assignment), "setup")]
     for ex in assignment.exercises:
         text = ex.text or texts[ex.number]
         text += f"\n\n*({ex.points} point{'s' if ex.points != 1 else ''})*"
