@@ -62,8 +62,9 @@ class Guard:
     REFUSED_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
                       "os.forkpty", "pty.spawn", "socket.connect", "socket.bind", "os.kill", "os.killpg",
                       "signal.pthread_kill", "sqlite3.connect")
-    #: raised by the library's stand-ins for what an assignment does not allow (tensoradbook/exercises/policy.py)
-    POLICY_EVENT = "tensoradbook.library_policy"
+    #: raised by the library's stand-ins for what an assignment does not allow (tensoradbook/exercises/policy.py),
+    #: and by what it allows but watches
+    POLICY_EVENT, USE_EVENT = "tensoradbook.library_policy", "tensoradbook.library_use"
 
     def __init__(self, hidden: list[str], shown: list[str]):
         # the innermost folder that holds a path decides: the course inside a shown folder stays hidden
@@ -90,6 +91,8 @@ class Guard:
             self._refuse(f"tried to {event} (no processes, signals, databases or network while grading)")
         elif event == self.POLICY_EVENT and args:  # the stand-in raises its own error, which the student sees
             self._flag(f"used {str(args[0])[:200]}, which this assignment's answers may not use")
+        elif event == self.USE_EVENT and args:
+            self._flag(f"used {str(args[0])[:200]} (allowed, and watched by this assignment's policy)")
 
     def _flag(self, flag: str) -> None:
         if len(self.flags) < 20:

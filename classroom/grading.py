@@ -238,9 +238,10 @@ class NotebookGrader:
 
     def __init__(self, trusted: dict[str, str], hidden: list[Path], timeout: float, memory: int,
                  notebook_timeout: float = float("inf"), check_timeout: float = 300.0,
-                 check_memory: int = 4 * 2 ** 30, submission_timeout: float = float("inf")):
+                 check_memory: int = 4 * 2 ** 30, submission_timeout: float = float("inf"),
+                 assignment: str | None = None):
         self.trusted, self.hidden, self.timeout, self.memory = trusted, hidden, timeout, memory
-        self.check_timeout, self.check_memory = check_timeout, check_memory
+        self.check_timeout, self.check_memory, self.assignment = check_timeout, check_memory, assignment
         # however the time is spread over cells and calls, the student's code gets this much in all
         self.deadline = time.monotonic() + notebook_timeout
         # and the whole submission, the checks included, this much: a class's grading has a bound
@@ -266,7 +267,7 @@ class NotebookGrader:
             return None
         try:
             self.student = AnswerProcess(self.hidden, timeout=self.timeout, memory=self.memory,
-                                         deadline=self.deadline)
+                                         deadline=self.deadline, assignment=self.assignment)
             self.isolation = self.student.isolation
             for code, name in self.ran:
                 self.student.run(code, name)
@@ -471,7 +472,8 @@ if NbGraderPreprocessor is not None:
             hidden = [Path(p) for p in [os.getcwd(), *self.hidden]]
             grader = NotebookGrader(trusted, hidden, self.timeout, self.memory, self.notebook_timeout,
                                     check_timeout=self.check_timeout, check_memory=self.check_memory,
-                                    submission_timeout=max(self.submission_timeout, self.notebook_timeout))
+                                    submission_timeout=max(self.submission_timeout, self.notebook_timeout),
+                                    assignment=info["assignment"])
             grader.grade(nb)
             if self.report_directory:
                 path = Path(self.report_directory) / info["assignment"] / f"{info['student']}.json"

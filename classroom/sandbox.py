@@ -33,6 +33,7 @@ ends the process and is reported as tampering (:class:`AnswerTampering`).
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import functools
@@ -125,7 +126,25 @@ def _shown() -> list[Path]:
                   key=lambda p: len(p.parts))
 
 
-def _bwrap_prefix(hidden: list[Path]) -> list[str]:
+@functools.cache
+def _policy_copies() -> Path:
+    """This grader's folder of the library's policy copies (one per assignment), removed when it exits."""
+    folder = Path(tempfile.mkdtemp(prefix="tensoradbook-policy-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def policy_package(assignment: str | None) -> Path | None:
+    """The copy of ``tensoradbook/`` that ``assignment``'s answers see (what the assignment does not allow is not
+    in it: :func:`classroom.library_policy.sandbox_package`), or None for no assignment (the whole library)."""
+    if assignment is None:
+        return None
+    from .library_policy import sandbox_package
+
+    return sandbox_package(assignment, _policy_copies())
+
+
+def _bwrap_prefix(hidden: list[Path], library: Path | None = None) -> list[str]:
     hidden = sorted({Path(p).resolve() for p in hidden + [Path("/home"), Path("/root"), Path("/tmp"), REPO,
                                                            Path.home()]}, key=lambda p: len(p.parts))
     hidden = [p for p in hidden if p.is_dir() and p != Path("/")]
@@ -137,7 +156,9 @@ def _bwrap_prefix(hidden: list[Path]) -> list[str]:
     for path in shown:
         for folder in _ancestors_under(path, hidden):
             args += ["--perms", "0755", "--dir", str(folder)]
-        args += ["--ro-bind", str(path), str(path)]
+        # the package is the assignment's policy copy where there is one: the forbidden code is not there to read
+        args += ["--ro-bind", str(library if library is not None and path == REPO / "tensoradbook" else path),
+                 str(path)]
     args += ["--perms", "0755", "--dir", INSIDE,
              "--ro-bind", str(WORKER), f"{INSIDE}/answer_worker.py",
              "--ro-bind", str(Path(wire.__file__).resolve()), f"{INSIDE}/wire.py",
@@ -161,7 +182,9 @@ def _nobody() -> tuple[int, int]:
 class AnswerProcess:
     """One student's sandboxed process: :meth:`run` a cell, :meth:`get` values, call their functions.
 
-    ``hidden``: the folders the student's code must not see (the course folder, the exchange).
+    ``hidden``: the folders the student's code must not see (the course folder, the exchange). ``assignment``:
+    whose library policy applies (:mod:`tensoradbook.exercises.policy`): the sandbox sees the policy's copy of
+    the package, in which what the assignment does not allow raises a clear error and is reported.
     ``timeout``: seconds for one cell or one call of the student's function; ``deadline`` (a
     ``time.monotonic()`` value): when the whole submission's time is spent, however many calls it takes.
     ``memory``: bytes of address space. Every method raises :class:`AnswerTimeout` or
@@ -170,7 +193,7 @@ class AnswerProcess:
     """
 
     def __init__(self, hidden: list[Path], timeout: float = 120.0, memory: int = 8 * 2 ** 30,
-                 cpu_seconds: int = 1800, deadline: float = float("inf")):
+                 cpu_seconds: int = 1800, deadline: float = float("inf"), assignment: str | None = None):
         refused = isolation_available()
         if refused:
             raise SandboxUnavailable(refused)
@@ -192,12 +215,16 @@ class AnswerProcess:
                 worker_args += ["--uid", str(uid), "--gid", str(gid)]
                 self.isolation = "bubblewrap, as nobody"
             env.update(TENSORADBOOK_CACHE="/tmp/kernels", NUMBA_CACHE_DIR="/tmp/numba", HOME="/tmp")
-            command = _bwrap_prefix(hidden) + [sys.executable, f"{INSIDE}/answer_worker.py", *worker_args]
+            command = _bwrap_prefix(hidden, policy_package(assignment)) + [
+                sys.executable, f"{INSIDE}/answer_worker.py", *worker_args]
             cwd = None
         else:  # the audit hook only: the grading report says so
             self._scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="tensoradbook-answers-")))
             env.update(TENSORADBOOK_CACHE=str(self._scratch / "kernels"), HOME=str(self._scratch),
                        NUMBA_CACHE_DIR=str(self._scratch / "numba"))
+            library = policy_package(assignment)
+            if library is not None:  # found before the installed package (the source stays readable: weak mode)
+                env["PYTHONPATH"] = str(library.parent)
             command = [sys.executable, str(WORKER), *worker_args]
             cwd = self._scratch
 

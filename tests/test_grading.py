@@ -242,6 +242,10 @@ TRICKS = {  # student -> (answer cells, the points they still earn honestly)
     # a derivative of 300 kB: refused by the check's stated length before it is parsed, the rest counts
     "long_answer": ({"ex1_answer": 'answer_1 = "dx[j] = " + " + ".join(["3 * x[j] ** 2 * df[0; j]"] * 12_000)',
                      "ex3a_answer": RIGHT_3A}, 1),
+    # the library's derivation answers exercise 1: the assignment's policy copy refuses it, and it is reported
+    "calls_derive": ({"ex1_answer": "import tensoradbook as tab\nanswer_1 = str(tab.derive(tab.parse("
+                                    "'f[i; j] = x[j] ** 3', {'f': (2, 4), 'x': (4,)}))['x'])",
+                      "ex3a_answer": RIGHT_3A}, 1),
     "patches_builtins": ({"ex1_answer": "import builtins\nbuiltins.print = lambda *a, **k: None\n"
                                         "builtins.AssertionError = type('Never', (Exception,), {})\n"
                                         "import sys\nsys.modules['tensoradbook.exercises'].check_derivative = "
@@ -344,6 +348,8 @@ def test_the_report_names_what_happened(graded):
     assert "not graded: unreadable" in proc.stdout
     assert "SchemaTooNewError" in " ".join(r["detail"] for r in rows if r["student"] == "new_schema"), rows
     assert {("rewires_the_worker", "tampering"), ("rewires_from_a_new_cell", "tampering")} <= events, rows
+    refused = " ".join(r["detail"] for r in rows if r["student"] == "calls_derive" and r["kind"] == "refused")
+    assert "which this assignment's answers may not use" in refused and "derive" in refused, rows
     assert {("exits", "exited"), ("hangs", "timeout"), ("floods", "output")} <= events, rows
     flagged = {r["student"] for r in rows if r["kind"] == "flagged"}
     assert {"patches_checks", "patches_verdict", "transforms_input", "reads_source", "exits",
@@ -373,7 +379,8 @@ def test_grading_fails_only_when_nothing_can_be_graded(graded, tmp_path):
 
 def _grade_source(stem: str, keep_solutions: bool) -> list[tuple[str, list]]:
     """Grade chapter ``stem``'s source notebook with :class:`NotebookGrader` (the instructor's locked cells
-    trusted, as the gradebook holds them): with the solutions, or with every answer cell left at None."""
+    trusted, as the gradebook holds them, the answers under the assignment's library policy): with the solutions,
+    or with every answer cell left at None."""
     import nbformat
 
     from classroom.grading import NotebookGrader
@@ -386,7 +393,7 @@ def _grade_source(stem: str, keep_solutions: bool) -> list[tuple[str, list]]:
             trusted[meta["grade_id"]] = cell.source
         elif meta.get("solution") and not keep_solutions:
             cell.source = cell.source.split("### BEGIN SOLUTION")[0]
-    NotebookGrader(trusted, [REPO / "course"], timeout=120, memory=8 * 2 ** 30).grade(nb)
+    NotebookGrader(trusted, [REPO / "course"], timeout=120, memory=8 * 2 ** 30, assignment=stem).grade(nb)
     return [(c.metadata["nbgrader"]["grade_id"], c.outputs) for c in nb.cells
             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
 
