@@ -171,8 +171,9 @@ _GROUPS: dict[str, tuple[Group, ...]] = {
     "10_tensor_programs": (CHECKS, DERIVATION, REVERSE_SWEEP, NUMERIC),
     # the layers are written in the notation; nothing of the library writes them
     "11_capstone_cnn": (CHECKS,),
-    # build the core yourself: the sweep, the index solve and Algorithm 4 are the exercises
-    "12_build_it_yourself": (CHECKS, DERIVATION, REVERSE_SWEEP, INTEGER_SOLUTIONS),
+    # build the engine yourself: the reads and their box, the sweep, the index solve, Fourier-Motzkin, Algorithm 4 and a
+    # program's gradient are the exercises (exercise 6's answer is exact: no finite differences either)
+    "12_build_it_yourself": (CHECKS, DERIVATION, REVERSE_SWEEP, INTEGER_SOLUTIONS, FOURIER_MOTZKIN, NUMERIC),
 }
 
 #: Assignment -> the qualified names its graded answers may not use (modules and packages: all they define).
@@ -181,11 +182,9 @@ POLICIES: dict[str, tuple[str, ...]] = {stem: tuple(name for group in groups for
 
 #: Assignment -> what stays allowed inside a forbidden module: what the setup cell or the exercise text gives.
 ALLOWED: dict[str, tuple[str, ...]] = {
-    # the setup imports these for exercises 2 and 5 ("local_partials", "extended_domain" of the chapter) and the
-    # chapter's given helpers (the index matrix of a read, the loops of eq. 45)
-    "12_build_it_yourself": ("tensoradbook.ad.contribution.extended_domain", "tensoradbook.ad.reverse.local_partials",
-                             "tensoradbook.exercises.ch12_build.index_matrix",
-                             "tensoradbook.exercises.ch12_build.kernel_loops"),
+    # the operations' local derivative rules stay given (exercise 2's sweep calls them); the Smith normal form
+    # (tensoradbook.integer.smith.smith_normal_form) is not forbidden at all: exercise 3 calls it once per matrix
+    "12_build_it_yourself": ("tensoradbook.ad.reverse.local_partials",),
 }
 
 #: Assignment -> allowed names whose every call the policy copy reports (:data:`USE_EVENT`): exercise 3 of chapter
