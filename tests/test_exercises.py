@@ -85,6 +85,40 @@ def test_bezout_other_coefficients_pass_and_wrong_fail(a, b, t):
     assert result.ok == (a == 0)
 
 
+def _euclid(a, b):
+    x0, y0, x1, y1 = 1, 0, 0, 1
+    while b:
+        q, r = divmod(a, b)
+        a, b = b, r
+        x0, y0, x1, y1 = x1, y1, x0 - q * x1, y0 - q * y1
+    return a, x0, y0
+
+
+def test_bezout_function_is_tried_on_other_pairs():
+    """A function answer (the assignment's programming exercise) is called on the exercise's pair and on the check's
+    own pairs, so one right for the exercise's pair only (no zero, a >= b) fails visibly, with the pair named."""
+    right = ex.check_bezout(240, 46, _euclid)
+    assert right.ok, str(right)
+    assert ex.check_bezout(240, 46, tab.extended_gcd)
+
+    def divides_first(a, b):  # divides before it tests b: fails for b = 0
+        q, r = divmod(a, b)
+        return _euclid(a, b)
+
+    zero = ex.check_bezout(240, 46, divides_first)
+    assert not zero and "bezout(84, 0) raised ZeroDivisionError" in messages(zero)
+
+    def larger_first(a, b):  # swaps a < b and forgets to swap x and y back
+        return _euclid(a, b) if a >= b else _euclid(b, a)
+
+    swapped = ex.check_bezout(240, 46, larger_first)
+    assert not swapped and "bezout(0, 35) = (35, 1, 0)" in messages(swapped)
+    assert "must work for any non-negative a and b" in messages(swapped)
+    assert "triple" in messages(ex.check_bezout(240, 46, lambda a, b: 2))
+    for pair in ex.ch04a_integer_equations.BEZOUT_PAIRS:
+        assert ex.check_bezout(*pair, _euclid), pair
+
+
 def test_bezout_messages():
     assert "g = 4 does not divide b = 46" in messages(ex.check_bezout(240, 46, (4, 1, 1)))
     assert "not the greatest common divisor" in messages(ex.check_bezout(12, 18, (3, 1, -1)))

@@ -225,6 +225,25 @@ def test_vec_index_messages():
         ex.check_vec_index((2, 3, 4), (2, 0, 0), None)
 
 
+def test_vec_index_function_is_tried_on_every_element_of_other_shapes():
+    """A function answer (the assignment's programming exercise) is called on every element of the exercise's
+    tensor and of the check's own shapes, so one right for three dimensions only, or for the exercise's element
+    only, fails visibly."""
+    def vec(shape, index):
+        return sum(i * math.prod(shape[:d]) for d, i in enumerate(index))
+
+    right = ex.check_vec_index((2, 3, 4), (1, 2, 0), vec)
+    assert right.ok, str(right)
+    assert ex.check_vec_index((5,), (4,), vec)  # no refusal: every element is tried anyway
+    three = ex.check_vec_index((2, 3, 4), (1, 2, 0), lambda s, i: i[0] + s[0] * i[1] + s[0] * s[1] * i[2])
+    assert not three and "vec_index((6,), (0,)) raised IndexError" in messages(three)
+    two = ex.check_vec_index((2, 3, 4), (1, 2, 0), lambda s, i: i[0] + s[0] * i[1])  # right at (1, 2, 0)
+    assert not two and "vec_index((2, 3, 4), (0, 0, 1)) = 0 is not the position of A[0; 0; 1]" in messages(two)
+    row_major = ex.check_vec_index((2, 3, 4), (1, 2, 0), lambda s, i: int(np.ravel_multi_index(i, s)))
+    assert "row-major" in messages(row_major) and "must work for any shape" in messages(row_major)
+    assert "not an integer" in messages(ex.check_vec_index((2, 3, 4), (1, 2, 0), lambda s, i: 5.0))
+
+
 def _notebook_calls(notebook, function):
     """The literal arguments of every call of ``function`` in a chapter's code cells."""
     import ast

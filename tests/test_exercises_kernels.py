@@ -10,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tensoradbook as tab
 from tensoradbook import exercises as ex
-from feedback import messages
+from tensoradbook.exercises.ch06_kernels import other_sizes
+from feedback import hides, messages
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -46,7 +48,7 @@ def test_exported():
 
 
 def dx_loop(i, k, y, df):
-    return sum(df[i, j] * y[k, j] for j in range(4))
+    return sum(df[i, j] * y[k, j] for j in range(df.shape[1]))
 
 
 def dx_numpy(i, k, df, y):  # any order of the array parameters, vectorised
@@ -60,13 +62,13 @@ def dx_numpy_row(i, k, x, y, df, f):  # takes arrays it does not need
 @numba.njit
 def dx_numba(i, k, y, df):
     total = 0.0
-    for j in range(4):
+    for j in range(df.shape[1]):
         total += df[i, j] * y[k, j]
     return total
 
 
 @pytest.mark.parametrize("answer", [dx_loop, dx_numpy, dx_numpy_row, dx_numba,
-                                    lambda i, k, y, df: sum(df[i, j] * y[k, j] for j in range(3, -1, -1))])
+                                    lambda i, k, y, df: sum(df[i, j] * y[k, j] for j in range(len(y[k]) - 1, -1, -1))])
 def test_gradient_element_right_answers(answer):
     result = ex.check_gradient_element(MATMUL[0], "x", answer, shapes=MATMUL[1])
     assert result.ok, str(result)
@@ -75,13 +77,15 @@ def test_gradient_element_right_answers(answer):
 
 def test_gradient_element_other_argument_and_forward_result():
     def dy(k, j, x, df):
-        return sum(x[i, k] * df[i, j] for i in range(3))
+        return sum(x[i, k] * df[i, j] for i in range(x.shape[0]))
 
     assert ex.check_gradient_element(MATMUL[0], "y", dy, shapes=MATMUL[1])
 
     def dd(m, d, df, f):  # the section 6 gradient reading the forward result, as the kernels do
+        n_i, n_j = df.shape
+        n_k = len(d) - n_i  # d[i + k] reads n_i + n_k - 1 of the n_i + n_k elements of d (one spare)
         return 3 * d[m] ** 2 * sum(-df[m - k, j] * f[m - k, j]
-                                   for k in range(max(0, m - 2), min(4, m) + 1) for j in range(4))
+                                   for k in range(max(0, m - n_i + 1), min(n_k - 1, m) + 1) for j in range(n_j))
 
     assert ex.check_gradient_element(SECTION6[0], "d", dd, shapes=SECTION6[1])
 
@@ -126,6 +130,26 @@ def test_gradient_element_messages():
         SHIFT[0], "x", lambda m, x, df: sum(df[i, m - i] * 2 * x[m] for i in range(max(0, m - 3), min(2, m))),
         shapes=SHIFT[1])
     assert "gives 0 at dx[0], but the right value is" in messages(too_narrow)
+
+
+def test_gradient_element_typed_sizes_fail_at_other_sizes():
+    """A body right at the exercise's sizes only (a size typed, or computed from one that happens to be equal)
+    fails, as the assignment's hidden tests fail it on other shapes; the sizes tried are the same function's."""
+    text, shapes = MATMUL
+    typed = ex.check_gradient_element(text, "y", lambda k, j, x, df: sum(df[i, j] * x[i, k] for i in range(3)),
+                                      shapes=shapes)
+    assert not typed and "with other sizes (f: (6, 8), x: (6, 10), y: (10, 8))" in messages(typed)
+    assert "never types them" in messages(typed) and hides(typed, 3)
+    smallest = ex.check_gradient_element(text, "y", lambda k, j, x, df: sum(df[i, j] * x[i, k]
+                                                                           for i in range(min(x.shape))), shapes=shapes)
+    assert not smallest and "f: (6, 7), x: (6, 5), y: (5, 7)" in messages(smallest)
+    squeezed = ex.check_gradient_element(text, "y", lambda k, j, x, df: float(np.squeeze(df)[:, j] @ x[:, k]),
+                                         shapes=shapes)
+    assert not squeezed and "f: (1, 1), x: (1, 5), y: (5, 1)" in messages(squeezed)
+    sizes = [other.shapes for other in other_sizes(tab.parse(*SECTION6))]
+    assert sizes == [{"f": (6, 8), "a": (6, 10), "b": (8, 10), "c": (6, 6), "d": (16,)},
+                     {"f": (9, 10), "a": (9, 5), "b": (10, 5), "c": (9, 9), "d": (14,)},
+                     {"f": (1, 1), "a": (1, 5), "b": (1, 5), "c": (1, 1), "d": (6,)}]  # d keeps its spare element
 
 
 def test_gradient_element_arrays_are_read_only():

@@ -22,15 +22,14 @@ from .feedback import CheckResult
 __all__ = ["check_bezout", "check_smith", "check_kernel_basis", "check_integer_solutions"]
 
 
-def check_bezout(a: int, b: int, answer) -> CheckResult:
-    """Exercise: a Bezout triple ``(g, x, y)`` with ``g = gcd(a, b) = a x + b y`` (Algorithm 2)."""
-    name = f"Bezout triple for a = {a}, b = {b}"
-    if answer is None:
-        return pending(name, "Your answer is a triple (g, x, y).")
-    try:
-        g, x, y = read_int_triple(answer, "g, x, y")
-    except Wrong as err:
-        return err.result(name)
+#: The pairs on which :func:`check_bezout` tries a function answer besides the exercise's own: a zero on either side,
+#: a < b, a = b, a divisor, coprime and large numbers (Mersenne primes), as the hidden tests of the assignment try
+#: others of each kind.
+BEZOUT_PAIRS = ((84, 0), (0, 35), (0, 1), (36, 120), (9, 9), (1, 5), (13, 52), (52, 13), (1001, 221), (35, 64),
+                (2 ** 19 - 1, 2 ** 17 - 1), (2 ** 61 - 1, 2 ** 31 - 1))
+
+
+def _bezout_problems(a: int, b: int, g: int, x: int, y: int) -> list[str]:
     problems = []
     true_gcd = extended_gcd(a, b)[0]
     if g < 0:
@@ -46,7 +45,47 @@ def check_bezout(a: int, b: int, answer) -> CheckResult:
     combination = a * x + b * y
     if combination != g:
         problems.append(f"a x + b y = {a}*({x}) + {b}*({y}) = {combination}, not g = {g}")
-    return verdict(name, problems)
+    return problems
+
+
+def _bezout_function_problems(a: int, b: int, function) -> list[str]:
+    """What is wrong with ``function`` as an extended Euclidean algorithm: its triple for the exercise's pair first,
+    then for :data:`BEZOUT_PAIRS`; the first wrong call, and how many are wrong."""
+    pairs = [(a, b)] + [pair for pair in BEZOUT_PAIRS if pair != (a, b)]
+    problems, wrong = [], 0
+    for p, q in pairs:
+        call = f"bezout({p}, {q})"
+        try:
+            g, x, y = read_int_triple(function(p, q), "g, x, y")
+            found = [f"{call} = ({g}, {x}, {y}): {problem}" for problem in _bezout_problems(p, q, g, x, y)]
+        except Wrong as err:
+            found = [f"{call}: {err}"]
+        except Exception as err:  # the student's code: any error, with the call it happened at
+            found = [f"{call} raised {type(err).__name__}: {err}"]
+        if found:
+            wrong += 1
+            problems = problems or found
+    if problems:
+        problems.append(f"wrong on {wrong} of {len(pairs)} pairs (with zeros, a < b, a = b, large numbers): the "
+                        f"function must work for any non-negative a and b")
+    return problems
+
+
+def check_bezout(a: int, b: int, answer) -> CheckResult:
+    """Exercise: a Bezout triple ``(g, x, y)`` with ``g = gcd(a, b) = a x + b y`` (Algorithm 2); or a function
+    ``bezout(a, b)`` returning one for any non-negative ``a``, ``b``, which is called on ``(a, b)`` and on the pairs of
+    :data:`BEZOUT_PAIRS`, as the hidden tests of the assignment call it on others."""
+    if callable(answer):
+        name = f"bezout(a, b) on a = {a}, b = {b} and on other pairs"
+        return verdict(name, _bezout_function_problems(a, b, answer))
+    name = f"Bezout triple for a = {a}, b = {b}"
+    if answer is None:
+        return pending(name, "Your answer is a triple (g, x, y).")
+    try:
+        g, x, y = read_int_triple(answer, "g, x, y")
+    except Wrong as err:
+        return err.result(name)
+    return verdict(name, _bezout_problems(a, b, g, x, y))
 
 
 def check_smith(A, answer) -> CheckResult:

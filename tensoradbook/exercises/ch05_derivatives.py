@@ -335,20 +335,67 @@ def check_scalar_gradient(fn, point: dict, answer, shapes=None, rtol: float = 1e
     return verdict(name, problems)
 
 
-def check_vec_index(shape, index, answer) -> CheckResult:
-    """Exercise: the position of ``A[index]`` in ``vec A`` (eq. 4), zero-based.
+#: The shapes on which :func:`check_vec_index` tries a function answer besides the exercise's own: one to five
+#: dimensions, sizes of 1 included, so that a function right only for the exercise's number of dimensions, or for
+#: its element, fails here as it would on the hidden tests.
+VEC_SHAPES = ((6,), (4, 3), (3, 1, 2, 2), (2, 3, 1, 2, 2))
 
-    vec stacks the columns: the first index runs fastest, with strides
-    ``s_0 = 1``, ``s_d = N_0 ... N_(d-1)``. Compared with numpy's
-    ``ravel_multi_index(..., order="F")`` and with a brute-force walk. An
-    index whose row-major (C order) position is the same (the first and the
-    last element, for instance) is refused with a ValueError: there the
-    row-major answer would pass.
+
+def _vec_function_problems(shape, index, function) -> list[str]:
+    """What is wrong with ``function(shape, index)`` as the vec position, on every element of ``shape`` (the
+    exercise's element first) and of :data:`VEC_SHAPES`: the first wrong call, and how many calls are wrong."""
+    calls = [(shape, index)] + [(s, i) for s in (shape, *VEC_SHAPES) for i in np.ndindex(*s)
+                                if (s, i) != (shape, index)]
+    problems, wrong = [], 0
+    for s, i in calls:
+        i = tuple(int(v) for v in i)
+        call = f"vec_index({s}, {i})"
+        try:
+            value = function(s, i)
+        except Exception as err:  # the student's code: any error, with the call it happened at
+            problems = problems or [f"{call} raised {type(err).__name__}: {err}"]
+            wrong += 1
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            problems = problems or [f"{call} returned {value!r}, not an integer position"]
+            wrong += 1
+            continue
+        right = int(np.ravel_multi_index(i, s, order="F"))
+        if int(value) == right:
+            continue
+        wrong += 1
+        if problems:
+            continue
+        if int(value) == int(np.ravel_multi_index(i, s, order="C")):
+            problems = [f"{call} = {int(value)} is the row-major (C order) position of A{index_text(i)}; vec stacks "
+                        f"the columns, so the FIRST index runs fastest (eq. 4)"]
+        else:
+            problems = [f"{call} = {int(value)} is not the position of A{index_text(i)} in vec A for A of shape {s}"]
+    if problems:
+        problems.append(f"wrong on {wrong} of {len(calls)} calls (every element of A of shape {shape} and of "
+                        f"tensors of {len(VEC_SHAPES)} other shapes, with 1 to {max(len(s) for s in VEC_SHAPES)} "
+                        f"dimensions): "
+                        f"the function must work for any shape, counting from 0 (eq. 4 counts from 1)")
+    return problems
+
+
+def check_vec_index(shape, index, answer) -> CheckResult:
+    """Exercise: the position of ``A[index]`` in ``vec A`` (eq. 4), zero-based; or a function
+    ``vec_index(shape, index)`` that returns it for any shape.
+
+    vec stacks the columns: the first index runs fastest. A number is compared with numpy's
+    ``ravel_multi_index(..., order="F")`` and with a brute-force walk; an index whose row-major (C order)
+    position is the same (the first and the last element, for instance) is refused with a ValueError: there the
+    row-major answer would pass. A function is called on every element of ``shape`` and of the tensors of
+    :data:`VEC_SHAPES` (one to five dimensions), as the hidden tests of the assignment call it on others.
     """
     shape = tuple(int(n) for n in shape)
     index = tuple(int(i) for i in index)
     if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape)):
         raise ValueError(f"{index_text(index)} is not an index of an array of shape {shape}")
+    if callable(answer):
+        name = f"vec_index(shape, index) on A of shape {shape} and on tensors of other shapes"
+        return verdict(name, _vec_function_problems(shape, index, answer))
     if int(np.ravel_multi_index(index, shape, order="F")) == int(np.ravel_multi_index(index, shape, order="C")):
         raise ValueError(f"A{index_text(index)} has the same position in vec A (column-major) and in row-major "
                          f"order, so the exercise cannot tell the two apart: pick another index")

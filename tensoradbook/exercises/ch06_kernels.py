@@ -11,6 +11,7 @@ three enumerate every read of the argument by brute force.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 
@@ -19,7 +20,8 @@ import numpy as np
 from ..ad.derive import derive
 from ..ad.gradcheck import random_arguments
 from ..lang.evaluate import bound_value
-from ..lang.expr import Element, If, Sum, walk
+from ..lang.expr import Element, ExpressionError, If, Sum, walk
+from ..lang.parser import parse
 from ..lang.printer import bound_text, expr_text
 from .answers import read_function, read_range
 from .checking import ATOL, Problems, Wrong, close, pending, require_callable, verdict
@@ -146,23 +148,89 @@ def _array_parameters(answer, indices: int, available: list[str], gradient: str,
     return pass_names
 
 
+def _read_extent(fn, argument: str) -> list[int]:
+    """One more than the largest index ``fn`` reads in each dimension of ``argument``."""
+    extent = [0] * len(fn.shapes[argument])
+    for _, beta, _ in _reads(fn, argument):
+        extent = [max(e, b + 1) for e, b in zip(extent, beta)]
+    return extent
+
+
+def _resized(fn, sizes: tuple):
+    """``fn`` with the result of shape ``sizes`` and every argument as large as it then reads (plus what it had
+    beyond its reads), sums unchanged; None where the text does not allow it."""
+    text = str(fn)
+    roomy = 4 * max(n for shape in fn.shapes.values() for n in (*shape, *sizes))  # reads of a few sizes further
+    try:
+        wide = parse(text, {**{a: (roomy,) * len(fn.shapes[a]) for a in fn.arguments}, fn.name: sizes})
+        shapes = {fn.name: sizes}
+        for a in fn.arguments:
+            spare = [n - e for n, e in zip(fn.shapes[a], _read_extent(fn, a))]
+            shapes[a] = tuple(max(1, e + extra) for e, extra in zip(_read_extent(wide, a), spare))
+        return parse(text, shapes)
+    except ExpressionError:
+        return None
+
+
+def other_sizes(fn) -> list:
+    """The same function at other sizes, on which :func:`check_gradient_element` runs a kernel body after the
+    exercise's own: every size doubled with the constant sum bounds
+    (:meth:`~tensoradbook.lang.function.Function.scaled`); the result's sizes, alone, larger than any other size and
+    different from each other; and the result's sizes all 1. So a body that types a size, or computes it from a
+    size that happens to be equal in the exercise, fails here as it would on the hidden tests, which run it on other
+    shapes."""
+    out_shape = tuple(fn.shapes[fn.name])
+    found = []
+    with contextlib.suppress(ExpressionError):  # the text reads outside its arguments at twice the size
+        doubled = fn.scaled(2)
+        found.append(parse(str(doubled), doubled.shapes))
+    if out_shape:
+        largest = max(n for shape in fn.shapes.values() for n in shape)
+        for sizes in (tuple(largest + 1 + d for d in range(len(out_shape))), (1,) * len(out_shape)):
+            if sizes != out_shape and (variant := _resized(fn, sizes)) is not None:
+                found.append(variant)
+    return found
+
+
+def _sizes_text(fn) -> str:
+    return ", ".join(f"{name}: {tuple(shape)}" for name, shape in fn.shapes.items() if shape)
+
+
+def _kernel_problems(fn, grads, argument: str, answer, pass_names: list[str], values: dict, plain: bool,
+                     gradient: str):
+    """The student's element function at every element of the gradient, against the core's derivative at
+    ``values`` (the arguments, the adjoint and the forward result); the problems (none if right) and its gradient."""
+    arrays = {k: (np.array(v, dtype=np.float64) if plain else _Guarded(v, k)) for k, v in values.items()}
+    yours = _gradient_by_elements(answer, pass_names, arrays, tuple(fn.shapes[argument]), gradient)
+    right = grads.evaluate({a: values[a] for a in fn.arguments}, values[grads.adjoint_name])[argument]
+    agree = close(yours, right)
+    if agree.all():
+        return [], yours
+    return element_problems(gradient, yours, right, agree, ATOL,
+                            lambda b: f"{fn.name} never reads {argument}{index_text(b)}",
+                            "a condition is missing, or a loop runs too far"), yours
+
+
+def _random_values(fn, adjoint: str, rng) -> dict:
+    args = random_arguments(fn, rng)
+    return {**args, adjoint: rng.standard_normal(fn.shapes[fn.name]), fn.name: fn.evaluate(args)}
+
+
 def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int = 3, seed: int = 0) -> CheckResult:
     """Exercise: the Python code one thread of a gather kernel runs, for one element ``dx[beta]``.
 
-    The answer is a function whose first parameters are the indices of the
-    gradient element (one per index of ``x``) and whose further parameters
-    are arrays by name: any of the arguments of ``fn``, the adjoint ``df`` and
-    the forward result ``f``, e.g. for the matrix product::
+    The answer is a function whose first parameters are the indices of the gradient element (one per index of
+    ``x``) and whose further parameters are arrays by name: any of the arguments of ``fn``, the adjoint ``df`` and
+    the forward result ``f``, e.g. for ``f[i] = x[i] * y[i]``::
 
-        def dx_element(i, k, y, df):
-            return sum(df[i, j] * y[k, j] for j in range(4))
+        def dx_element(i, y, df):
+            return df[i] * y[i]
 
-    It is run for every element on ``trials`` random inputs and random
-    ``df`` and compared with the core's derivative (Algorithm 4, the
-    reference evaluator); a right answer is also confirmed by a
-    finite-difference dot-product test, which does not use the core. The
-    arrays it gets are read-only and refuse indices outside their shape
-    (numpy would wrap ``x[-1]`` around silently).
+    It is run for every element on ``trials`` random inputs and random ``df`` and compared with the core's
+    derivative (Algorithm 4, the reference evaluator); then once on the same function at other sizes
+    (:func:`other_sizes`), so a body must read the sizes from its arrays' shapes, never type them. A right answer
+    is also confirmed by a finite-difference dot-product test, which does not use the core. The arrays it gets are
+    read-only and refuse indices outside their shape (numpy would wrap ``x[-1]`` around silently).
     """
     fn = read_function(fn, shapes)
     _checked_argument(fn, argument)
@@ -176,7 +244,8 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
         example = ", ".join(index_names + ["...", adjoint])
         return pending(name, f"Your answer is a Python function like def {gradient}_element({example}): "
                               f"{len(shape)} index parameter(s) first, then any of the arrays "
-                              f"{', '.join(available)} by name; it returns the number {gradient}[...].")
+                              f"{', '.join(available)} by name; it returns the number {gradient}[...]. It must work "
+                              f"for any sizes: it is run on this function with other sizes too.")
     try:
         require_callable(answer, f"a function returning one element of {gradient}")
     except Wrong as err:
@@ -188,22 +257,25 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
     plain = hasattr(answer, "py_func")  # a numba function: it cannot take the guarded array type
     rng = np.random.default_rng(seed)
     for _ in range(trials):
-        args = random_arguments(fn, rng)
-        df = rng.standard_normal(fn.shapes[fn.name])
-        values = {**args, adjoint: df, fn.name: fn.evaluate(args)}
-        arrays = {k: (np.array(v, dtype=np.float64) if plain else _Guarded(v, k)) for k, v in values.items()}
+        values = _random_values(fn, adjoint, rng)
         try:
-            yours = _gradient_by_elements(answer, pass_names, arrays, shape, gradient)
+            problems, yours = _kernel_problems(fn, grads, argument, answer, pass_names, values, plain, gradient)
         except Wrong as err:
             return err.result(name)
-        right = grads.evaluate(args, df)[argument]
-        agree = close(yours, right)
-        if agree.all():
-            continue
-        problems = element_problems(gradient, yours, right, agree, ATOL,
-                                     lambda b: f"{fn.name} never reads {argument}{index_text(b)}",
-                                     "a condition is missing, or a loop runs too far")
-        return CheckResult(name, False, problems)
+        if problems:
+            return CheckResult(name, False, problems)
+    args, df = {a: values[a] for a in fn.arguments}, values[adjoint]
+    for other in other_sizes(fn):
+        where = f"with other sizes ({_sizes_text(other)})"
+        try:
+            problems, _ = _kernel_problems(other, derive(other), argument, answer, pass_names,
+                                           _random_values(other, adjoint, rng), plain, gradient)
+        except Wrong as err:
+            problems = [str(err)]
+        if problems:
+            return CheckResult(name, False, [f"{where}: {problems[0]}", *problems[1:],
+                                             "right at the exercise's sizes only: a kernel body reads the sizes from "
+                                             "its arrays' shapes (x.shape[0]), never types them"])
     # The defining property, without the core: <dx, v> = d/dt sum(df * f(x + t v)) at t = 0.
     direction = rng.standard_normal(shape)
     shifted = []
@@ -219,8 +291,9 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
     error = abs(numeric - exact) / max(abs(numeric), abs(exact), np.finfo(float).tiny)
     if error > _FD_RTOL and abs(numeric - exact) > _FD_ATOL:  # pragma: no cover -- would be a bug in the core
         raise AssertionError(f"the core's derivative fails the finite-difference test (error {error:.2g})")
-    return CheckResult(name, True, note=f"Your kernel agrees with the core's derivative on {trials} random inputs, "
-                                        f"and with finite differences (relative error below {_FD_RTOL:g}).")
+    return CheckResult(name, True, note=f"Your kernel agrees with the core's derivative on {trials} random inputs "
+                                        f"and at {len(other_sizes(fn))} other sizes, and with finite differences "
+                                        f"(relative error below {_FD_RTOL:g}).")
 
 
 def _thread_of(fn, env: dict, threads: str) -> tuple:
