@@ -15,6 +15,8 @@ by :func:`sandbox_package`, in which
   so that ``from tensoradbook.exercises import check_bezout, NO_SOLUTION`` still works, and nothing else: the
   checks' data tables (the layers' numpy references, the test cases) go too, and a name another module imports from
   it that is gone becomes ``None``;
+* what the language itself calls (``PLUMBING``: the parser's Smith normal form and Fourier-Motzkin elimination)
+  keeps its code, and each of its functions and methods refuses, as a stub, every caller but the library's own;
 * a function the policy watches (``WATCHED``) raises ``tensoradbook.library_use`` for every call, and does what it
   did;
 * everything else is the package as it is, byte for byte: ``import tensoradbook`` and all an assignment allows work.
@@ -44,6 +46,32 @@ import sys as _policy_sys
 _policy_sys.audit({event!r}, {name!r}, {stem!r})
 from {package}.exercises.policy import LibraryPolicyError as _PolicyError
 raise _PolicyError({name!r}, {stem!r})
+"""
+#: The first lines of a ``PLUMBING`` function in the copy: the stub's body follows under the ``if``.
+_PLUMBING_GUARD = """
+from {package}.exercises.policy import library_caller as _policy_library_caller
+if not _policy_library_caller(__import__('sys')._getframe(1)):
+    pass
+"""
+#: After a ``PLUMBING`` class in the copy: its ``__init__`` refuses a caller that is not the library's. The policy
+#: module is imported when one is made, not here: the package imports this module on its way to the exercises.
+_PLUMBING_CLASS = """
+def _policy_guard(cls):
+    inherited = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        from {package}.exercises.policy import library_caller, refuse
+        if not library_caller(__import__('sys')._getframe(1)):
+            refuse({name!r}, {stem!r})
+        if inherited is object.__init__:
+            inherited(self)
+        else:
+            inherited(self, *args, **kwargs)
+    cls.__init__ = __init__
+
+
+_policy_guard({cls})
+del _policy_guard
 """
 _KEPT_DECORATORS = {"staticmethod": "staticmethod", "classmethod": "classmethod", "property": "property",
                     "cached_property": "property"}
@@ -222,6 +250,8 @@ class ModuleStubs:
 
     def definition(self, node, name: str, method: bool):
         self.seen.add(name)
+        if self.policy.forbidden(self.stem, name) and self.policy.plumbing(name):
+            return self.guarded(node, name)
         if self.policy.forbidden(self.stem, name):
             if isinstance(node, ast.ClassDef):
                 return self.stub_class(node, name)
@@ -231,6 +261,22 @@ class ModuleStubs:
         elif name in self.watched:
             node.body[_after_docstring(node.body):0] = ast.parse(
                 f"__import__('sys').audit({self.policy.USE_EVENT!r}, {name!r}, {self.stem!r})").body
+        return node
+
+    def guarded(self, node, name: str):
+        """What the language itself calls (``PLUMBING``): the code as it is, each function and method first refusing
+        a caller that is not the library's (a student's), as a stub refuses everyone."""
+        if isinstance(node, ast.ClassDef):
+            for child in node.body:
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self.seen.add(f"{name}.{child.name}")
+                    self.guarded(child, f"{name}.{child.name}")
+            # making one (a dataclass's or a NamedTuple's __init__ too) is refused as the class
+            return [node, *ast.parse(_PLUMBING_CLASS.format(package=self.package, cls=node.name, name=name,
+                                                            stem=self.stem)).body]
+        refusal = ast.parse(_PLUMBING_GUARD.format(package=self.package)).body
+        refusal[-1].body = self.stub_body(name)[1:]
+        node.body[_after_docstring(node.body):0] = refusal
         return node
 
     def stub_body(self, name: str) -> list[ast.stmt]:

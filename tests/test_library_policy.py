@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import json
 import os
@@ -32,6 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from classroom import course as cc
+import tensoradbook as tab
 from classroom import library_policy as lp
 from tensoradbook.exercises import policy
 
@@ -394,14 +396,15 @@ def _original_trees() -> dict[str, ast.Module]:
 
 
 def _forbidden_bodies(stem: str) -> tuple[set[str], set[str]]:
-    """The statements of the forbidden definitions' bodies, and those of every other piece of the package."""
+    """The statements of the forbidden definitions' bodies, and those of every other piece of the package (the
+    language's plumbing among them: it keeps its code, guarded)."""
     forbidden, elsewhere = set(), set()
 
     def visit(body, prefix):
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = f"{prefix}.{node.name}"
-                if policy.forbidden(stem, name):
+                if policy.forbidden(stem, name) and not policy.plumbing(name):
                     forbidden.update(_statements(ast.Module(node.body, [])))
                     continue
                 visit(node.body, name)
@@ -416,6 +419,63 @@ def _forbidden_bodies(stem: str) -> tuple[set[str], set[str]]:
         if policy.forbidden(stem, module):
             visit(tree.body, module)
     return forbidden, elsewhere
+
+
+#: Texts whose reading needs the integer algebra: an index condition solved by the Smith normal form, a sum's range
+#: bounded by Fourier-Motzkin elimination.
+PARSED = {"dx[b] = if {(b + 2) % 4 = 0} then (df[(b + 2) / 2 - 1]) else (0)": {"dx": (6,), "df": (3,)},
+          "f[i] = sum{k}_0^3 (x[2 * i + k])": {"f": (4,), "x": (10,)}}
+PLUMBING_SCRIPT = r'''
+import json, sys
+import tensoradbook as tab
+from tensoradbook.exercises import policy
+from tensoradbook.integer import fourier_motzkin as fm, smith
+if sys.argv[1] == "enforce":
+    policy.enforce(sys.argv[2], anywhere=True)
+read = [str(tab.parse(text, shapes)) for text, shapes in json.loads(sys.argv[3]).items()]
+refused = {}
+for name, call in [("integer_inverse", lambda: smith.integer_inverse([[2]])),
+                   ("smith_normal_form", lambda: smith.smith_normal_form([[2, 4]])),
+                   ("fourier_motzkin", lambda: fm.fourier_motzkin([[1, 0], [0, 1]]))]:
+    try:
+        call()
+        refused[name] = False
+    except policy.LibraryPolicyError:
+        refused[name] = True
+print(json.dumps({"read": read, "refused": refused}))
+'''
+
+
+@pytest.mark.parametrize("stem", STEMS)
+@pytest.mark.parametrize("where", ["enforce", "copy"])
+def test_the_parser_reads_every_function_and_the_student_is_still_refused(stem, where, copies, tmp_path):
+    """The language's own calls of the integer algebra (PLUMBING) run under every policy, in the student's kernel and
+    in the sandbox's copy; the student's own call of a forbidden part of it is refused there all the same."""
+    env = {**os.environ, "PYTHONPATH": str(copies(stem).parent)} if where == "copy" else dict(os.environ)
+    done = subprocess.run([sys.executable, "-c", PLUMBING_SCRIPT, where, stem, json.dumps(PARSED)], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["read"] == [str(tab.parse(text, shapes)) for text, shapes in PARSED.items()]
+    for name, refused in result["refused"].items():
+        qualified = next(f"{m}.{name}" for m in ("tensoradbook.integer.smith", "tensoradbook.integer.fourier_motzkin")
+                         if hasattr(importlib.import_module(m), name))
+        assert refused == policy.forbidden(stem, qualified), (name, result)
+
+
+def test_plumbing_covers_what_the_language_imports_of_the_forbidden():
+    """Every name the expression language and the integer algebra import that some policy forbids is plumbing: else
+    parsing would fail under that policy."""
+    for stem in STEMS:
+        for module, tree in _original_trees().items():
+            if not module.startswith(("tensoradbook.lang", "tensoradbook.integer")) or policy.forbidden(stem, module):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    base = module.rsplit(".", node.level)[0] + (f".{node.module}" if node.module else "")
+                    for alias in node.names:
+                        name = f"{base}.{alias.name}"
+                        assert not policy.forbidden(stem, name) or policy.plumbing(name), (stem, module, name)
 
 
 @pytest.mark.parametrize("stem", STEMS)

@@ -194,6 +194,28 @@ WATCHED: dict[str, tuple[str, ...]] = {
 }
 
 
+#: What the expression language itself calls: the integer algebra, in which the parser solves index conditions by the
+#: Smith normal form and bounds sums by Fourier-Motzkin elimination (``lang.scope``, ``integer.geometry``). Where an
+#: assignment forbids parts of it, they still run for the library (a caller in the package, outside the exercises), so
+#: that ``parse`` reads every function; a student's own call is refused as any other. tests/test_library_policy.py
+#: checks that every forbidden name a module of the package imports is covered here.
+PLUMBING = ("tensoradbook.integer",)
+
+
+def plumbing(name: str) -> bool:
+    """Whether ``name`` (a function, a class or a method of one) is :data:`PLUMBING`."""
+    return any(covers(entry, name) for entry in PLUMBING)
+
+
+def library_caller(frame) -> bool:
+    """Whether the code that called (``frame``, Python's own and installed packages' frames passed through) is the
+    library's, not the exercises' and not a student's: what :data:`PLUMBING` runs for."""
+    while frame is not None and _outside_code(frame.f_code.co_filename):
+        frame = frame.f_back
+    module = (frame.f_globals.get("__name__") or "") if frame is not None else ""
+    return module.startswith("tensoradbook.") and not module.startswith(_CHECKS_PACKAGE)
+
+
 def covers(entry: str, name: str) -> bool:
     """Whether a policy entry (a module, a function, a class) covers a qualified name."""
     return name == entry or name.startswith(entry + ".")
@@ -308,7 +330,10 @@ def _called_by_a_check(frame) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _outside_code(filename: str) -> bool:
-    return filename.startswith("<frozen") or os.path.realpath(filename).startswith(_PASS_THROUGH)
+    # "<string>": code Python writes and runs for a module (a dataclass's __init__), or a student's exec: its caller
+    # is the one that counts
+    return filename.startswith("<frozen") or filename == "<string>" or \
+        os.path.realpath(filename).startswith(_PASS_THROUGH)
 
 
 class _Patch(NamedTuple):
@@ -322,10 +347,14 @@ _PATCHES: list[_Patch] = []
 _ENFORCED: list[str] = []
 
 
+def _allowed_here(frame, name: str) -> bool:
+    return _called_by_a_check(frame) or (plumbing(name) and library_caller(frame))
+
+
 def _guard_function(original, name: str, stem: str):
     @functools.wraps(original, updated=())
     def guarded(*args, **kwargs):
-        if not _called_by_a_check(sys._getframe(1)):
+        if not _allowed_here(sys._getframe(1), name):
             refuse(name, stem)
         return original(*args, **kwargs)
 
@@ -339,7 +368,7 @@ def _guard_class(cls: type, name: str, stem: str) -> None:
     inherited = cls.__init__
 
     def __init__(self, *args, **kwargs):
-        if not _called_by_a_check(sys._getframe(1)):
+        if not _allowed_here(sys._getframe(1), name):
             refuse(name, stem)
         if inherited is object.__init__:
             inherited(self)
@@ -456,6 +485,6 @@ def summary(stem: str) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ALLOWED", "AUDIT_EVENT", "CHECKS", "EXEMPT", "POLICIES", "USE_EVENT", "WATCHED", "Group",
-           "LibraryPolicyError", "covers", "enforce", "explain", "forbidden", "lift", "locate", "modules", "reason",
-           "refuse", "summary"]
+__all__ = ["ALLOWED", "AUDIT_EVENT", "CHECKS", "EXEMPT", "PLUMBING", "POLICIES", "USE_EVENT", "WATCHED", "Group",
+           "LibraryPolicyError", "covers", "enforce", "explain", "forbidden", "library_caller", "lift", "locate",
+           "modules", "plumbing", "reason", "refuse", "summary"]
