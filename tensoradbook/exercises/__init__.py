@@ -45,10 +45,12 @@ central differences of the program with one intermediate moved and by brute-forc
 :func:`check_intermediate_adjoint`, :func:`check_pooling_gradient`, :func:`check_softmax_program`.
 Chapter 11 (the capstone network; layers checked against numpy, PyTorch's kink convention and finite
 differences): :func:`check_layer`.
-Chapter 12 (build the core yourself: the student's functions for the tree walk, reverse accumulation, the index
-solve and Algorithm 4, each called on data and compared with a walk of the tree, the core's sweep, exact matrix
-properties, brute force over the box and :func:`tensoradbook.derive`): :func:`check_reads`,
-:func:`check_adjoints`, :func:`check_index_solve`, :func:`check_box_solutions`, :func:`check_algorithm4`.
+Chapter 12 (build the engine yourself: the student's functions for each read's geometry, reverse accumulation over
+the tree, the index solve from the Smith normal form, Fourier-Motzkin elimination and Algorithm 4, and reverse
+accumulation across chapter 11's network with them; each called on data, with the library's answering entry points
+switched off while it runs, and compared with a walk of the tree, the core's sweep, exact matrix properties, the
+core's bounds and :func:`tensoradbook.derive`): :func:`check_reads`, :func:`check_adjoints`,
+:func:`check_index_solve`, :func:`check_box_solutions`, :func:`check_algorithm4`.
 
 One module per chapter (``ch04a_integer_equations`` ... ``ch12_build``); the steps every check takes
 (:mod:`.checking`: the tolerances, "no answer yet", the wrong-answer type, the verdict from the problems found),
