@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from numba.core.caching import UserProvidedCacheLocator
 import test_cache
-from test_cache import SHAPES, TEXTS, arguments, module_name, system_user
+from test_cache import SHAPES, TEXTS, arguments, module_name
 
 import tensoradbook as tab
 from classroom import warm_cache
@@ -34,16 +34,7 @@ from tensoradbook.inverse import engine
 REPO = Path(__file__).resolve().parents[1]
 #: test_cache's fixtures, here too: the cache's state reset for each test (autouse), and a folder as /tmp is
 fresh_cache, public_tmp = test_cache.fresh_cache, test_cache.public_tmp
-
-
-@pytest.fixture
-def intruder():
-    return system_user("tab-cache-intruder")
-
-
-@pytest.fixture
-def victim():
-    return system_user("tab-cache-victim")
+intruder, victim = test_cache.intruder, test_cache.victim
 
 
 class Runs:

@@ -85,7 +85,7 @@ def test_a_thread_one_look_sees_for_a_moment_does_not_cut_the_threads(monkeypatc
 
 
 def test_the_usable_cpus_are_the_affinity_mask_within_the_quota():
-    quota = quota_cpus(threads._read("/sys/fs/cgroup/cpu.max"))
+    quota = quota_cpus(threads.read_text("/sys/fs/cgroup/cpu.max"))
     expected = len(os.sched_getaffinity(0))
     if quota != math.inf:
         expected = min(expected, math.ceil(quota))

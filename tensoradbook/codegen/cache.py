@@ -70,6 +70,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from .threads import read_text
+
 _MODULES: dict[str, object] = {}
 _WARNED: set[str] = set()
 #: the private directory of this process, where no other is trusted (made once, removed at exit)
@@ -236,7 +238,7 @@ def _root_uids() -> frozenset[int]:
     """The owners that stand for root here: 0, and in a user namespace that does not map root (the grading sandbox,
     bubblewrap started by an ordinary user) the overflow uid as which the kernel shows root's files. Such a namespace
     shows every other outside user's files as that uid too; it only sees what was bound into it, read-only."""
-    return frozenset({0} | ({_overflow_uid()} if not _maps_root(_read_text("/proc/self/uid_map")) else set()))
+    return frozenset({0} | ({_overflow_uid()} if not _maps_root(read_text("/proc/self/uid_map")) else set()))
 
 
 def _maps_root(uid_map: str | None) -> bool:
@@ -251,16 +253,8 @@ def _maps_root(uid_map: str | None) -> bool:
 
 
 def _overflow_uid() -> int:
-    text = _read_text("/proc/sys/kernel/overflowuid")
+    text = read_text("/proc/sys/kernel/overflowuid")
     return int(text) if text and text.strip().isdigit() else 65534
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path) as file:
-            return file.read()
-    except OSError:
-        return None
 
 
 def _entered(status: os.stat_result) -> int:

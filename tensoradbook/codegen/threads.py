@@ -42,7 +42,8 @@ _decided = {"at": -math.inf, "threads": 1, "others": None}
 _pinned: list[int] = []   # the counts set by pinned() blocks now open, innermost last
 
 
-def _read(path: str) -> str | None:
+def read_text(path: str) -> str | None:
+    """A small file's text (of /proc or /sys), or None where it cannot be read."""
     try:
         with open(path) as file:
             return file.read()
@@ -64,7 +65,7 @@ def quota_cpus(cpu_max: str | None) -> float:
 def usable_cpus() -> int:
     """The CPUs this process may run on: its affinity mask, then at most its cgroup's CPU quota, rounded up."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    quota = quota_cpus(_read("/sys/fs/cgroup/cpu.max"))
+    quota = quota_cpus(read_text("/sys/fs/cgroup/cpu.max"))
     return max(1, cpus if quota == math.inf else min(cpus, math.ceil(quota)))
 
 
@@ -77,7 +78,7 @@ def own_running() -> int:
     """This process's threads that are running or ready to run (state ``R`` in ``/proc/self/task/*/stat``)."""
     count = 0
     for task in os.listdir("/proc/self/task"):
-        stat = _read(f"/proc/self/task/{task}/stat")
+        stat = read_text(f"/proc/self/task/{task}/stat")
         if stat and stat[stat.rindex(")") + 2] == "R":  # the state follows the name, which may hold spaces
             count += 1
     return count
@@ -85,7 +86,7 @@ def own_running() -> int:
 
 def others_running() -> int | None:
     """Other processes' threads running or ready to run now, or None where ``/proc`` does not say."""
-    loadavg = _read("/proc/loadavg")
+    loadavg = read_text("/proc/loadavg")
     if loadavg is None or not os.path.isdir("/proc/self/task"):
         return None
     return max(0, runnable(loadavg) - own_running())
@@ -134,7 +135,7 @@ def pinned(threads: int):
 def openblas_libraries() -> tuple:
     """``(get, set)`` of the number of threads of each OpenBLAS loaded into this process (numpy's, scipy's),
     found by name in ``/proc/self/maps``, whatever prefix and suffix its build gave the functions."""
-    mapped = (line.split(None, 5) for line in (_read("/proc/self/maps") or "").splitlines())
+    mapped = (line.split(None, 5) for line in (read_text("/proc/self/maps") or "").splitlines())
     paths = sorted({fields[5] for fields in mapped if len(fields) == 6 and "openblas" in fields[5].lower()})
     found = []
     for path in paths:
