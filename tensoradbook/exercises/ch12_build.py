@@ -295,6 +295,19 @@ def _shown(fn: Function) -> str:
     return str(fn)
 
 
+def _first_failure(name: str, tried: list[Function], problems_of) -> CheckResult | None:
+    """The verdict on the first function of ``tried`` whose ``problems_of`` are not empty (a Wrong counts as one),
+    naming that function; None where every one passes."""
+    for fn in tried:
+        try:
+            problems = problems_of(fn)
+        except Wrong as err:
+            problems = [str(err)]
+        if problems:
+            return CheckResult(name, False, [f"for {_shown(fn)}: {problems[0]}"] + problems[1:])
+    return None
+
+
 def _inputs(fn, rng) -> dict:
     """Random inputs of either sign, 0.5 to 1.5 in size: both branches of a select are taken, no pole is near."""
     return {name: rng.uniform(0.5, 1.5, fn.shapes[name]) * rng.choice([-1.0, 1.0], fn.shapes[name])
@@ -540,13 +553,9 @@ def check_reads(answer, functions=None) -> CheckResult:
         return pending(name, "Your answer is your function reads(fn), which returns a list of tuples (text of a "
                              "read, alpha, A, a, R, r), one per read.")
     tried = _functions(functions)
-    for fn in tried:
-        try:
-            problems = _reads_problems(fn, answer)
-        except Wrong as err:
-            problems = [str(err)]
-        if problems:
-            return CheckResult(name, False, [f"for {_shown(fn)}: {problems[0]}"] + problems[1:])
+    failed = _first_failure(name, tried, lambda fn: _reads_problems(fn, answer))
+    if failed is not None:
+        return failed
     return CheckResult(name, True, note=f"Every read of all {len(tried)} functions, with its extended index, index "
                                         f"matrix and box (Algorithm 4, line 4).")
 
@@ -777,13 +786,9 @@ def check_adjoints(answer, functions=None, trials: int = 2, seed: int = 0) -> Ch
         return pending(name, "Your answer is your function adjoints(fn), which returns a dict from the text of "
                              "each read to the text of its adjoint (the seed is d<name>[<output indices>]).")
     tried = _functions(functions)
-    for fn in tried:
-        try:
-            problems = _adjoint_problems(fn, answer, trials, seed)
-        except Wrong as err:
-            problems = [str(err)]
-        if problems:
-            return CheckResult(name, False, [f"for {_shown(fn)}: {problems[0]}"] + problems[1:])
+    failed = _first_failure(name, tried, lambda fn: _adjoint_problems(fn, answer, trials, seed))
+    if failed is not None:
+        return failed
     return verdict(name, [], note=f"Your adjoints agree with the reverse sweep on all {len(tried)} functions, on "
                                   f"{trials} random inputs, at every extended index.")
 
@@ -1292,12 +1297,8 @@ def check_algorithm4(answer, functions=None, trials: int = 3, seed: int = 0) -> 
         return CheckResult(name, True, note=f"Your engine's gradient of every input equals the exact one to rounding, "
                                             f"and central differences agree at {checked} entries.")
     tried = _functions(functions)
-    for fn in tried:
-        try:
-            problems = _function_problems(fn, answer, trials, seed)
-        except Wrong as err:
-            problems = [str(err)]
-        if problems:
-            return CheckResult(name, False, [f"for {_shown(fn)}: {problems[0]}"] + problems[1:])
+    failed = _first_failure(name, tried, lambda fn: _function_problems(fn, answer, trials, seed))
+    if failed is not None:
+        return failed
     return CheckResult(name, True, note=f"Your gradients agree with tab.derive at every element of every argument of "
                                         f"all {len(tried)} functions, on {trials} random inputs.")
