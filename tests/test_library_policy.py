@@ -131,7 +131,7 @@ for module_name in policy.modules(os.path.dirname(tensoradbook.__file__)):
     module = importlib.import_module(module_name)
     for attribute, value in list(vars(module).items()):
         name = f"{module_name}.{attribute}"
-        if policy._defined_in(value, module_name) and policy.forbidden(stem, name):
+        if policy.defined_in(value, module_name) and policy.forbidden(stem, name):
             refused += refuses(policy, stem, name, value)
 print(json.dumps({"problems": PROBLEMS, "refused": refused}))
 '''
@@ -192,7 +192,7 @@ for module_name in policy.affected(stem):
     module = importlib.import_module(module_name)
     for attribute, value in list(vars(module).items()):
         name = f"{module_name}.{attribute}"
-        if (policy._defined_in(value, module_name) and policy.forbidden(stem, name) and not policy._live_check(name)
+        if (policy.defined_in(value, module_name) and policy.forbidden(stem, name) and not policy._live_check(name)
                 and not (isinstance(value, type) and name.startswith("tensoradbook.exercises."))):
             refused += refuses(policy, stem, name, value)
 policy.lift()

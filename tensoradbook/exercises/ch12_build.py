@@ -44,11 +44,8 @@ import contextlib
 import functools
 import itertools
 import math
-import os
 import re
 import sys
-import sysconfig
-import types
 from collections import Counter
 from fractions import Fraction
 
@@ -71,6 +68,7 @@ from ..lang.simplify import ZERO, atom_truth
 from ..lang.tokens import TOKEN
 from .answers import read_function
 from .checking import ATOL, RTOL, Wrong, close, pending, require_callable, type_name, verdict
+from .policy import covers, defined_in, outside_code
 from .feedback import CheckResult, element_problems, index_text, number_text
 
 __all__ = ["FUNCTIONS", "INDEX_MATRICES", "SYSTEMS", "LibraryOff", "check_adjoints", "check_algorithm4",
@@ -109,24 +107,7 @@ ANSWERING = (
 _KEPT = ("tensoradbook.exercises.policy", "tensoradbook.exercises.ch12_build.library_off",
          "tensoradbook.exercises.ch12_build._switched_off", "tensoradbook.exercises.ch12_build._guarded",
          "tensoradbook.exercises.ch12_build._allowed", "tensoradbook.exercises.ch12_build._targets",
-         "tensoradbook.exercises.ch12_build._defined", "tensoradbook.exercises.ch12_build._outside_code",
          "tensoradbook.exercises.ch12_build._owners")
-_PASS_THROUGH = tuple(sorted({os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
-                              if (p := sysconfig.get_paths().get(key))}))
-
-
-@functools.lru_cache(maxsize=4096)
-def _outside_code(filename: str) -> bool:
-    """Python's own code or an installed package's: passed through when deciding who called."""
-    return filename.startswith("<frozen") or os.path.realpath(filename).startswith(_PASS_THROUGH)
-
-
-def _covers(entry: str, name: str) -> bool:
-    return name == entry or name.startswith(entry + ".")
-
-
-def _defined(value, module: str) -> bool:
-    return isinstance(value, (type, types.FunctionType)) and getattr(value, "__module__", None) == module
 
 
 def _targets() -> dict[int, tuple[object, str, str]]:
@@ -137,12 +118,12 @@ def _targets() -> dict[int, tuple[object, str, str]]:
         for entry in names:
             for module_name, module in list(sys.modules.items()):
                 if module is None or not module_name.startswith("tensoradbook") or \
-                        not (_covers(module_name, entry) or _covers(entry, module_name)):
+                        not (covers(module_name, entry) or covers(entry, module_name)):
                     continue
                 for attribute, value in list(vars(module).items()):
                     qualified = f"{module_name}.{attribute}"
-                    if _defined(value, module_name) and _covers(entry, qualified) and \
-                            not any(_covers(kept, qualified) for kept in _KEPT):
+                    if defined_in(value, module_name) and covers(entry, qualified) and \
+                            not any(covers(kept, qualified) for kept in _KEPT):
                         found.setdefault(id(value), (value, qualified, why))
     return found
 
@@ -157,7 +138,7 @@ def _allowed(frame, entry) -> bool:
         module = frame.f_globals.get("__name__") or ""
         if module.startswith("tensoradbook.lang."):
             through_language = True
-        elif not (module.startswith("tensoradbook.") or _outside_code(frame.f_code.co_filename)):
+        elif not (module.startswith("tensoradbook.") or outside_code(frame.f_code.co_filename)):
             return through_language
         frame = frame.f_back
     return True
@@ -191,7 +172,7 @@ def _owners():
         if module is None:
             continue
         path = getattr(module, "__file__", None)
-        if name == "__main__" or name.startswith("tensoradbook") or (path and not _outside_code(path)):
+        if name == "__main__" or name.startswith("tensoradbook") or (path and not outside_code(path)):
             yield module
 
 

@@ -210,7 +210,7 @@ def plumbing(name: str) -> bool:
 def library_caller(frame) -> bool:
     """Whether the code that called (``frame``, Python's own and installed packages' frames passed through) is the
     library's, not the exercises' and not a student's: what :data:`PLUMBING` runs for."""
-    while frame is not None and _outside_code(frame.f_code.co_filename):
+    while frame is not None and outside_code(frame.f_code.co_filename):
         frame = frame.f_back
     module = (frame.f_globals.get("__name__") or "") if frame is not None else ""
     return module.startswith("tensoradbook.") and not module.startswith(_CHECKS_PACKAGE)
@@ -322,14 +322,15 @@ def _called_by_a_check(frame) -> bool:
         if module.startswith(_CHECKS_PACKAGE) and module not in EXEMPT:
             return True
         library = module == "tensoradbook" or module.startswith("tensoradbook.")
-        if not library and (module == "__main__" or not _outside_code(frame.f_code.co_filename)):
+        if not library and (module == "__main__" or not outside_code(frame.f_code.co_filename)):
             return False
         frame = frame.f_back
     return False
 
 
 @functools.lru_cache(maxsize=4096)
-def _outside_code(filename: str) -> bool:
+def outside_code(filename: str) -> bool:
+    """Python's own code, an installed package's or code Python wrote: passed through when deciding who called."""
     # "<string>": code Python writes and runs for a module (a dataclass's __init__), or a student's exec: its caller
     # is the one that counts
     return filename.startswith("<frozen") or filename == "<string>" or \
@@ -383,7 +384,7 @@ def _set(owner, attribute: str, value) -> None:
     setattr(owner, attribute, value)
 
 
-def _defined_in(value, module: str) -> bool:
+def defined_in(value, module: str) -> bool:
     """Whether a module's attribute is a class or function (a Numba or cached one too) that it defines."""
     if not (isinstance(value, (type, types.FunctionType, functools._lru_cache_wrapper)) or hasattr(value, "py_func")):
         return False
@@ -408,7 +409,7 @@ def _guards(stem: str) -> dict[int, tuple[object, object]]:
         module = importlib.import_module(module_name)
         for attribute, value in list(vars(module).items()):
             name = f"{module_name}.{attribute}"
-            if not _defined_in(value, module_name) or id(value) in replaced:
+            if not defined_in(value, module_name) or id(value) in replaced:
                 continue
             if isinstance(value, type):
                 _guard_class_parts(value, name, stem)
@@ -487,4 +488,4 @@ def summary(stem: str) -> str:
 
 __all__ = ["ALLOWED", "AUDIT_EVENT", "CHECKS", "EXEMPT", "PLUMBING", "POLICIES", "USE_EVENT", "WATCHED", "Group",
            "LibraryPolicyError", "covers", "enforce", "explain", "forbidden", "library_caller", "lift", "locate",
-           "modules", "plumbing", "reason", "refuse", "summary"]
+           "modules", "plumbing", "reason", "refuse", "summary", "outside_code", "defined_in"]
