@@ -58,8 +58,8 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
 
     ``fn`` is a function (or its text with ``shapes``), ``argument`` the name
     of the argument ``x``. The answer is text such as
-    ``"dx[i] = sum{j}_0^3 (df[i; j] * 2 * x[i])"``: any index names, any
-    equivalent form. It is parsed (a mistake shows the parser's caret message,
+    ``"dx[i] = df[i] * cos (x[i])"`` (for ``f[i] = sin (x[i])``): any index
+    names, any equivalent form. It is parsed (a mistake shows the parser's caret message,
     e.g. a sum range that leaves the shape of ``df``) and evaluated on random
     inputs and random ``df`` against the core's derivative (Algorithm 4); the
     first elements that differ are named. The gradient is called ``d`` and the

@@ -88,9 +88,9 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     shaped like ``first``), its gradient with respect to ``second`` is
     ``d<second>[beta] = sum_gamma d^2 L / d second_beta d first_gamma * v_gamma``:
     a Hessian-vector product (``first == second``) or a mixed second
-    derivative. The answer is text such as
-    ``"dx[b] = df[b] * ddx[b] * 6 * x[b]"``: any index names, any equivalent
-    form. It is evaluated on random inputs, ``df`` and ``v`` and compared with
+    derivative. The answer is text in the report's notation, ``"dx[b] = ..."``
+    reading ``df``, ``dd<first>`` and the arguments: any index names, any
+    equivalent form. It is evaluated on random inputs, ``df`` and ``v`` and compared with
     mixed second differences of ``L`` itself (not with the core's derivative).
     """
     fn = read_function(fn, shapes)

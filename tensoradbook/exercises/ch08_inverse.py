@@ -103,8 +103,9 @@ def check_step_inverse(a, b, answer) -> CheckResult:
 
     The step's Jacobian is the identity except row ``R``, which holds ``a``
     (``dh/dx[R]``) on the diagonal and ``b_i`` (``dh/dx[S_i]``) at the other
-    inputs. The answer is that row of the inverse, in the same order: ``(1/a,
-    -b_1/a, ...)``, or the whole inverse (a ``k x k`` matrix with ``R`` first).
+    inputs. The answer is that row of the inverse, in the same order (the entry
+    for ``x[R]`` first), or the whole inverse (a ``k x k`` matrix with ``R``
+    first).
     It is compared with ``numpy.linalg.inv`` of the step's Jacobian.
     """
     b = [b] if isinstance(b, (int, float, Fraction, np.number)) else list(b)

@@ -142,9 +142,8 @@ def check_two_factor_optimum(sizes, answer) -> CheckResult:
 def check_homogeneous_costs(chain, answer) -> CheckResult:
     """Exercise (sec. 5): the fma of homogeneous tangent and homogeneous adjoint mode, as a pair.
 
-    Tangent mode pushes the ``n_1`` columns of the identity through every
-    factor (``n_1 |E_i|`` each); adjoint mode pulls the ``m_q`` rows of the
-    identity back through every factor (``m_q |E_i|`` each), summed here
+    The homogeneous modes of sec. 5 (every factor by tangents, every factor by
+    adjoints), their costs by the model of sec. 2 (eqs. 2.5-2.6) summed here
     factor by factor.
     """
     chain = _exercise_chain(chain)

@@ -76,7 +76,7 @@ def network(batch: int = BATCH, filters: int = FILTERS, replace: dict | None = N
 
 
 def _conv(image: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """``out[n, e, i, j] = sum_cpq weights[e, c, p, q] image[n, c, i + p - 1, j + q - 1] + bias[e]``, zero padded."""
+    """The network's padded 3 x 3 convolution in numpy (the reference the check compares a layer with)."""
     padded = np.pad(image, ((0, 0), (0, 0), (1, 1), (1, 1)))
     out = np.zeros((image.shape[0], weights.shape[0], 8, 8))
     for p in range(3):
@@ -222,7 +222,7 @@ def _value_problems(layer: str, spec: _Layer, inputs: dict, yours, right, close)
 
 
 def _kink_problems(fn: Function, inputs: dict) -> list[str]:
-    """The derivative at h = 0: PyTorch's leaky_relu passes ``slope * da`` there (its condition is h > 0)."""
+    """The derivative at h = 0 against PyTorch's leaky_relu, which passes ``slope * da`` there."""
     h = inputs["h"]
     da = np.random.default_rng(14).standard_normal(h.shape)
     dh = derive(fn).evaluate(inputs, da)["h"]
