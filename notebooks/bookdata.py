@@ -4,8 +4,8 @@ A chapter that states a measured figure (a time, a speed ratio, a memory size) c
 reads it here from ``benchmarks/results/<name>.json``, the files the last ``make book`` wrote in one build, and
 renders its sentence with :func:`prose`. The estimated times of the chapters (:func:`estimated_minutes`) come
 from the chapters themselves: their words at a reading pace, their run time in that build
-(``benchmarks/results/book.json``) and a fixed time per exercise. ``tests/test_book.py`` checks that no markdown
-cell types a measured number.
+(``benchmarks/results/book.json``) and each exercise's minutes as its author states them in the exercise's own
+metadata (:func:`exercise_minutes`). ``tests/test_book.py`` checks that no markdown cell types a measured number.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ def _results_folder() -> Path:
 RESULTS = _results_folder()
 #: Words a minute of technical prose with formulas: an assumption (about half a novel's pace), not measured.
 READING_PACE = 120
-#: Minutes a student spends on one exercise, trying and reading the feedback: an assumption, not measured.
-EXERCISE_MINUTES = 10
+#: The key of an exercise's metadata, on the markdown cell that sets it: ``{"tensoradbook": {"exercise": N,
+#: "minutes": M}}``, M the minutes its author estimates a student takes (reading it, working it out, reading the
+#: check's feedback and trying again).
+METADATA_KEY = "tensoradbook"
 
 
 def results(name: str) -> dict:
@@ -88,26 +90,61 @@ def exercise_count(nb: dict) -> int:
     return len(set(re.findall(r"\*\*Exercise (\d+)", text)))
 
 
+def exercise_minutes(nb: dict, stem: str = "the chapter") -> dict[int, int]:
+    """Each exercise's minutes, by number, as its author states them in the metadata of the markdown cell that
+    sets it (:data:`METADATA_KEY`). There is no default: an exercise without its minutes, metadata on a cell that
+    sets another exercise or none, a cell that sets two, and minutes that are not a positive whole number are
+    errors (ValueError)."""
+    minutes: dict[int, int] = {}
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        numbers = [int(n) for n in re.findall(r"^\*\*Exercise (\d+)\b", "".join(cell["source"]), re.M)]
+        stated = cell.get("metadata", {}).get(METADATA_KEY)
+        if not numbers and not stated:
+            continue
+        if len(numbers) != 1:
+            raise ValueError(f"{stem}, cell {index}: one exercise per markdown cell, this one sets {numbers or 'none'}"
+                             f"{' but states minutes' if stated else ''}")
+        if not stated or "minutes" not in stated:
+            raise ValueError(f"{stem}, exercise {numbers[0]} (cell {index}) states no minutes: add "
+                             f'"{METADATA_KEY}": {{"exercise": {numbers[0]}, "minutes": ...}} to its metadata')
+        if stated.get("exercise") != numbers[0]:
+            raise ValueError(f"{stem}, cell {index}: its metadata is exercise {stated.get('exercise')}'s, "
+                             f"the cell sets exercise {numbers[0]}")
+        value = stated["minutes"]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{stem}, exercise {numbers[0]}: minutes {value!r} is not a positive whole number")
+        minutes[numbers[0]] = value
+    return dict(sorted(minutes.items()))
+
+
 def estimated_minutes(stem: str) -> dict:
     """A chapter's estimated time in minutes: ``reading`` (its words at :data:`READING_PACE`, rounded up to 5
-    minutes), ``running`` (its run time in the last build, rounded up to a minute), ``exercises`` and ``total``."""
+    minutes), ``running`` (its run time in the last build, rounded up to a minute), ``exercises`` (the sum of
+    :func:`exercise_minutes`) and ``total``."""
     nb = _chapter(stem)
     build = results("book") if (RESULTS / "book.json").exists() else {}
     seconds = build.get("chapters", {}).get(stem, {}).get("run_s", 0.0)
     times = {"reading": 5 * math.ceil(_words(nb) / READING_PACE / 5), "running": math.ceil(seconds / 60),
-             "exercises": EXERCISE_MINUTES * exercise_count(nb)}
+             "exercises": sum(exercise_minutes(nb, stem).values())}
     times["total"] = sum(times.values())
     return times
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def estimated_time(stem: str) -> Markdown:
     """The "Estimated time" paragraph of chapter ``stem``."""
     t = estimated_minutes(stem)
-    exercises = exercise_count(_chapter(stem))
+    minutes = list(exercise_minutes(_chapter(stem), stem).values())
     running = f"{t['running']} minute{'s' if t['running'] != 1 else ''}"
+    exercises = "the exercise" if len(minutes) == 1 else f"the {len(minutes)} exercises"
     return prose(f"About **{t['total']} minutes**: {t['reading']} to read, {running} for the cells to run "
-                 f"(measured in the last build of the book), {t['exercises']} for the {exercises} exercises "
-                 f"(about {EXERCISE_MINUTES} minutes each).")
+                 f"(measured in the last build of the book), {t['exercises']} for {exercises} "
+                 f"({_and([str(m) for m in minutes])} minutes, as their author estimates them).")
 
 
 def chapters() -> list[str]:

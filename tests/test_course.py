@@ -104,6 +104,44 @@ def test_table_covers_every_check_call_of_the_chapters():
         assert numbers == sorted(texts), f"{stem}: exercises {sorted(texts)} in the chapter, {numbers} in the table"
 
 
+def _bookdata():
+    sys.path.insert(0, str(REPO / "notebooks"))
+    import bookdata
+
+    return bookdata
+
+
+@pytest.mark.parametrize("stem", sorted(cc.BY_STEM), ids=str)
+def test_every_exercise_states_its_minutes(stem):
+    """Every exercise of every chapter states the minutes its author estimates, in the metadata of the markdown cell
+    that sets it ({"tensoradbook": {"exercise": N, "minutes": M}}); the chapter's estimated time adds them up."""
+    bookdata = _bookdata()
+    nb = json.loads((REPO / "notebooks" / f"{stem}.ipynb").read_text())
+    minutes = bookdata.exercise_minutes(nb, stem)
+    _, texts = cc.exercise_texts(REPO / "notebooks" / f"{stem}.ipynb")
+    assert sorted(minutes) == sorted(texts) == list(range(1, len(texts) + 1)), stem
+    assert all(1 <= m <= 120 for m in minutes.values()), minutes
+    assert bookdata.estimated_minutes(stem)["exercises"] == sum(minutes.values())
+
+
+def test_an_exercise_without_its_minutes_is_an_error():
+    """No default: the flat 10 minutes per exercise are gone, and an exercise whose metadata lacks its minutes (or
+    whose metadata names another exercise) stops the estimate with the chapter and the exercise named."""
+    bookdata = _bookdata()
+    assert not hasattr(bookdata, "EXERCISE_MINUTES")
+    nb = json.loads((REPO / "notebooks" / "02_reverse_accumulation.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and "**Exercise 2" in "".join(c["source"]))
+    del cell["metadata"]["tensoradbook"]
+    with pytest.raises(ValueError, match=r"02_reverse_accumulation, exercise 2 \(cell \d+\) states no minutes"):
+        bookdata.exercise_minutes(nb, "02_reverse_accumulation")
+    cell["metadata"]["tensoradbook"] = {"exercise": 3, "minutes": 7}
+    with pytest.raises(ValueError, match="exercise 3's, the cell sets exercise 2"):
+        bookdata.exercise_minutes(nb, "02_reverse_accumulation")
+    cell["metadata"]["tensoradbook"] = {"exercise": 2, "minutes": 0}
+    with pytest.raises(ValueError, match="not a positive whole number"):
+        bookdata.exercise_minutes(nb, "02_reverse_accumulation")
+
+
 def test_committed_sources_are_up_to_date(tmp_path):
     cc.build_source(tmp_path)
     for assignment in cc.ASSIGNMENTS:
