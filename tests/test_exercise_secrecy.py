@@ -17,12 +17,19 @@ a fixed seed:
 And no stored output of a chapter (stream text, text/plain, text/html, text/markdown) shows an exercise's expected
 answer where it is distinctive (:func:`tokens`), and no line of one is accepted by a check that takes text; the
 coincidences that cannot be avoided are in :data:`ALLOWED`, each with its reason.
+
+Nor does any text a student reads while solving hold an instructor's solution (the last section says how each
+kind of solution is looked for, and why): no docstring of the check modules or of a library object an exercise
+names holds a line of a solution, a distinctive value of an answer, or a formula that passes its check; no
+chapter cell or docstring is a near-copy of a code solution; no chapter defines a function that an exercise asks
+for; no string, code span or line of a chapter's cells passes a check that takes text.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import functools
 import inspect
 import io
@@ -576,10 +583,18 @@ def test_wrong_code_is_not_told_the_right_answer(case):
 # --- the chapters' stored outputs ---------------------------------------------------------------------------
 
 
+#: Outputs that state numbers of another kind only: the estimated times (notebooks/bookdata.py), minutes summed from
+#: the exercises' metadata, the words of the chapters and their run times, which may equal an answer by chance
+#: (81 minutes, 09b's exercise 2) but say nothing about one.
+NOT_ANSWERS = ("estimated_time(", "estimated_minutes(")
+
+
 def _outputs() -> list[tuple[str, int, str]]:
     found = []
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
         for k, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if any(call in "".join(cell["source"]) for call in NOT_ANSWERS):
+                continue
             for output in cell.get("outputs", []):
                 texts = [output.get("text", "")] + [output.get("data", {}).get(kind, "")
                                                     for kind in ("text/plain", "text/html", "text/markdown")]
@@ -591,8 +606,6 @@ OUTPUTS = _outputs()
 
 #: (exercise, chapter, token label) -> why the chapter may show it
 ALLOWED = {
-    ("04a_integer_equations ex5", "04a_integer_equations", "entries in order"):
-        "Algorithm 2's worked example is bezout(240, 46); exercise 5 grades the student's function on hidden pairs",
     ("03_tensor_functions ex2", "09b_tape_bounds", "320"): "an fma of the paper's sec. 4 tables, not a row count",
     ("09a_jacobian_chaining ex1", "09b_tape_bounds", "(F2dot I3) F1bar"):
         "part of the schedule of another chain (sec. 5's, whose m1 is 3 too), with no sizes of exercise 1",
@@ -630,3 +643,380 @@ def test_no_chapter_output_line_passes_a_text_exercise(case):
                 except Exception:  # a line that is no answer at all  # noqa: BLE001
                     continue
                 assert not passes, f"{chapter}, cell {cell}: {line!r}"
+
+
+# --- no answer in the text: docstrings, and cells that are near-copies of a solution ----------------------------
+#
+# A chapter teaches, its exercises practise: neither the chapters' cells nor the docstrings a student reads while
+# solving (the check modules', and those of every library function or class an exercise names) may hold an
+# instructor's solution. What a solution is decides how it is looked for:
+#
+# * code (a function, a lambda, a call of the library): lexically. Tokens without whitespace or comments, every
+#   name renamed by its first appearance (v0, v1, ...: renamed variables hide nothing, names used differently
+#   count as different), then difflib's ratio 2M / (len(a) + len(b)) of the solution against the best window of
+#   the text; a near-copy is at least NEAR_COPY. And no chapter cell defines the function a part asks for;
+# * a formula or program in the report's notation: by meaning. In that notation every formula of a sum of
+#   products has one token skeleton, so the ratio cannot tell a copy (0.89 to 0.92 measured for the chapter-11
+#   layers against the network's own) from an unrelated definition (0.89 for chapter 03's matrix product against
+#   chapter 05's dv). Instead no string of a chapter's code, no code span or line of its markdown, and no line of a
+#   docstring passes the exercise's check (the outputs' lines are tested above);
+# * a value (a number, a tuple, a matrix, a set, a letter): by its distinctive forms, :func:`tokens`, in the
+#   docstrings (the outputs are tested above; markdown and code would show a number in any other sense);
+# * and in every docstring, no line of any solution, tokens compared without whitespace: a line of fewer than
+#   MIN_LINE_TOKENS tokens is left out ("return position", "stride *= n": any code has them, and they give
+#   nothing away alone).
+
+#: The least difflib ratio of a near-copy (see above). Measured on this book: the best windows of texts that are no
+#: copy reach 0.72 (chapter 12's given ``gradient`` wrapper against the solution's own, which differs from it), 0.70
+#: (chapter 07's evaluation of a derived function against exercise 3's) and 0.71 (chapter 04b's example of the
+#: answer's form, ``((0, 4), lambda x1: (0, x1))``, which gave exercise 1's outer loop away and was changed); the
+#: copy the review found, check_gradient_element's docstring example ``dx_element`` (the matrix product's other
+#: gradient, sizes typed) against chapter 06a's exercise 1, is 0.81.
+NEAR_COPY = 0.75
+MIN_LINE_TOKENS = 6
+TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\*\*|//|->|[-+*/%=<>!]=|\S")
+KEYWORDS = set(__import__("keyword").kwlist) | {
+    "sum", "range", "zip", "len", "min", "max", "abs", "divmod", "int", "float", "enumerate", "math", "ceil",
+    "floor", "exp", "log", "sin", "cos", "tanh", "sqrt", "then"}
+
+
+def code_tokens(text: str) -> list[str]:
+    return TOKEN.findall("\n".join(line.split("  #")[0] for line in text.splitlines()))
+
+
+def renamed(tokens: list[str]) -> list[str]:
+    names: dict[str, str] = {}
+    return [names.setdefault(t, f"v{len(names)}") if (t[0].isalpha() or t[0] == "_") and t not in KEYWORDS else t
+            for t in tokens]
+
+
+@dataclass(frozen=True)
+class Solution:
+    name: str  # assignment stem, exercise and part
+    stem: str
+    kind: str  # "code", "formula" or "value"
+    text: str  # the code, the formula (program) text, or the value's source
+    answer: str  # the name the part assigns or defines
+    lines: tuple[str, ...]  # what no docstring may contain
+
+
+def _solution(assignment: cc.Assignment, exercise: cc.Exercise, part: cc.Part) -> Solution:
+    tree = ast.parse(part.solution)
+    name = f"{assignment.stem} ex{exercise.number}{part.label}"
+    value = tree.body[-1].value if isinstance(tree.body[-1], ast.Assign) else None
+    if value is None or any(isinstance(n, (ast.FunctionDef, ast.Lambda)) for n in ast.walk(tree)):
+        kind, text = "code", part.solution
+    elif isinstance(value, ast.Constant) and isinstance(value.value, str):
+        kind, text = "formula", value.value
+    elif isinstance(value, ast.Call) and ast.unparse(value.func) == "tab.parse":
+        kind, text = "formula", value.args[0].value
+    elif any(isinstance(n, ast.Call) and ast.unparse(n.func).startswith(("tab.", "ia.", "jc."))
+             for n in ast.walk(value)):
+        kind, text = "code", ast.get_source_segment(part.solution, value)
+    else:
+        kind, text = "value", ast.get_source_segment(part.solution, value)
+    if kind == "formula":
+        lines = tuple(text.splitlines())
+    elif value is not None and kind != "code":
+        lines = (text,)
+    else:
+        lines = tuple(ast.get_source_segment(part.solution, value) if value is not None else line
+                      for line in (part.solution.splitlines() if value is None else [""]))
+    lines = tuple(line for line in lines if len(code_tokens(line)) >= MIN_LINE_TOKENS)
+    return Solution(name, assignment.stem, kind, text, part.answer, lines)
+
+
+SOLUTIONS = [_solution(a, e, p) for a in cc.ASSIGNMENTS for e in a.exercises for p in e.parts]
+
+
+def _documented(obj) -> list[tuple[str, str]]:
+    """``(where, docstring)`` of a library object: a function's or property's own, a class's and its public
+    methods' (an instance: its class's)."""
+    if not inspect.isclass(obj) and not inspect.isroutine(obj) and not isinstance(obj, property):
+        obj = type(obj)
+    module = getattr(inspect.getmodule(obj), "__name__", "") or ""
+    if not module.startswith("tensoradbook"):
+        return []
+    name = f"{module}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+    found = [(name, inspect.getdoc(obj) or "")]
+    if inspect.isclass(obj):
+        found += [(f"{name}.{attr}", inspect.getdoc(member) or "") for attr, member in vars(obj).items()
+                  if not attr.startswith("_") and (inspect.isroutine(member) or isinstance(member, property))]
+    return found
+
+
+def _module_docstrings(path: Path) -> list[tuple[str, str]]:
+    tree = ast.parse(path.read_text())
+    nodes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    return [(f"{path.stem}.{getattr(n, 'name', '')}", ast.get_docstring(n) or "") for n in nodes]
+
+
+def _named_in(texts: list[str]) -> set[str]:
+    """Dotted names in code, and in markdown's code spans: ``tab.derive``, ``braid.vertices``, ``ChainTable``."""
+    names = set()
+    for text in texts:
+        pieces = [text] + re.findall(r"`([^`\n]+)`", text) + re.findall(r"#\s*(?:e\.g\.)?(.*)", text)
+        for piece in pieces:
+            try:
+                tree = ast.parse("\n".join(line for line in piece.strip().splitlines()
+                                           if not line.lstrip().startswith("%")))
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Attribute, ast.Name)):
+                    with contextlib.suppress(Exception):
+                        names.add(ast.unparse(node))
+    return names
+
+
+def _library_docstrings() -> dict[str, str]:
+    """Every docstring a student reads while solving: the check modules' (tensoradbook/exercises/, the policy
+    module aside, which names what is forbidden) and those of every library object an exercise names, in the
+    chapter's Exercises section or the course's texts, given code and setup; a method called on a result
+    (``tab.derive(...).evaluate``) by the methods of that name of the library's public classes."""
+    import tensoradbook.widgets as widgets
+
+    docs = {}
+    for path in sorted((REPO / "tensoradbook" / "exercises").glob("*.py")):
+        if path.stem != "policy":
+            docs.update(_module_docstrings(path))
+    public = {**{n: getattr(tab, n) for n in dir(tab) if not n.startswith("_")},
+              **{n: getattr(widgets, n) for n in dir(widgets) if not n.startswith("_")}}
+    classes = [c for c in public.values() if inspect.isclass(c)] + [
+        c for module in (tab.ad.derive, tab.lang.function, ia, jc) for c in vars(module).values()
+        if inspect.isclass(c) and getattr(c, "__module__", "").startswith("tensoradbook")]
+    for assignment in cc.ASSIGNMENTS:
+        scope = {**public, "tab": tab, "tensoradbook": tab, "ia": ia, "jc": jc, "ex": ex}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(assignment.setup, scope)  # noqa: S102 -- the course table
+            for exercise in assignment.exercises:
+                if exercise.given:
+                    exec(exercise.given, scope)  # noqa: S102
+        cells = cc.exercise_cells(REPO / "notebooks" / f"{assignment.stem}.ipynb")
+        texts = ["".join(c["source"]) for c in cells] + [assignment.setup] + [
+            text for e in assignment.exercises for text in (e.given, e.text, e.extra, *(p.stub for p in e.parts))]
+        for name in _named_in(texts):
+            try:
+                obj = eval(name, dict(scope))  # noqa: S307 -- names of the course table and the chapters
+            except Exception:  # noqa: BLE001 -- a name of the chapter's own, or a call's result
+                method = name.rsplit(".", 1)[-1]
+                for cls in classes:
+                    if isinstance(vars(cls).get(method), (property, type(lambda: 0))):
+                        docs.update(_documented(vars(cls)[method]))
+                continue
+            if not inspect.ismodule(obj):
+                docs.update(_documented(obj))
+    return {where: doc for where, doc in docs.items() if doc}
+
+
+DOCSTRINGS = _library_docstrings()
+
+
+def _contains(tokens: list[str], part: list[str]) -> bool:
+    n = len(part)
+    return any(tokens[k:k + n] == part for k in range(len(tokens) - n + 1))
+
+
+def test_the_docstrings_read_include_the_checks_and_the_library_named():
+    assert any(where.startswith("ch06_kernels.check_gradient_element") for where in DOCSTRINGS)
+    for named in ("tensoradbook.ad.derive.derive", "tensoradbook.inverse.program.trace", "ChainTable", "MemoryBudget",
+                  "Gradients.evaluate"):
+        assert any(named in where for where in DOCSTRINGS), named
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda s: s.name)
+def test_no_docstring_holds_a_solution_line(solution):
+    for line in solution.lines:
+        wanted = code_tokens(line)
+        found = [where for where, doc in DOCSTRINGS.items() if _contains(code_tokens(doc), wanted)]
+        assert not found, f"{solution.name}: {line!r} in the docstrings of {found}"
+
+
+def _windows_ratio(solution: list[str], text: list[str]) -> float:
+    """The best difflib ratio of ``solution`` (renamed tokens) against a window of ``text`` (raw tokens) as long:
+    windows every n/16 tokens first, then every token around the best of them."""
+    n = len(solution)
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(solution)
+    loose = difflib.SequenceMatcher(None, autojunk=False)  # every name alike: a bound on the renamed ratio
+    loose.set_seq2(["N" if t.startswith("v") and t[1:].isdigit() else t for t in solution])
+    plain = ["N" if (t[0].isalpha() or t[0] == "_") and t not in KEYWORDS else t for t in text]
+    loose.set_seq1(plain)
+    if loose.quick_ratio() * (len(plain) + n) / (min(len(plain), n) + n) < NEAR_COPY - 0.1:
+        return 0.0  # too few tokens in common anywhere
+
+    def ratio(start: int) -> float:
+        loose.set_seq1(plain[start:start + n])
+        if loose.real_quick_ratio() < NEAR_COPY - 0.1 or loose.quick_ratio() < NEAR_COPY - 0.1:
+            return 0.0
+        matcher.set_seq1(renamed(text[start:start + n]))
+        return matcher.ratio()
+
+    last, step = max(0, len(text) - n // 2), max(1, n // 16)
+    coarse = max(range(0, last + 1, step), key=ratio, default=0)
+    return max(ratio(start) for start in range(max(0, coarse - step), min(last, coarse + step) + 1))
+
+
+def _texts() -> list[tuple[str, str]]:
+    """``(where, text)``: every chapter cell's source and text outputs, and every docstring read."""
+    found = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for k, cell in enumerate(json.loads(path.read_text())["cells"]):
+            found.append((f"{path.stem}, cell {k}", "".join(cell["source"])))
+            found += [(f"{path.stem}, cell {k} (output)", text) for _, _, text in
+                      [o for o in OUTPUTS if o[0] == path.stem and o[1] == k]]
+    return found + [(f"docstring of {where}", doc) for where, doc in DOCSTRINGS.items()]
+
+
+TEXTS = _texts()
+TEXT_TOKENS = [(where, code_tokens(text)) for where, text in TEXTS]
+
+
+def _code_pieces() -> list[tuple[str, str]]:
+    """``(name, code)``: each code solution whole, and each of its functions of 30 tokens or more on its own (a
+    text may copy one function of a solution of several)."""
+    pieces = []
+    for solution in SOLUTIONS:
+        if solution.kind != "code":
+            continue
+        pieces.append((solution.name, solution.text))
+        with contextlib.suppress(SyntaxError):
+            functions = [n for n in ast.parse(solution.text).body if isinstance(n, ast.FunctionDef)]
+            if len(functions) > 1:
+                pieces += [(f"{solution.name} {n.name}", ast.get_source_segment(solution.text, n)) for n in functions
+                           if len(code_tokens(ast.get_source_segment(solution.text, n))) >= 30]
+    return pieces
+
+
+@pytest.mark.parametrize("piece", _code_pieces(), ids=lambda p: p[0])
+def test_no_text_is_a_near_copy_of_a_code_solution(piece):
+    name, code = piece
+    wanted = renamed(code_tokens(code))
+    near = [f"{where} ({ratio:.2f})" for where, tokens in TEXT_TOKENS
+            if (ratio := _windows_ratio(wanted, tokens)) >= NEAR_COPY]
+    assert not near, f"{name} near-copied in: {near}"
+
+
+#: (assignment, function) -> why a chapter may define it whole although the solution defines it too
+GIVEN_WHOLE = {
+    ("12_build_it_yourself", "adjoints"):
+        "a wrapper the chapter gives whole in section 2 (it calls the student's sweep, which is the exercise); the "
+        "course's solution repeats it because the assignment's answer cell has no given code",
+    ("12_build_it_yourself", "gradient"):
+        "a wrapper the chapter gives whole in section 5 (it calls the student's read_term, which is the exercise); "
+        "the course's solution repeats it",
+}
+
+
+def test_what_is_given_whole_is_defined_in_its_chapter():
+    for stem, name in GIVEN_WHOLE:
+        cells = json.loads((REPO / "notebooks" / f"{stem}.ipynb").read_text())["cells"]
+        assert any(n.name == name and not _stub(n) for c in cells if c["cell_type"] == "code"
+                   for n in _defined("".join(c["source"]))), f"{stem} no longer gives {name}: drop it from GIVEN_WHOLE"
+
+
+def _stub(node: ast.FunctionDef) -> bool:
+    """A placeholder for the student to fill in: a body of ``...``, ``pass``, a docstring, ``return None`` or
+    ``NotImplemented``, or a NotImplementedError."""
+    def empty(statement):
+        if isinstance(statement, ast.Pass):
+            return True
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            return statement.value.value is Ellipsis or isinstance(statement.value.value, str)
+        if isinstance(statement, ast.Return):
+            return statement.value is None or ast.unparse(statement.value) in ("None", "NotImplemented")
+        return isinstance(statement, ast.Raise) and "NotImplementedError" in ast.unparse(statement)
+
+    return all(empty(statement) for statement in node.body)
+
+
+def _defined(code: str) -> list[ast.FunctionDef]:
+    try:
+        tree = ast.parse("\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    except SyntaxError:  # a markdown cell
+        return []
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+
+
+@pytest.mark.parametrize("assignment", cc.ASSIGNMENTS, ids=lambda a: a.stem)
+def test_no_chapter_defines_the_function_a_part_asks_for(assignment):
+    """A chapter may give a function's placeholder to fill in, never the function: no code cell of any chapter
+    defines, with a body, a function that a part of this assignment asks the student to write (one its solution
+    defines at the top, other than those the chapter's Exercises section gives whole, which the solution repeats)."""
+    given = {n.name for cell in cc.exercise_cells(REPO / "notebooks" / f"{assignment.stem}.ipynb")
+             if cell["cell_type"] == "code" for n in _defined("".join(cell["source"])) if not _stub(n)}
+    given |= {name for stem, name in GIVEN_WHOLE if stem == assignment.stem}
+    asked = {n.name for e in assignment.exercises for p in e.parts for n in ast.parse(p.solution).body
+             if isinstance(n, ast.FunctionDef)} - given
+    found = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for k, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if cell["cell_type"] == "code":
+                found += [f"{n.name} in {path.stem}, cell {k}" for n in _defined("".join(cell["source"]))
+                          if n.name in asked and not _stub(n)]
+    assert not found, f"{assignment.stem}: the functions its exercises ask for are defined in {found}"
+
+
+def _pieces(text: str, code: bool) -> list[str]:
+    """The candidate answers in a text: its lines, its code spans (``x`` and `x`), and a code cell's strings."""
+    pieces = text.splitlines() + re.findall(r"``([^`]+)``|`([^`\n]+)`", text)
+    pieces = [p for piece in pieces for p in ((piece,) if isinstance(piece, str) else piece) if p]
+    if code:
+        with contextlib.suppress(SyntaxError):
+            tree = ast.parse("\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("%", "!"))))
+            pieces += [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return pieces
+
+
+def _sources() -> list[tuple[str, str]]:
+    """``(where, candidate)``: the pieces of every chapter cell's source and of every docstring read."""
+    found = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for k, cell in enumerate(json.loads(path.read_text())["cells"]):
+            found += [(f"{path.stem}, cell {k}", piece)
+                      for piece in _pieces("".join(cell["source"]), cell["cell_type"] == "code")]
+    found += [(f"docstring of {where}", piece) for where, doc in DOCSTRINGS.items() for piece in _pieces(doc, False)]
+    return found
+
+
+SOURCES = _sources()
+NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _worth_trying(case: Case, piece: str) -> bool:
+    """Could ``piece`` be the answer at all: every array the answer names appears in it (a letter, or a schedule's
+    factors, for the two-factor schedule)."""
+    if case.check == "check_two_factor_optimum":  # a schedule written out; a lone letter is any other letter too
+        return "F1" in piece
+    names = set(NAME.findall(case.right)) - KEYWORDS
+    return names <= set(NAME.findall(piece))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if isinstance(c.right, str) and c.right != ex.NO_SOLUTION],
+                         ids=case_id)
+def test_no_chapter_source_or_docstring_passes_a_text_exercise(case):
+    """Formulas, orders and letters by meaning (see above): no line, code span or string of a chapter's cells, and
+    no line or code span of a docstring read, passes the exercise's check, from the answer's left side on."""
+    left = re.match(r"\s*(\w+\[)", case.right) if " = " in case.right else None
+    passing = []
+    for where, piece in SOURCES:
+        starts = [m.start() for m in re.finditer(re.escape(left.group(1)), piece)] if left else [0]
+        for start in starts:
+            candidate = piece[start:].strip().strip("\"'`").strip()
+            if not candidate or not _worth_trying(case, candidate):
+                continue
+            try:
+                passes = case(candidate).ok
+            except Exception:  # a piece that is no answer at all  # noqa: BLE001
+                continue
+            if passes:
+                passing.append(f"{where}: {candidate!r}")
+    assert not passing, f"{case.name}: " + "\n".join(passing)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_no_docstring_shows_an_answer(case):
+    """Values by their distinctive forms (:func:`tokens`) in every docstring read."""
+    found = [f"{token.label} in {where}" for token in tokens(case) for where, doc in DOCSTRINGS.items()
+             if token.found_in(doc)]
+    assert not found, f"{case.name}: {found}"
