@@ -243,11 +243,23 @@ ALICE = {  # right: 1, 3, 4a, 5 (1 + 2 + 1 + 3 points); wrong: 2, 4b
     "ex5_answer": ("def bezout(a, b):\n    if b == 0:\n        return a, 1, 0\n"
                    "    g, x, y = bezout(b, a % b)\n    return g, y, x - (a // b) * y"),
 }
+# written for the visible check's own pairs (check_bezout tries a dozen besides (240, 46)): the one way left to pass
+# the visible test and fail the hidden ones (tests/test_check_agreement.py)
+VISIBLE_PAIRS = "[(240, 46), (84, 0), (0, 35), (0, 1), (36, 120), (9, 9), (1, 5), (13, 52), (52, 13), (1001, 221), " \
+    "(35, 64), (2 ** 19 - 1, 2 ** 17 - 1), (2 ** 61 - 1, 2 ** 31 - 1)]"
 BOB = {  # right: 1 (1 point); a bezout that passes the visible test but not the hidden ones; the rest untouched
     "ex1_answer": "answer_1 = (23, -3, 4)",
-    "ex5_answer": "def bezout(a, b):\n    return 2, -9, 47",
+    "ex5_answer": (f"def bezout(a, b):\n    if (a, b) not in {VISIBLE_PAIRS}:\n        return 2, -9, 47\n"
+                   "    x0, y0, x1, y1 = 1, 0, 0, 1\n    while b:\n        q, r = divmod(a, b)\n        a, b = b, r\n"
+                   "        x0, y0, x1, y1 = x1, y1, x0 - q * x1, y0 - q * y1\n    return a, x0, y0"),
 }
 EXPECTED = {"alice": 7.0, "bob": 1.0, "carol": 0.0}
+
+
+def test_bob_writes_for_exactly_the_visible_pairs():
+    from tensoradbook.exercises.ch04a_integer_equations import BEZOUT_PAIRS
+
+    assert eval(VISIBLE_PAIRS) == [(240, 46), *BEZOUT_PAIRS]  # noqa: S307 -- a literal of this file
 
 
 def test_full_cycle_with_exchange(released):
