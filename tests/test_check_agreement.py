@@ -101,8 +101,12 @@ MUTANTS: dict[str, dict[str, dict[str, tuple[str, str] | str]]] = {
 
 
 def _chapter12_mutants() -> dict:
-    from test_exercises_build import MUTANTS as chapter12  # noqa: PLC0415 -- that module builds chapter 12's solutions
-
+    """Chapter 12's catalogue, kept with its other tests; none (and so a failing catalogue test naming chapter 12)
+    where that module no longer has one."""
+    try:
+        from test_exercises_build import MUTANTS as chapter12  # noqa: PLC0415 -- it builds chapter 12's solutions
+    except ImportError:
+        return {}
     return chapter12
 
 
