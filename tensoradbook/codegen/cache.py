@@ -444,6 +444,14 @@ def package_jit(**options):
     return decorate
 
 
+def helper_for(path: str) -> None:
+    """In a helper process that compiles kernels of the generated module at ``path`` into the cache for the process
+    that loaded it (:func:`~.compile.precompile`): that module's machine code goes where :func:`load_module` has
+    Numba keep it, beside the module, which that process checked; not to ``NUMBA_CACHE_DIR``."""
+    _GENERATED.add(Path(os.path.realpath(path)).parent)
+    _claim_numba()
+
+
 def _claim_numba() -> None:
     """The package's locator first among Numba's, also where ``NUMBA_CACHE_LOCATOR_CLASSES`` replaces their list
     (Numba imports it by name from there: :func:`__getattr__`)."""

@@ -46,7 +46,9 @@ IDLE_MARGIN = 0.5
 _HELPER = """
 import importlib.util, json, sys
 from numba import types
+from tensoradbook.codegen import cache
 path, name, jobs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+cache.helper_for(path)
 spec = importlib.util.spec_from_file_location(name, path)
 module = importlib.util.module_from_spec(spec)
 sys.modules[name] = module
