@@ -35,13 +35,14 @@ from tensoradbook import exercises as ex
 from tensoradbook.ad.derive import extended_domain
 from tensoradbook.ad.reverse import reverse_accumulate
 from tensoradbook.exercises import ch12_build as build
+from tensoradbook.exercises import ch12_solve, ch12_support
 from tensoradbook.lang.expr import Affine, Element, Number, Sum
 from tensoradbook.lang.printer import expr_text
 from tensoradbook.lang.simplify import ZERO
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ASSIGNMENT = cc.BY_STEM["12_build_it_yourself"]
-SECTION6 = build.SECTION6
+SECTION6 = ch12_support.SECTION6
 F6 = tab.parse(*SECTION6)
 
 
@@ -214,7 +215,7 @@ def library_eliminate(M):
 
 
 LIBRARY = {
-    "reads": [library_reads, lambda fn: build._scopes(fn) and library_reads(fn)],
+    "reads": [library_reads, lambda fn: ch12_support._scopes(fn) and library_reads(fn)],
     "adjoints": [library_adjoints],
     "index_solve": [library_index_solve],
     "eliminate": [library_eliminate],
@@ -246,7 +247,7 @@ def test_chapter_12_answered_with_library_calls_scores_zero():
 
 def test_the_library_is_put_back_however_the_call_ends():
     originals = (tab.derive, tab.integer_inverse, tab.fourier_motzkin, reverse_accumulate, build.check_reads,
-                 tab.IntegerInverse.__init__, build._scopes)
+                 tab.IntegerInverse.__init__, ch12_support._scopes)
 
     def raises(fn):
         raise KeyError("mine")
@@ -256,7 +257,7 @@ def test_the_library_is_put_back_however_the_call_ends():
     import tensoradbook.ad.reverse as reverse
 
     assert (tab.derive, tab.integer_inverse, tab.fourier_motzkin, reverse.reverse_accumulate, build.check_reads,
-            tab.IntegerInverse.__init__, build._scopes) == originals
+            tab.IntegerInverse.__init__, ch12_support._scopes) == originals
     assert tab.derive(F6)["d"] and tab.integer_inverse([[1, 1]]).kernel.shape == (2, 1)
 
 
@@ -551,10 +552,10 @@ def test_eliminate_right_on_bounded_systems(M, seed):
     assert ex.check_box_solutions(SOLUTIONS["eliminate"], systems=[M], seed=seed)
     bounds, F = SOLUTIONS["eliminate"](M)
     kappa = len(M[0])
-    for b in build._right_sides(len(M), seed)[:10]:
+    for b in ch12_solve._right_sides(len(M), seed)[:10]:
         brute = sorted(z for z in itertools.product(range(-7, 8), repeat=kappa)
                        if all(sum(c * v for c, v in zip(row, z)) >= bn for row, bn in zip(M, b)))
-        assert sorted(build._loop_points(bounds, F, b, kappa, budget=10**5)) == brute
+        assert sorted(ch12_solve._loop_points(bounds, F, b, kappa, budget=10**5)) == brute
 
 
 def test_the_default_batteries_are_the_chapter_s():
@@ -564,7 +565,7 @@ def test_the_default_batteries_are_the_chapter_s():
     words = {14: "fourteen", 18: "eighteen", 9: "nine", 40: "forty"}
     assert len(build.FUNCTIONS) == 14 and f"{words[len(build.FUNCTIONS)]} functions" in text
     assert f"{words[len(build.INDEX_MATRICES)]} matrices" in text
-    assert f"{words[len(build.SYSTEMS)]} systems" in text and f"{words[build.RIGHT_SIDES]} right sides" in text
+    assert f"{words[len(build.SYSTEMS)]} systems" in text and f"{words[ch12_solve.RIGHT_SIDES]} right sides" in text
     minutes = [c["metadata"]["tensoradbook"] for c in chapter["cells"] if "tensoradbook" in c["metadata"]]
     assert [m["exercise"] for m in minutes] == [1, 2, 3, 4, 5, 6] and all(m["minutes"] > 10 for m in minutes)
 
