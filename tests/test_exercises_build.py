@@ -215,7 +215,7 @@ def library_eliminate(M):
 
 
 LIBRARY = {
-    "reads": [library_reads, lambda fn: ch12_support._scopes(fn) and library_reads(fn)],
+    "reads": [library_reads, lambda fn: ch12_support.read_scopes(fn) and library_reads(fn)],
     "adjoints": [library_adjoints],
     "index_solve": [library_index_solve],
     "eliminate": [library_eliminate],
@@ -247,7 +247,7 @@ def test_chapter_12_answered_with_library_calls_scores_zero():
 
 def test_the_library_is_put_back_however_the_call_ends():
     originals = (tab.derive, tab.integer_inverse, tab.fourier_motzkin, reverse_accumulate, build.check_reads,
-                 tab.IntegerInverse.__init__, ch12_support._scopes)
+                 tab.IntegerInverse.__init__, ch12_support.read_scopes)
 
     def raises(fn):
         raise KeyError("mine")
@@ -257,7 +257,7 @@ def test_the_library_is_put_back_however_the_call_ends():
     import tensoradbook.ad.reverse as reverse
 
     assert (tab.derive, tab.integer_inverse, tab.fourier_motzkin, reverse.reverse_accumulate, build.check_reads,
-            tab.IntegerInverse.__init__, ch12_support._scopes) == originals
+            tab.IntegerInverse.__init__, ch12_support.read_scopes) == originals
     assert tab.derive(F6)["d"] and tab.integer_inverse([[1, 1]]).kernel.shape == (2, 1)
 
 

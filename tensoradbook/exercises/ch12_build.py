@@ -58,8 +58,24 @@ from .checking import ATOL, RTOL, Wrong, pending, type_name, verdict
 from .feedback import CheckResult, number_text
 
 from .ch12_solve import INDEX_MATRICES, SYSTEMS, check_algorithm4, check_box_solutions, check_index_solve
-from .ch12_support import (FUNCTIONS, LibraryOff, _all_sums, _call, _close, _conditions_of, _first_failure, _functions,
-                           _inputs, _integer_rows, _integer_vector, _intervals, _read_of, _scopes, _text, library_off)
+from .ch12_support import (
+    FUNCTIONS,
+    LibraryOff,
+    all_sums,
+    answer_text,
+    call_answer,
+    close_to,
+    conditions_of,
+    first_failure,
+    functions_tried,
+    integer_rows,
+    integer_vector,
+    library_off,
+    random_inputs,
+    read_of,
+    read_scopes,
+    sum_intervals,
+)
 
 __all__ = ["FUNCTIONS", "INDEX_MATRICES", "SYSTEMS", "LibraryOff", "check_adjoints", "check_algorithm4",
            "check_box_solutions", "check_index_solve", "check_reads", "library_off"]
@@ -79,21 +95,21 @@ def _read_entries(listed, fn: Function, names) -> list[tuple]:
         if isinstance(alpha, str) or not hasattr(alpha, "__iter__") or not all(isinstance(n, str) for n in alpha):
             raise Wrong(f"the alpha of {text!r} must be a tuple of index names (text), got {alpha!r}")
         alpha = tuple(alpha)
-        read = _read_of(text, fn, names, "the read")
-        A = _integer_rows(A, len(alpha), f"the A of {expr_text(read)}")
-        a = _integer_vector(a, len(read.indices), f"the offset a of {expr_text(read)}")
+        read = read_of(text, fn, names, "the read")
+        A = integer_rows(A, len(alpha), f"the A of {expr_text(read)}")
+        a = integer_vector(a, len(read.indices), f"the offset a of {expr_text(read)}")
         if len(A) != len(read.indices):
             raise Wrong(f"the A of {expr_text(read)} has {len(A)} rows; it has one per index of the read "
                         f"({len(read.indices)})")
-        R = _integer_rows(R, len(alpha), f"the R of {expr_text(read)}")
-        r = _integer_vector(r, len(R), f"the r of {expr_text(read)} (one entry per row of R)")
+        R = integer_rows(R, len(alpha), f"the R of {expr_text(read)}")
+        r = integer_vector(r, len(R), f"the r of {expr_text(read)} (one entry per row of R)")
         entries.append((read, alpha, A, a, R, r))
     return entries
 
 
 def _box_points(fn: Function, scope, alpha) -> tuple[list[tuple[int, ...]], set]:
     """The points of the box around the extended domain (2 more on each side) and the set of those inside it."""
-    intervals = _intervals(fn, scope)
+    intervals = sum_intervals(fn, scope)
     R, r = extended_domain(fn, scope)[1:]
     ranges = [range(intervals[n][0] - 2, intervals[n][1] + 3) for n in alpha]
     points = list(itertools.product(*ranges))
@@ -132,10 +148,10 @@ def _geometry_problems(fn: Function, element: Element, scope, alpha, A, a, R, r)
 
 
 def _reads_problems(fn: Function, answer) -> list[str]:
-    truth = Counter((element, tuple(fn.indices) + tuple(s.index for s in scope)) for element, scope in _scopes(fn))
-    scopes = {element: scope for element, scope in _scopes(fn)}
-    names = list(fn.indices) + [s.index for s in _all_sums(fn)]
-    entries = _read_entries(_call(answer, "reads(fn)", fn), fn, names)
+    truth = Counter((element, tuple(fn.indices) + tuple(s.index for s in scope)) for element, scope in read_scopes(fn))
+    scopes = {element: scope for element, scope in read_scopes(fn)}
+    names = list(fn.indices) + [s.index for s in all_sums(fn)]
+    entries = _read_entries(call_answer(answer, "reads(fn)", fn), fn, names)
     yours = Counter((read, tuple(alpha)) for read, alpha, *_ in entries)
     for (read, alpha), count in yours.items():
         if read not in scopes:
@@ -170,8 +186,8 @@ def check_reads(answer, functions=None) -> CheckResult:
     if answer is None:
         return pending(name, "Your answer is your function reads(fn), which returns a list of tuples (text of a "
                              "read, alpha, A, a, R, r), one per read.")
-    tried = _functions(functions)
-    failed = _first_failure(name, tried, lambda fn: _reads_problems(fn, answer))
+    tried = functions_tried(functions)
+    failed = first_failure(name, tried, lambda fn: _reads_problems(fn, answer))
     if failed is not None:
         return failed
     return CheckResult(name, True, note=f"Every read of all {len(tried)} functions, with its extended index, index "
@@ -255,7 +271,7 @@ def _adjoint_reference(fn: Function, seed: Element):
     """Per read (the Element, one scope each): the sums around it, its adjoint, and the contributions of
     its consumers (eq. 2) and its adjoint for the seed 1, for the hints."""
     reads: dict = {}
-    for element, scope in _scopes(fn):
+    for element, scope in read_scopes(fn):
         if reads.setdefault(element, scope) != scope:
             raise ValueError(f"{fn.name} reads {expr_text(element)} inside different sums: the exercise keys "
                              "the adjoints by the read alone")
@@ -299,11 +315,11 @@ def _read_adjoints(given, fn: Function, names) -> dict:
                     f"adjoint, got {type_name(given)}")
     yours = {}
     for key, value in given.items():
-        read = _read_of(key, fn, names, "the key")
+        read = read_of(key, fn, names, "the key")
         if read in yours:
             raise Wrong(f"two keys name the read {expr_text(read)}: give each read one entry, the sum of "
                         f"its paths (eq. 2)")
-        yours[read] = _text(value, f"the adjoint of {expr_text(read)}")
+        yours[read] = answer_text(value, f"the adjoint of {expr_text(read)}")
     return yours
 
 
@@ -312,25 +328,25 @@ def _adjoint_problems(fn: Function, answer, trials: int, seed: int) -> list[str]
     adjoint_name = fresh_name("d" + fn.name, used)
     seed_element = Element(adjoint_name, tuple(Affine.index(i) for i in fn.indices))
     reference = _adjoint_reference(fn, seed_element)
-    names = list(fn.indices) + [s.index for s in _all_sums(fn)]
+    names = list(fn.indices) + [s.index for s in all_sums(fn)]
     shapes_all = {**fn.shapes, adjoint_name: tuple(fn.shapes[fn.name])}
     holder = fresh_name("v", used)
-    yours = _read_adjoints(_call(answer, "adjoints(fn)", fn), fn, names)
+    yours = _read_adjoints(call_answer(answer, "adjoints(fn)", fn), fn, names)
     problems = [f"no adjoint for the read {expr_text(e)}: every leaf of the tree gets one"
                 for e, (_, adjoint, _, _) in reference.items() if e not in yours and adjoint != ZERO]
     rng = np.random.default_rng(seed)
     points = []
     for _ in range(trials):
-        values = _inputs(fn, rng)
+        values = random_inputs(fn, rng)
         values[adjoint_name] = rng.standard_normal(fn.shapes[fn.name])
         points.append(values)
     for element, text in yours.items():
         scope, adjoint, bare, paths = reference[element]
         read = expr_text(element)
         alpha = list(fn.indices) + [s.index for s in scope]
-        box = _intervals(fn, scope)
+        box = sum_intervals(fn, scope)
         sizes = [box[n][1] + 1 for n in alpha]
-        condition = _conditions_of(scope, box)
+        condition = conditions_of(scope, box)
         wrapped = _bound_apart(text, {s.index for s in scope}, set(used) | set(alpha))
         if condition:
             wrapped = f"if {{{' and '.join(map(atom_text, condition))}}} then ({wrapped}) else (0)"
@@ -344,7 +360,7 @@ def _adjoint_problems(fn: Function, answer, trials: int, seed: int) -> list[str]
         for values in points:
             right = _values_of(adjoint, alpha, shapes_all, holder, sizes, values, condition)
             got = mine.evaluate(values)
-            agree = _close(got, right)
+            agree = close_to(got, right)
             if agree.all():
                 continue
             point = tuple(np.argwhere(~agree)[0]) if np.ndim(right) else ()
@@ -352,7 +368,7 @@ def _adjoint_problems(fn: Function, answer, trials: int, seed: int) -> list[str]
                        f"{number_text(got[point])}")
 
             def same(expr, values=values):
-                return _close(got, _values_of(expr, alpha, shapes_all, holder, sizes, values, condition)).all()
+                return close_to(got, _values_of(expr, alpha, shapes_all, holder, sizes, values, condition)).all()
 
             if bare != ZERO and same(bare):
                 message += (f": it leaves out the seed; the sweep starts with the adjoint "
@@ -360,12 +376,12 @@ def _adjoint_problems(fn: Function, answer, trials: int, seed: int) -> list[str]
             elif len(paths) > 1 and any(same(path) for path in paths):
                 message += (f": that is one path only; {fn.name} reads {read} {len(paths)} times and eq. 2 adds "
                             f"the adjoints of all its consumers")
-            elif _close(got, -right).all():
+            elif close_to(got, -right).all():
                 message += ": the sign is off (the local derivative of neg and of the right side of - is -1)"
             elif (factor := _constant_factor(got, right)) is not None:
                 message += (f": every value is {number_text(factor)} times the right one, so a constant factor is "
                             f"off (a local derivative such as that of ** or *, or a path counted twice)")
-            elif _close(np.where(np.abs(right) > 0, got, 0), right).all():
+            elif close_to(np.where(np.abs(right) > 0, got, 0), right).all():
                 message += (": it is right where the read gets an adjoint, but not 0 elsewhere: an if passes its "
                             "adjoint to the branch it takes, under its condition (to the other under the "
                             "condition's failure), and a select to the branch its comparison picks")
@@ -396,8 +412,8 @@ def check_adjoints(answer, functions=None, trials: int = 2, seed: int = 0) -> Ch
     if answer is None:
         return pending(name, "Your answer is your function adjoints(fn), which returns a dict from the text of "
                              "each read to the text of its adjoint (the seed is d<name>[<output indices>]).")
-    tried = _functions(functions)
-    failed = _first_failure(name, tried, lambda fn: _adjoint_problems(fn, answer, trials, seed))
+    tried = functions_tried(functions)
+    failed = first_failure(name, tried, lambda fn: _adjoint_problems(fn, answer, trials, seed))
     if failed is not None:
         return failed
     return verdict(name, [], note=f"Your adjoints agree with the reverse sweep on all {len(tried)} functions, on "

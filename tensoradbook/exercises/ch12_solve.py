@@ -24,7 +24,7 @@ from ..lang.program import Program
 from .checking import ATOL, Wrong, pending, type_name
 from .feedback import CheckResult, element_problems, index_text, number_text
 
-from .ch12_support import _call, _close, _first_failure, _functions, _inputs, _text
+from .ch12_support import answer_text, call_answer, close_to, first_failure, functions_tried, random_inputs
 
 
 # --- exercise 3: the index solve ---------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ def check_index_solve(answer, matrices=None) -> CheckResult:
         A = np.array(matrix, dtype=np.int64)
         shown = f"A = {A.tolist()}" if A.shape[0] else f"A with no rows and {A.shape[1]} columns (a scalar argument)"
         try:
-            problems = _index_solve_problems(A, _call(answer, "index_solve(A)", A))
+            problems = _index_solve_problems(A, call_answer(answer, "index_solve(A)", A))
         except Wrong as err:
             problems = [str(err)]
         if problems:
@@ -280,7 +280,7 @@ def _system_problems(M: list, answer, seed: int) -> list[str]:
     truth_system = fourier_motzkin(matrix)
     bs = _right_sides(N, seed)
     truths = [sorted(truth_system.integer_points(b)) for b in bs]
-    bounds, F = _elimination(_call(answer, "eliminate(M)", [list(row) for row in M]), N, kappa)
+    bounds, F = _elimination(call_answer(answer, "eliminate(M)", [list(row) for row in M]), N, kappa)
     for b, truth in zip(bs, truths):
         points = _loop_points(bounds, F, b, kappa, budget=50 * (len(truth) + 20))
         if points is None:
@@ -383,7 +383,7 @@ def _gradient_problems(label: str, argument: str, fn_name: str, yours: np.ndarra
     """What is wrong where ``yours`` differs from ``right``, the most telling first; never a right value."""
     zero_atol = ATOL * max(float(np.abs(right).max(initial=0)), np.finfo(float).tiny)
     return element_problems(
-        label, yours, right, _close(yours, right), zero_atol,
+        label, yours, right, close_to(yours, right), zero_atol,
         lambda b: f"no element of {fn_name} reads {argument}{index_text(b)}",
         "a condition is missing: C (beta - a) = 0 (eq. 16), I (beta - a) integral (eq. 41, which the report's "
         "eq. 46 drops), or a row of eq. 34 on beta alone",
@@ -396,7 +396,7 @@ def _function_problems(fn: Function, answer, trials: int, seed: int) -> list[str
     rng = np.random.default_rng(seed)
     points = []
     for _ in range(trials):
-        values = _inputs(fn, rng)
+        values = random_inputs(fn, rng)
         values[grads.adjoint_name] = rng.standard_normal(fn.shapes[fn.name])
         points.append(values)
     for argument in fn.arguments:
@@ -404,10 +404,10 @@ def _function_problems(fn: Function, answer, trials: int, seed: int) -> list[str
         gradient = "d" + argument
         accepted = dict.fromkeys([gradient, truth.name])
         answer_shapes = {**truth.shapes, **{n: tuple(fn.shapes[argument]) for n in accepted}}
-        result = _call(answer, f"gradient(fn, {argument!r})", fn, argument)
+        result = call_answer(answer, f"gradient(fn, {argument!r})", fn, argument)
         if isinstance(result, Function):
             result = str(result)
-        text = _text(result, f"gradient(fn, {argument!r})'s result")
+        text = answer_text(result, f"gradient(fn, {argument!r})'s result")
         defined = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", text)
         if defined and defined.group(1) not in accepted:
             raise Wrong(f"your gradient of {argument} defines {defined.group(1)!r}; call it {gradient!r} "
@@ -435,7 +435,7 @@ def _function_problems(fn: Function, answer, trials: int, seed: int) -> list[str
         for values in points:
             right = truth.evaluate(values)
             yours = mine.evaluate(values)
-            if not _close(yours, right).all():
+            if not close_to(yours, right).all():
                 return _gradient_problems(gradient, argument, fn.name, yours, right)
     return []
 
@@ -445,7 +445,7 @@ def _program_problems(program: Program, answer, seed: int) -> tuple[list[str], i
     rng = np.random.default_rng(seed)
     values = {name: rng.standard_normal(program.shapes[name]) for name in program.arguments}
     right = derive(program).evaluate(values, 1.0)
-    result = _call(answer, "backprop(program, values)", program, {k: v.copy() for k, v in values.items()})
+    result = call_answer(answer, "backprop(program, values)", program, {k: v.copy() for k, v in values.items()})
     if not isinstance(result, dict):
         raise Wrong(f"backprop(program, values) must return a dict from each input's name to its gradient (an "
                     f"array of the input's shape), got {type_name(result)}")
@@ -531,8 +531,8 @@ def check_algorithm4(answer, functions=None, trials: int = 3, seed: int = 0) -> 
             checked += n
         return CheckResult(name, True, note=f"Your engine's gradient of every input equals the exact one to rounding, "
                                             f"and central differences agree at {checked} entries.")
-    tried = _functions(functions)
-    failed = _first_failure(name, tried, lambda fn: _function_problems(fn, answer, trials, seed))
+    tried = functions_tried(functions)
+    failed = first_failure(name, tried, lambda fn: _function_problems(fn, answer, trials, seed))
     if failed is not None:
         return failed
     return CheckResult(name, True, note=f"Your gradients agree with tab.derive at every element of every argument of "

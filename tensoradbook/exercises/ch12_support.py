@@ -162,7 +162,7 @@ def library_off():
 _MISSING = object()
 
 
-def _call(answer, what: str, *args):
+def call_answer(answer, what: str, *args):
     """``answer(*args)`` with the library's answers switched off, or a Wrong saying that it is not a function, what
     it raised, or which switched-off part it called."""
     require_callable(answer, f"your function {what} (its name, without calling it)")
@@ -208,7 +208,7 @@ FUNCTIONS = (
 )
 
 
-def _functions(functions) -> list[Function]:
+def functions_tried(functions) -> list[Function]:
     """The functions a check tries: :data:`FUNCTIONS`, or the ones given (Functions or (text, shapes) pairs)."""
     given = FUNCTIONS if functions is None else functions
     if isinstance(given, (Function, str)) or (isinstance(given, tuple) and len(given) == 2 and isinstance(given[0], str)
@@ -226,7 +226,7 @@ def _shown(fn: Function) -> str:
     return str(fn)
 
 
-def _first_failure(name: str, tried: list[Function], problems_of) -> CheckResult | None:
+def first_failure(name: str, tried: list[Function], problems_of) -> CheckResult | None:
     """The verdict on the first function of ``tried`` whose ``problems_of`` are not empty (a Wrong counts as one),
     naming that function; None where every one passes."""
     for fn in tried:
@@ -239,14 +239,14 @@ def _first_failure(name: str, tried: list[Function], problems_of) -> CheckResult
     return None
 
 
-def _close(got, right) -> np.ndarray:
+def close_to(got, right) -> np.ndarray:
     """Where ``got`` equals ``right`` to rounding, relative to the largest element of ``right`` alone (no floor of
     1): the values of sec. 6 are near 1e-8 (``exp`` of minus a sum of five terms), so an absolute tolerance would
     pass anything."""
     return close(got, right, floor=0.0)
 
 
-def _inputs(fn, rng) -> dict:
+def random_inputs(fn, rng) -> dict:
     """Random inputs of either sign, 0.5 to 1.5 in size: both branches of a select are taken, no pole is near."""
     return {name: rng.uniform(0.5, 1.5, fn.shapes[name]) * rng.choice([-1.0, 1.0], fn.shapes[name])
             for name in fn.arguments}
@@ -254,7 +254,7 @@ def _inputs(fn, rng) -> dict:
 
 # --- reading the student's answers --------------------------------------------------------------------------------
 
-def _text(value, what: str) -> str:
+def answer_text(value, what: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, Expr):
@@ -271,16 +271,16 @@ def _scope_error(fn: Function) -> None:
     if len(set(names)) != len(names) or set(names) & set(fn.indices) or (set(names) | set(fn.indices)) & set(fn.shapes):
         raise ValueError(f"{fn.name}: the exercise needs each sum with an index of its own, and index names "
                          f"apart from the tensors' names (tensoradbook.lang.names.apart)")
-    if any(low < 0 for low, _ in _intervals(fn, _all_sums(fn)).values()):
+    if any(low < 0 for low, _ in sum_intervals(fn, all_sums(fn)).values()):
         raise ValueError(f"{fn.name}: the exercise needs sums whose indices start at 0 or above")
 
 
-def _all_sums(fn: Function) -> list[Sum]:
+def all_sums(fn: Function) -> list[Sum]:
     """The sums of ``fn``, each after the sums around it."""
     return [node for node in postorder(fn.body) if isinstance(node, Sum)][::-1]
 
 
-def _intervals(fn: Function, scope) -> dict:
+def sum_intervals(fn: Function, scope) -> dict:
     """Each index of ``fn.indices`` and of the sums ``scope`` (outermost first) with the values it takes."""
     intervals = {name: (0, n - 1) for name, n in zip(fn.indices, fn.shapes[fn.name])}
     for s in scope:
@@ -288,7 +288,7 @@ def _intervals(fn: Function, scope) -> dict:
     return intervals
 
 
-def _scopes(fn: Function) -> list[tuple[Element, tuple[Sum, ...]]]:
+def read_scopes(fn: Function) -> list[tuple[Element, tuple[Sum, ...]]]:
     """Every read of ``fn`` (each occurrence) with the sums around it, outermost first, by a walk of the tree."""
     found, waiting = [], [(fn.body, ())]
     while waiting:
@@ -301,7 +301,7 @@ def _scopes(fn: Function) -> list[tuple[Element, tuple[Sum, ...]]]:
     return found
 
 
-def _conditions_of(scope, box: dict) -> tuple[Atom, ...]:
+def conditions_of(scope, box: dict) -> tuple[Atom, ...]:
     """The bounds of the sums ``scope`` as conditions, those that hold on all of ``box`` left out."""
     atoms = []
     for s in scope:
@@ -326,18 +326,18 @@ def _contexts(fn: Function) -> list[tuple[Atom, ...]]:
     return list(found)
 
 
-def _read_of(text, fn: Function, names, what: str) -> Element:
+def read_of(text, fn: Function, names, what: str) -> Element:
     """The student's text of a read as an :class:`Element` of ``fn`` (read in the box of ``names``, within the
     sums' bounds and, where the read needs them, the conditions of the ifs around it)."""
-    text = _text(text, what)
-    sums = _all_sums(fn)
-    intervals = _intervals(fn, sums)
+    text = answer_text(text, what)
+    sums = all_sums(fn)
+    intervals = sum_intervals(fn, sums)
     box = [max(1, intervals[n][1] + 1) for n in names]
     holder = fresh_name("r", all_names(fn))
     first_error = None
     for extra in _contexts(fn):
         # within the sums' own bounds, which the box of each index's values may exceed (sum{k}_0^i reads x[i - k])
-        condition = tuple(dict.fromkeys(_conditions_of(sums, intervals) + extra))
+        condition = tuple(dict.fromkeys(conditions_of(sums, intervals) + extra))
         body = f"if {{{' and '.join(map(atom_text, condition))}}} then ({text}) else (0)" if condition else text
         try:
             read = parse(f"{holder}[{'; '.join(names)}] = {body}", {**fn.shapes, holder: tuple(box)}).body
@@ -357,7 +357,7 @@ def _integer(value) -> bool:
                                             isinstance(value, Fraction) and value.denominator == 1)
 
 
-def _integer_rows(value, columns: int, what: str) -> list[list[int]]:
+def integer_rows(value, columns: int, what: str) -> list[list[int]]:
     """``value`` as a list of rows of ``columns`` integers, or a Wrong saying what it is not."""
     if isinstance(value, np.ndarray) and value.dtype == object:
         raise Wrong(f"{what} is a numpy array of Python objects, which cannot be graded; return nested lists: "
@@ -376,7 +376,7 @@ def _integer_rows(value, columns: int, what: str) -> list[list[int]]:
     return out
 
 
-def _integer_vector(value, length: int | None, what: str) -> list[int]:
+def integer_vector(value, length: int | None, what: str) -> list[int]:
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
         raise Wrong(f"{what} must be a list of integers, got {type_name(value)}")
     entries = list(value)
