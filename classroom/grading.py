@@ -196,7 +196,7 @@ def on_a_clock(work, timeout: float, memory: int) -> dict:
         finally:
             os._exit(status)
     os.close(write_end)
-    deadline, data = time.monotonic() + timeout, b""
+    deadline, chunks = time.monotonic() + timeout, []
     try:
         while True:
             left = deadline - time.monotonic()
@@ -205,18 +205,18 @@ def on_a_clock(work, timeout: float, memory: int) -> dict:
             chunk = os.read(read_end, 2 ** 20)
             if not chunk:
                 break
-            data += chunk
+            chunks.append(chunk)
     finally:
         os.close(read_end)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+    data = b"".join(chunks)
     try:
-        size = wire.body_size(data[:wire.HEADER_SIZE])
-        if len(data) != wire.HEADER_SIZE + size:
+        if len(data) != wire.HEADER_SIZE + wire.body_size(data[:wire.HEADER_SIZE]):
             raise wire.WireError("cut off")
         return wire.parse(data[wire.HEADER_SIZE:])
-    except (wire.WireError, Exception) as error:
+    except Exception as error:  # a WireError, or a header cut short
         raise CheckTimeout(f"the check on your answer ended without a verdict (over its memory allowance of "
                            f"{memory / 2 ** 30:g} GiB, or a crash: {type(error).__name__})") from None
 
