@@ -211,19 +211,37 @@ def running_hub(prefix: str, n_students: int, *, keep_root: bool = False, warm_o
         root.chmod(0o755)  # the users reach the exchange and the configuration below it
         settings_path = write_settings(root, prefix, n_students, **options)
         the_hub = Hub(settings_path, root / "hub.log")
-        names = set(the_hub.settings.usernames())
+        # users of this name a run that was killed left behind (their homes hold a fetched assignment): gone first
+        remove_class_users(the_hub.settings)
         try:
             with passable():
                 the_hub.start(warm_only=warm_only)
                 yield the_hub
         finally:
             the_hub.stop()
-            for _ in range(3):  # servers, then kernels they were starting
-                kill_pids(user_pids(names))
-                time.sleep(0.5)
-            hub.remove_users(the_hub.settings)
+            remove_class_users(the_hub.settings)
             if not keep_root:
                 shutil.rmtree(root, ignore_errors=True)
+
+
+def remove_class_users(settings: hub.HubSettings) -> None:
+    """The class's users and homes removed, their processes (servers, then kernels they were starting) killed
+    first: ``userdel`` refuses a user who still runs one."""
+    names = set(settings.usernames())
+    for _ in range(3):
+        kill_pids(user_pids(names))
+        time.sleep(0.5)
+    hub.remove_users(settings)
+    left = [name for name in names if _exists(name)]
+    assert not left, f"userdel left these users of the class: {left}"
+
+
+def _exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 class Student:

@@ -2,7 +2,8 @@
 
 One hub for the module (tests/hub_support.running_hub): an instructor and :data:`N_STUDENTS` students (users
 ``tabst01``..., removed afterwards), the 04a assignment released into the exchange by ``python -m classroom.course
-assignments --hub`` (what ``make assignments`` runs on the class server). Then, in order:
+assignments --hub`` (what ``make assignments`` runs on the class server). Each test asks for the logins, servers
+and submissions it reads (:func:`_ready`), whichever ran before it:
 
 * a class: every student logs in through the login form, starts a server, fetches the assignment (one student in
   JupyterLab's Assignments tab with chromium, the others through the same endpoints), runs its cells in a kernel,
@@ -75,6 +76,23 @@ def klass():
 
 def _students(the_hub) -> list[str]:
     return [st.username for st in the_hub.settings.students()]
+
+
+def _ready(the_hub, name: str, *, submitted: bool = False) -> Student:
+    """``name`` logged in (the first login sets the password), with a token and a running server, and where asked
+    the chapter fetched and submitted (once: a submission of the class's run counts)."""
+    student = Student(the_hub.url, name)
+    assert student.login(), f"{name} could not log in"
+    student.make_token()
+    student.start_server()
+    if submitted:
+        course_id = the_hub.settings.course_id
+        status = {a["assignment_id"]: a["status"] for a in student.list_assignments(course_id)}.get(CHAPTER)
+        if status == "released":
+            student.fetch(course_id, CHAPTER)
+        if status != "submitted":
+            student.submit(course_id, CHAPTER)
+    return student
 
 
 # --- the answers: right, wrong or blank per part, and the points they deserve ----------------------------
@@ -212,6 +230,7 @@ def _refused(user: str, *cmd: str) -> str:
 
 def test_students_cannot_read_each_other(klass):
     a, b = _students(klass)[:2]
+    _ready(klass, b, submitted=True)
     home_b = os.path.expanduser(f"~{b}")
     assert "Permission denied" in _refused(a, "ls", home_b)
     assert "Permission denied" in _refused(a, "cat", f"{home_b}/{NOTEBOOK}")
@@ -247,6 +266,7 @@ def test_students_cannot_read_the_course(klass):
 
 def test_no_login_as_another(klass):
     a, b = _students(klass)[:2]
+    assert Student(klass.url, b).login()  # b's password set (a first login would set any)
     assert not Student(klass.url, b).login(secret=password(a))
     assert not Student(klass.url, "root").login(secret=password(a))
     assert not Student(klass.url, "nosuchstudent").login(secret=password(a))
@@ -254,9 +274,8 @@ def test_no_login_as_another(klass):
 
 def test_servers_need_the_hubs_auth(klass):
     a, b = _students(klass)[:2]
-    alice = Student(klass.url, a)
-    assert alice.login()
-    alice.make_token()
+    _ready(klass, b)
+    alice = _ready(klass, a)
     # b's server through the proxy with a's token: refused
     r = alice.api("GET", "/api/status")
     assert r.status_code == 200
@@ -357,10 +376,7 @@ def test_the_culler_runs_as_a_service(klass):
 
 def test_hub_restart_keeps_servers_and_submissions(klass):
     name = _students(klass)[1]
-    s = Student(klass.url, name)
-    assert s.login()
-    s.make_token()
-    s.start_server()
+    s = _ready(klass, name, submitted=True)
     before = s.api("GET", "/api/status").json()["started"]
     inbound = klass.settings.exchange / klass.settings.course_id / "inbound"
     submissions = sorted(p.name for p in inbound.iterdir())
