@@ -216,6 +216,16 @@ def check(label, result, expected, against):
     return max_error(result, expected)
 
 
+def warm_up(contender) -> None:
+    """Calls of ``contender``'s forward pass and full step until our modules have chosen how they share the CPUs
+    (:func:`~tensoradbook.codegen.threads.planning_calls`): the calls timed after are the chosen plan's."""
+    from tensoradbook.codegen.threads import planning_calls
+
+    for _ in range(planning_calls()):
+        contender.forward()
+        contender.full()
+
+
 def wall_times(call, repeats):
     """Wall times of up to ``repeats`` calls of ``call()``: at least MIN_REPEATS, then until BUDGET_S."""
     times = []
@@ -285,8 +295,8 @@ def measure(size, available, repeats, memory, against_reference):
     contenders = [mine, ours(fn, grads, args, df, "numba-scatter")] + peers(args, df, available)
     for contender in contenders:
         figures = {"label": contender.label}
-        result = contender.result()  # also the warm-up: compiles
-        contender.forward()
+        result = contender.result()  # compiles
+        warm_up(contender)
         figures["max_error_vs_ours"] = check(contender.label, result, expected, "ours")
         figures["checked"] = True
         for what, call in (("forward", contender.forward), ("full", contender.full)):

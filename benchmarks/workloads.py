@@ -113,6 +113,7 @@ from benchmarks.gradients import (  # noqa: E402
     nbytes,
     peak_memory,
     wall_times,
+    warm_up,
 )
 
 REPEATS = 21       # calls per quiet median, fewer (never under three) once a series has taken two seconds
@@ -513,8 +514,8 @@ def measure(case: Case, key: str, size: str, available, repeats, memory, against
     if case.blas is not None:
         contenders.append(case.blas())
     for contender in contenders:
-        result = contender.result()  # also the warm-up: compiles
-        contender.forward()
+        result = contender.result()  # compiles
+        warm_up(contender)
         record["implementations"][contender.name] = {
             "label": contender.label,
             "max_error_vs_ours": check(contender.label, result, expected, case.wrt, "ours"),
@@ -611,7 +612,7 @@ def _class_worker(key, size, names, threads, repeats, barrier, results):
     case = workload.make(workload.sizes[size])
     for name in names:
         contender = implementation(case, name)
-        contender.full()  # the warm-up: Numba loads the kernels the measuring process compiled, JAX compiles
+        warm_up(contender)  # Numba loads the kernels the measuring process compiled and plans, JAX compiles
         barrier.wait()
         results.put((name, wall_times(contender.full, repeats)))
         del contender

@@ -45,7 +45,7 @@ import tensoradbook as tab
 from tensoradbook import codegen
 from tensoradbook.ad.gradcheck import directional_derivatives
 from tensoradbook.codegen.thresholds import THRESHOLDS, traced
-from tensoradbook.codegen.threads import pinned, usable_cpus
+from tensoradbook.codegen.threads import forced, usable_cpus
 from tensoradbook.lang.evaluate import MAX_WORK
 from tensoradbook.lang.expr import ExpressionError, Sum, postorder
 from tensoradbook.lang.program import definitions_of
@@ -106,10 +106,10 @@ COVERING = [
     Draw("contraction", "y[i; j] = exp (sum{k}_0^47 (x[i; k] * w[j; k])) * b[j]",
          {"y": (48, 48), "x": (48, 48), "w": (48, 48), "b": (48,)}),
     Draw("broadcast", "f[i; j] = exp (x[i; j] * w[])", {"f": (128, 128), "x": (128, 128), "w": ()}),
-    # a product under BLAS_THREADED: the sum of exponentials beside it keeps its threads (parallel=True beside BLAS)
+    # a small product beside a parallel sum of exponentials (parallel=True beside BLAS)
     Draw("contraction", "f[i; j] = sum{k}_0^63 (a[i; k] * b[k; j]) * sum{m}_0^15 (exp (a[i; m] - b[m; j]))",
          {"f": (64, 64), "a": (64, 64), "b": (64, 64)}),
-    # a product past BLAS_THREADED: the kernel of exponentials beside it loops serially, though large enough to share
+    # a larger product beside a kernel of exponentials large enough to share
     Draw("contraction", "y[i; j] = exp (sum{k}_0^31 (x[i; k] * w[j; k])) * b[j]",
          {"y": (256, 256), "x": (256, 32), "w": (256, 32), "b": (256,)}),
     Draw("contraction", "f[i; j] = sum{k}_0^15 (a[k; i] * b[k; j])", {"f": (256, 64), "a": (16, 256), "b": (16, 64)}),
@@ -249,10 +249,11 @@ def compare_targets(fn, grads, rng, gather: tuple, scatter: tuple) -> None:
 
 def same_bits_on_any_threads(forward, gradients, args, df) -> None:
     """Numba's modules give the same bits on one thread (the fallback on a busy machine, :mod:`.threads`) as on
-    every CPU: the threads share out whole elements and whole rows of products."""
+    every CPU: the threads share out whole elements and whole rows of products. The kernels' bits do not depend on
+    BLAS's threads nor the products' on Numba's, so these two plans stand for every plan a module may measure."""
     runs = []
     for threads in (1, usable_cpus()):
-        with pinned(threads):
+        with forced((threads, threads)):
             runs.append((forward(args), gradients(args, df)))
     (one, one_grads), (every, every_grads) = runs
     assert np.array_equal(one.view(np.int64), every.view(np.int64)), "forward: other bits on one thread"

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import threading
 import time
+from contextlib import contextmanager
 
 import numba
 import numpy as np
@@ -23,7 +24,11 @@ from hypothesis import strategies as st
 import tensoradbook as tab
 from tensoradbook.codegen import threads
 from tensoradbook.codegen.threads import (
+    TRIES,
+    MeasuredPlan,
+    candidate_plans,
     confirmed,
+    forced,
     limited,
     pinned,
     quota_cpus,
@@ -145,6 +150,16 @@ def test_limited_holds_numba_and_blas_and_restores_them():
     assert _blas_threads() == blas_before
 
 
+def test_limited_holds_the_kernels_and_blas_to_counts_of_their_own():
+    pytest.importorskip("threadpoolctl")
+    numba_before, blas_before = numba.get_num_threads(), _blas_threads()
+    with pinned(numba_before), limited(1, blas_before):
+        assert (numba.get_num_threads(), _blas_threads()) == (1, blas_before)
+    with pinned(1), limited(numba_before, 1):  # a count given wins over the machine's
+        assert (numba.get_num_threads(), _blas_threads()) == (numba_before, 1)
+    assert (numba.get_num_threads(), _blas_threads()) == (numba_before, blas_before)
+
+
 def test_limited_never_raises_the_callers_counts():
     numba_before = numba.get_num_threads()
     with pinned(numba_before + 8), limited():
@@ -195,3 +210,102 @@ def test_the_same_bits_on_one_thread_as_on_every_cpu(text, shapes):
     for name in fn.arguments:
         assert np.array_equal(runs[0][name].view(np.int64), runs[1][name].view(np.int64)), name
         np.testing.assert_allclose(runs[0][name], tab.derive(fn).evaluate(args, df)[name], rtol=1e-9, atol=1e-9)
+
+
+# --- the plan each entry point measures: kernels' and BLAS's threads -----------------------------------------
+
+class _Timed:
+    """A fake ``limited`` that records the plan of each call, and a clock that each call advances by the next of
+    ``costs[plan]`` (the last one kept; 1.0 for a plan not given), or the next of ``in_turn`` whatever its plan,
+    so that the choice is the test's."""
+
+    def __init__(self, costs: dict | None = None, in_turn=()):
+        self.costs = {plan: list(times) for plan, times in (costs or {}).items()}
+        self.in_turn = iter(in_turn)
+        self.now, self.plans, self.clock_reads = 0.0, [], 0
+
+    def limited(self, kernels, blas):
+        @contextmanager
+        def block():
+            self.plans.append((kernels, blas))
+            yield
+        return block()
+
+    def entry(self):
+        times = self.costs.get(self.plans[-1], [1.0])
+        self.now += next(self.in_turn, None) or (times.pop(0) if len(times) > 1 else times[0])
+        return self.plans[-1]
+
+    def clock(self):
+        self.clock_reads += 1
+        return self.now
+
+
+def test_candidate_plans_give_every_thread_or_one_to_each_side():
+    assert candidate_plans(1) == [(1, 1)]
+    assert candidate_plans(4) == [(4, 4), (1, 4), (4, 1), (1, 1)]
+
+
+def test_an_entry_point_keeps_the_plan_of_least_median_time(monkeypatch):
+    # the kernels on one thread beside threaded BLAS is fastest but for one slow call: the median sees through it
+    timed = _Timed({(2, 2): [5.0], (1, 2): [1.0, 100.0, 1.0], (2, 1): [3.0], (1, 1): [2.0]})
+    monkeypatch.setattr(threads, "limited", timed.limited)
+    plan = MeasuredPlan(clock=timed.clock)
+    with pinned(2):
+        assert plan.run(timed.entry) == (2, 2)  # the first call, every thread, not timed
+        assert timed.clock_reads == 0
+        tried = [plan.run(timed.entry) for _ in range(TRIES * 4)]
+        assert sorted(tried) == sorted(candidate_plans(2) * TRIES)
+        assert plan.chosen == {2: (1, 2)}
+        assert [plan.run(timed.entry) for _ in range(5)] == [(1, 2)] * 5
+        reads = timed.clock_reads
+    with pinned(3):  # a count first met is planned in its turn
+        assert plan.run(timed.entry) in candidate_plans(3)
+        assert timed.clock_reads == reads + 2 and 3 not in plan.chosen
+
+
+@given(st.lists(st.integers(1, 1000), min_size=4 * TRIES, max_size=4 * TRIES))
+@example([1] * (4 * TRIES))  # a tie goes to the first candidate, every thread to both
+@example([1, 1, 1, 1, 1, 1, 2, 1, 2, 2, 2, 2])
+def test_the_chosen_plan_has_the_least_median_of_its_tries(costs):
+    # whole microseconds: the clock's differences are exact, so a tie is one
+    timed = _Timed(in_turn=[1, *costs])  # the first call's cost is never read
+    plan = MeasuredPlan(clock=timed.clock)
+    with pytest.MonkeyPatch.context() as monkeypatch, pinned(2):
+        monkeypatch.setattr(threads, "limited", timed.limited)
+        for _ in range(1 + 4 * TRIES):
+            plan.run(timed.entry)
+    tries = {}
+    for tried, cost in zip(timed.plans[1:], costs):
+        tries.setdefault(tried, []).append(cost)
+    best = min(candidate_plans(2), key=lambda tried: sorted(tries[tried])[TRIES // 2])
+    assert plan.chosen == {2: best}
+
+
+def test_one_thread_and_a_forced_plan_measure_nothing(monkeypatch):
+    timed = _Timed({(1, 1): [1.0], (2, 1): [1.0]})
+    monkeypatch.setattr(threads, "limited", timed.limited)
+    plan = MeasuredPlan(clock=timed.clock)
+    with pinned(1):
+        assert [plan.run(timed.entry) for _ in range(20)] == [(1, 1)] * 20
+    with pinned(2), forced((2, 1)):
+        assert [plan.run(timed.entry) for _ in range(20)] == [(2, 1)] * 20
+    assert timed.clock_reads == 0 and plan.chosen == {}
+
+
+def test_a_compiled_module_chooses_a_plan_per_entry_point_and_keeps_its_bits():
+    """A small convolution (its gather kernel, BLAS products and a gradient kernel): after its planning calls
+    on two threads each entry point called has chosen one of the candidates, and every call gave the same bits."""
+    fn = tab.parse("f[o; i; j] = sum{p}_0^2 (sum{q}_0^2 (w[o; p; q] * x[i + p; j + q]))",
+                   {"f": (8, 30, 30), "w": (8, 3, 3), "x": (32, 32)})
+    grads = tab.derive(fn).compile("numba")
+    rng = np.random.default_rng(1)
+    args, df = {"w": rng.standard_normal((8, 3, 3)), "x": rng.standard_normal((32, 32))}, rng.standard_normal(
+        (8, 30, 30))
+    with pinned(2):
+        runs = [grads(args, df) for _ in range(1 + len(candidate_plans(2)) * TRIES)]
+    assert set(grads.plans) == {"gradients"}
+    assert grads.plans["gradients"][2] in candidate_plans(2)
+    for run in runs[1:]:
+        for name in run:
+            assert np.array_equal(run[name].view(np.int64), runs[0][name].view(np.int64)), name

@@ -27,7 +27,7 @@ from ..lang.limits import MAX_KERNEL_WORK
 from ..lang.program import Program
 from .cache import load_module
 from .scratch import held_by, keep_freed_memory
-from .threads import limited
+from .threads import MeasuredPlan
 from ..lang.program import definitions_of
 from .module import function_module, function_source, gradients_module, gradients_source, module_functions
 from .render import render
@@ -118,12 +118,12 @@ def _loaded(owner, source: str):
     return held_by(owner, load_module(source))
 
 
-def _run(kind: Target, entry, *arrays):
-    """``entry(*arrays)``, on as many CPU threads as the machine's load leaves where ``kind`` runs on threads."""
+def _run(kind: Target, plans: dict[str, MeasuredPlan], entry, *arrays):
+    """``entry(*arrays)``, where ``kind`` runs on threads on as many as the machine's load leaves, shared between
+    kernels and BLAS as ``plans`` (one per entry point of the module) measured."""
     if not kind.threaded:
         return entry(*arrays)
-    with limited():
-        return entry(*arrays)
+    return plans.setdefault(entry.__name__, MeasuredPlan()).run(entry, *arrays)
 
 
 def check_work(functions) -> None:
@@ -138,7 +138,19 @@ def check_work(functions) -> None:
                 "shapes or sum bounds")
 
 
-class CompiledFunction:
+class _Planned:
+    """A compiled module whose entry points measure how they share the CPUs (:class:`MeasuredPlan`)."""
+
+    _plans: dict[str, MeasuredPlan]
+
+    @property
+    def plans(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """The plan each entry point chose on this machine so far: ``{entry: {threads: (Numba's threads,
+        OpenBLAS's threads)}}`` (empty until its calls have tried every candidate)."""
+        return {name: dict(plan.chosen) for name, plan in self._plans.items()}
+
+
+class CompiledFunction(_Planned):
     """``fwd(args) -> f`` for one target (for a program, the last definition's value); ``.source`` and
     ``.path`` show the generated module."""
 
@@ -150,16 +162,17 @@ class CompiledFunction:
         self.source = function_source(fn, target)
         self.module = _loaded(self, self.source)
         self.path = self.module.__file__
+        self._plans: dict[str, MeasuredPlan] = {}
         if self.kind.precompiled:
             precompile(self.module)
 
     def __call__(self, args: dict) -> np.ndarray:
         arrays = self.kind.to_device(_arrays(self.function, args, self.kind))
         shape = tuple(self.function.shapes[self.function.name])
-        return self.kind.to_host(_run(self.kind, self.module.forward, *arrays)).reshape(shape)
+        return self.kind.to_host(_run(self.kind, self._plans, self.module.forward, *arrays)).reshape(shape)
 
 
-class CompiledGradients:
+class CompiledGradients(_Planned):
     """``grad(args, df) -> {"a": dA, ...}`` for one target; ``grad.forward(args)`` is ``f`` alone.
 
     ``grad.values(args)`` is every definition's value (``{"f": f}`` for a function), the forward pass the
@@ -175,6 +188,7 @@ class CompiledGradients:
         self.source = gradients_source(grads, target)
         self.module = _loaded(self, self.source)
         self.path = self.module.__file__
+        self._plans: dict[str, MeasuredPlan] = {}
         if self.kind.precompiled:
             precompile(self.module)
 
@@ -183,21 +197,22 @@ class CompiledGradients:
 
     def forward(self, args: dict) -> np.ndarray:
         fn = self.gradients.function
-        return self.kind.to_host(_run(self.kind, self.module.forward, *self._inputs(args))).reshape(fn.shapes[fn.name])
+        value = _run(self.kind, self._plans, self.module.forward, *self._inputs(args))
+        return self.kind.to_host(value).reshape(fn.shapes[fn.name])
 
     def values(self, args: dict) -> dict[str, np.ndarray]:
         """Every definition's value, each computed once by its kernel."""
         definitions = definitions_of(self.gradients.function)
-        values = _run(self.kind, self.module._values, *self._inputs(args))
+        values = _run(self.kind, self._plans, self.module._values, *self._inputs(args))
         return {fn.name: self.kind.to_host(value).reshape(fn.shapes[fn.name]) for fn, value in zip(definitions, values)}
 
     def __call__(self, args: dict, df, values: dict | None = None) -> dict[str, np.ndarray]:
         fn = self.gradients.function
         inputs = self._inputs(args, (self.gradients.adjoint_name, df))
         if values is None:
-            out = _run(self.kind, self.module.gradients, *inputs)
+            out = _run(self.kind, self._plans, self.module.gradients, *inputs)
         else:
-            out = _run(self.kind, self.module._backward, *inputs[:-1], *self._kept(values), inputs[-1])
+            out = _run(self.kind, self._plans, self.module._backward, *inputs[:-1], *self._kept(values), inputs[-1])
         return {name: self.kind.to_host(out[name]).reshape(fn.shapes[name]) for name in out}
 
     def _kept(self, values: dict) -> list:

@@ -50,17 +50,17 @@ from .fusion import fuse
 from .printer import BroadcastPrinter, KernelPrinter, Lanes, py_name
 from .render import render
 from .targets import GATHER_TARGETS, TARGETS, Target, size_of, target_named
-from .thresholds import BLAS_THREADED, BLAS_WORK, LANE_BLOCK, MIN_LANES, MIN_ROWS, PARALLEL_WORK, VECTOR_WORK
+from .thresholds import BLAS_WORK, LANE_BLOCK, MIN_LANES, MIN_ROWS, PARALLEL_WORK, VECTOR_WORK
 
 
-def element_kernel(fn: Function, target: Target, name: str, serial: bool = False) -> Kernel:
-    """A kernel ``name(args..., _out)`` writing every element of ``fn``'s output (on one thread if ``serial``)."""
+def element_kernel(fn: Function, target: Target, name: str) -> Kernel:
+    """A kernel ``name(args..., _out)`` writing every element of ``fn``'s output."""
     fn = apart(fn)  # f[x] = x[x]: the index x would overwrite the array x
     shape = tuple(fn.shapes[fn.name])
     body = kernel_body(fn)
     row = lane(fn, body) if target.lanes else None
     count, blocks = _iterations(fn, row), _blocks(fn, row)
-    parallel = not serial and _parallel(fn, row)
+    parallel = _parallel(fn, row)
     indices = tuple(py_name(i) for i in fn.indices)
     unflatten: tuple = (Unflatten(fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape, blocks),)
     if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
@@ -302,8 +302,7 @@ def _header(fns: list[Function]) -> Header:
 class Plan:
     """How a module computes its functions: ``whole`` maps a function that is a plain contraction to its BLAS call;
     ``parts`` a function to the contractions split off its body (computed first, by BLAS) and ``kernels`` to the
-    function its kernel then computes; ``serial``: every kernel loops on one thread, BLAS has the threads (a
-    product is large); ``reused``: a part of the backward pass -> the forward part computing the same
+    function its kernel then computes; ``reused``: a part of the backward pass -> the forward part computing the same
     contraction, which the forward pass keeps (a dense layer's ``dy_k`` reads ``x w^T`` again); ``padded``: a
     product over a zero-padded copy (:func:`~.contraction.gathered_contraction`) -> (the function it computes,
     with its gate, and the other factors' tensors), which its own kernel computes where one of those holds an inf
@@ -312,7 +311,6 @@ class Plan:
     whole: dict
     parts: dict
     kernels: dict
-    serial: bool = False
     reused: dict = field(default_factory=dict)
     padded: dict = field(default_factory=dict)
 
@@ -340,11 +338,9 @@ def plan_module(fns, target: Target) -> Plan:
     """BLAS (matrix products) for the plain contractions of at least :data:`BLAS_WORK` element-terms
     (:mod:`.contraction`): whole definitions, whole definitions once a factor read at affine indices is gathered
     (a strided convolution), contractions split off a body (a dense layer's) or summed inside it (a strided
-    convolution's gradient), where they are the larger part of the module's work; then every kernel runs
-    serially where a product reaches :data:`BLAS_THREADED`. OpenBLAS's threads spin for a while after each call
-    and Numba's after each parallel kernel: interleaved, each waits for the other's cores (attention in
-    benchmarks/workloads.py). Smaller products are over before that matters, and the kernels keep their threads.
-    Where the kernels' parallel work is the larger part, no BLAS, the kernels as they are."""
+    convolution's gradient), where they are the larger part of the module's work. Where the kernels' parallel
+    work is the larger part, no BLAS, the kernels as they are. How the kernels and the products share the threads
+    at run time is measured per module (:class:`~.threads.MeasuredPlan`)."""
     if not target.blas:
         return Plan({}, {}, {})
     used = set().union(*(all_names(fn) for fn in fns))
@@ -360,7 +356,7 @@ def plan_module(fns, target: Target) -> Plan:
     loop_work = sum(typical_terms(fn) for fn in rest if _runs_parallel(fn, target))
     if not blas_work or loop_work > blas_work:
         return Plan({}, {}, {})
-    return Plan(whole, parts, kernels, serial=BLAS_THREADED.reached(max(products)), padded=padded)
+    return Plan(whole, parts, kernels, padded=padded)
 
 
 def _find_contractions(fn: Function, used: set, known: list, padded: dict, whole: dict, parts: dict,
@@ -404,7 +400,7 @@ def _kernels(fns: dict[str, Function], target: Target, plan: Plan) -> list:
         if broadcasts(fn, target):
             kernels.append(broadcast_kernel(fn, name))
         else:
-            kernels.append(replace(element_kernel(fn, target, name, plan.serial), typed=name not in exact))
+            kernels.append(replace(element_kernel(fn, target, name), typed=name not in exact))
     return kernels
 
 

@@ -19,8 +19,15 @@ only where two looks in a row see it taken (:func:`confirmed`): on a quiet machi
 thread the kernel woke for a moment (measured here), and that one look put the calls of the next
 :data:`REFRESH_S` on one thread (a benchmark's whole series of matrix products at half speed).
 
+Within those threads, how a module shares them between its Numba kernels and its BLAS products is measured, not
+planned from thresholds: OpenBLAS's threads spin for a while after each product and Numba's after each parallel
+kernel, so that interleaved, each may wait for the other's cores (a small convolution's gradients: 8 ms with both
+threaded, 0.4 ms with the kernels on one thread beside threaded BLAS, 2 CPUs), while a module of one large kernel
+wants every thread. :class:`MeasuredPlan` times each way on the calls after the first, on this machine, and keeps
+the fastest (as FFTW's planner and PyTorch's ``cudnn.benchmark`` do).
+
 The threads share out whole output elements and whole rows of products, so a result has the same bits on any
-number of threads (tests/test_threads.py checks it on each side of the fallback).
+number of threads and in every plan (tests/test_threads.py checks it on each side of the fallback).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import statistics
 import threading
 import time
 from contextlib import contextmanager
@@ -37,9 +45,13 @@ from functools import lru_cache
 REFRESH_S = 0.02
 #: Seconds within which an earlier look confirms the next one (:func:`confirmed`); an older look says nothing.
 CONFIRM_S = 5 * REFRESH_S
+#: Timed calls of each candidate plan before an entry point keeps the fastest (:class:`MeasuredPlan`): the median
+#: of three outlives one call that a compile or another process slowed down.
+TRIES = 3
 
 _decided = {"at": -math.inf, "threads": 1, "others": None}
 _pinned: list[int] = []   # the counts set by pinned() blocks now open, innermost last
+_forced: list[tuple[int, int]] = []  # the plans set by forced() blocks now open, innermost last
 
 
 def read_text(path: str) -> str | None:
@@ -181,16 +193,82 @@ _blas = _BlasHold()
 
 
 @contextmanager
-def limited():
-    """Numba's threads (of this thread) and OpenBLAS's held to :func:`running_threads` inside the block."""
+def limited(kernels: int | None = None, blas: int | None = None):
+    """Numba's threads (of this thread) held to ``kernels`` and OpenBLAS's to ``blas`` inside the block, each
+    :func:`running_threads` where not given, and never more than the caller had set."""
     import numba
 
     threads = running_threads()
     before = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(before, threads)))
-    _blas.enter(threads)
+    numba.set_num_threads(max(1, min(before, kernels or threads)))
+    _blas.enter(blas or threads)
     try:
         yield
     finally:
         _blas.leave()
         numba.set_num_threads(before)
+
+
+def candidate_plans(threads: int) -> list[tuple[int, int]]:
+    """The ways a call may share ``threads`` CPUs, ``(Numba's threads, OpenBLAS's threads)``: every thread to
+    both, the kernels on one beside threaded products, the products on one beside threaded kernels, one for all."""
+    if threads == 1:
+        return [(1, 1)]
+    return [(threads, threads), (1, threads), (threads, 1), (1, 1)]
+
+
+def planning_calls() -> int:
+    """The calls of an entry point after which its plan on this machine's usable CPUs is chosen (a benchmark's
+    warm-up): the first, then :data:`TRIES` of each candidate."""
+    return 1 + len(candidate_plans(usable_cpus())) * TRIES
+
+
+@contextmanager
+def forced(plan: tuple[int, int]):
+    """Every call inside the block on ``plan`` (Numba's threads, OpenBLAS's threads), measured or not (tests)."""
+    _forced.append(plan)
+    try:
+        yield
+    finally:
+        _forced.pop()
+
+
+class MeasuredPlan:
+    """How the calls of one entry point of a generated module share the CPUs, measured on this machine.
+
+    The first call runs on every thread and is not timed (it types and loads what :func:`~.compile.precompile`
+    did not). The next ones try the :func:`candidate_plans` of the :func:`running_threads` count in turn,
+    :data:`TRIES` each, timed by ``clock``; from then on that count's calls run on the plan of the least median
+    time. A count is planned when it is first met, so a machine that gets busy (fewer threads) plans again; on
+    one thread there is nothing to choose. Every plan computes the same bits: only the threads differ.
+    """
+
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
+        self.chosen: dict[int, tuple[int, int]] = {}
+        self._times: dict[int, dict[tuple[int, int], list[float]]] = {}
+        self._first = True
+
+    def run(self, entry, *args):
+        """``entry(*args)`` on the plan chosen for the threads of this call, or on one being tried."""
+        if _forced:
+            with limited(*_forced[-1]):
+                return entry(*args)
+        threads = running_threads()
+        if self._first or threads == 1:
+            self._first = False
+            with limited(threads, threads):
+                return entry(*args)
+        if threads in self.chosen:
+            with limited(*self.chosen[threads]):
+                return entry(*args)
+        times = self._times.setdefault(threads, {plan: [] for plan in candidate_plans(threads)})
+        plan = min(times, key=lambda tried: len(times[tried]))
+        with limited(*plan):
+            start = self.clock()
+            result = entry(*args)
+            times[plan].append(self.clock() - start)
+        if all(len(tried) >= TRIES for tried in times.values()):
+            self.chosen[threads] = min(times, key=lambda tried: statistics.median(times[tried]))
+            self._times.pop(threads, None)
+        return result

@@ -61,13 +61,6 @@ VECTOR_WORK = Threshold("VECTOR_WORK", 1 << 14, "the output elements of an eleme
 #: Element-terms from which a plain contraction goes to BLAS (a matrix product, :mod:`.contraction`): below,
 #: numpy's fixed cost per call (reshapes, views, BLAS's dispatch) is more than the kernel's loop.
 BLAS_WORK = Threshold("BLAS_WORK", 1 << 16, "a contraction's typical element-terms")
-#: Typical element-terms of a module's largest BLAS product from which its kernels loop serially beside BLAS
-#: (:func:`~.module.plan_module`). OpenBLAS shares a large product among its threads, which spin for a while after
-#: it, as Numba's do after a parallel kernel: interleaved, each waits for the other's cores. Below, the products
-#: are over before that costs more than the kernels' threads save. Measured on the capstone's training step
-#: (benchmarks/workloads.py's network, 2 CPUs): at batch 128 (largest product 1.7M) 1.4 ms with parallel kernels
-#: against 2.3 ms serial, at batch 256 (3.4M) 16 ms against 4.8 ms; attention's products are 17M.
-BLAS_THREADED = Threshold("BLAS_THREADED", 1 << 21, "a module's largest BLAS product's typical element-terms")
 #: A gathered operand (:func:`~.contraction.gathered_contraction`) is made where the contraction has at least this
 #: many terms per gathered element, each element then multiplied by that many others (a convolution's filters).
 GATHER_SHARE = Threshold("GATHER_SHARE", 4, "a contraction's terms per element of its gather")
@@ -83,7 +76,7 @@ MAX_NESTING = Threshold("MAX_NESTING", 50, "the brackets nested in one generated
 FUSED_KERNELS = Threshold("FUSED_KERNELS", 2, "the serial kernels an entry point launches in a row")
 
 THRESHOLDS: tuple[Threshold, ...] = (MIN_LANES, MIN_ROWS, LANE_BLOCK, PARALLEL_WORK, VECTOR_WORK, BLAS_WORK,
-                                     BLAS_THREADED, GATHER_SHARE, INNER_SHARE, MAX_NESTING, FUSED_KERNELS)
+                                     GATHER_SHARE, INNER_SHARE, MAX_NESTING, FUSED_KERNELS)
 
 
 @contextmanager
