@@ -138,6 +138,11 @@ def check_work(functions) -> None:
                 "shapes or sum bounds")
 
 
+#: A loaded module's name -> its entry points' plans: every compiled object of one module (a chapter compiles the
+#: same function again and again) shares what its calls measured, as the loaded module itself is shared.
+_PLANS: dict[str, dict[str, MeasuredPlan]] = {}
+
+
 class _Planned:
     """A compiled module whose entry points measure how they share the CPUs (:class:`MeasuredPlan`)."""
 
@@ -162,7 +167,7 @@ class CompiledFunction(_Planned):
         self.source = function_source(fn, target)
         self.module = _loaded(self, self.source)
         self.path = self.module.__file__
-        self._plans: dict[str, MeasuredPlan] = {}
+        self._plans = _PLANS.setdefault(self.module.__name__, {})
         if self.kind.precompiled:
             precompile(self.module)
 
@@ -188,7 +193,7 @@ class CompiledGradients(_Planned):
         self.source = gradients_source(grads, target)
         self.module = _loaded(self, self.source)
         self.path = self.module.__file__
-        self._plans: dict[str, MeasuredPlan] = {}
+        self._plans = _PLANS.setdefault(self.module.__name__, {})
         if self.kind.precompiled:
             precompile(self.module)
 
