@@ -1,8 +1,8 @@
 """How each module shares the CPUs between its kernels and its BLAS products: every candidate plan timed, beside the
 plan the module measured and chose itself, and PyTorch CPU in the same process.
 
-A generated Numba module's entry point tries, on its first calls, the kernels and the products each on every
-thread or on one (:func:`tensoradbook.codegen.threads.candidate_plans`) and keeps the fastest
+A generated Numba module's entry point tries, on its first calls, its kernels on every thread and on one beside
+BLAS's threads (:func:`tensoradbook.codegen.threads.candidate_plans`) and keeps the faster
 (:class:`~tensoradbook.codegen.threads.MeasuredPlan`). This script checks that the choice holds for every module,
 not one workload: for each of benchmarks/workloads.py's workloads at its SMALL and LARGE sizes, and the small
 convolution of chapter 10's size (16 filters 5 x 5 over one 64 x 64 image, where threaded kernels beside threaded

@@ -258,8 +258,8 @@ def compare_targets(fn, grads, rng, gather: tuple, scatter: tuple) -> None:
 
 def same_bits_on_any_threads(forward, gradients, args, df) -> None:
     """Numba's modules give the same bits on one thread (the fallback on a busy machine, :mod:`.threads`) as on
-    every CPU: the threads share out whole elements and whole rows of products. The kernels' bits do not depend on
-    BLAS's threads nor the products' on Numba's, so these two plans stand for every plan a module may measure."""
+    every CPU: the threads share out whole elements, and these shapes' products are OpenBLAS's own on one thread.
+    A module's plans change Numba's threads alone (:func:`~tensoradbook.codegen.threads.candidate_plans`)."""
     runs = []
     for threads in (1, usable_cpus()):
         with forced((threads, threads)):

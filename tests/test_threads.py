@@ -241,21 +241,21 @@ class _Timed:
         return self.now
 
 
-def test_candidate_plans_give_every_thread_or_one_to_each_side():
+def test_candidate_plans_give_the_kernels_every_thread_or_one_and_never_change_blas():
     assert candidate_plans(1) == [(1, 1)]
-    assert candidate_plans(4) == [(4, 4), (1, 4), (4, 1), (1, 1)]
+    assert candidate_plans(4) == [(4, 4), (1, 4)]
 
 
 def test_an_entry_point_keeps_the_plan_of_least_median_time(monkeypatch):
     # the kernels on one thread beside threaded BLAS is fastest but for one slow call: the median sees through it
-    timed = _Timed({(2, 2): [5.0], (1, 2): [1.0, 100.0, 1.0], (2, 1): [3.0], (1, 1): [2.0]})
+    timed = _Timed({(2, 2): [5.0, 5.0, 5.0, 2.0], (1, 2): [1.0, 100.0, 3.0]})  # the first, untimed call: 5.0
     monkeypatch.setattr(threads, "limited", timed.limited)
     plan = MeasuredPlan(clock=timed.clock)
     with pinned(2):
         assert plan.run(timed.entry) == (2, 2)  # the first call, every thread, not timed
         assert timed.clock_reads == 0
-        tried = [plan.run(timed.entry) for _ in range(TRIES * 4)]
-        assert sorted(tried) == sorted(candidate_plans(2) * TRIES)
+        tried = [plan.run(timed.entry) for _ in range(TRIES * 2)]
+        assert tried == [(2, 2)] * TRIES + [(1, 2)] * TRIES  # each plan's calls in a row
         assert plan.chosen == {2: (1, 2)}
         assert [plan.run(timed.entry) for _ in range(5)] == [(1, 2)] * 5
         reads = timed.clock_reads
@@ -264,16 +264,16 @@ def test_an_entry_point_keeps_the_plan_of_least_median_time(monkeypatch):
         assert timed.clock_reads == reads + 2 and 3 not in plan.chosen
 
 
-@given(st.lists(st.integers(1, 1000), min_size=4 * TRIES, max_size=4 * TRIES))
-@example([1] * (4 * TRIES))  # a tie goes to the first candidate, every thread to both
-@example([1, 1, 1, 1, 1, 1, 2, 1, 2, 2, 2, 2])
+@given(st.lists(st.integers(1, 1000), min_size=2 * TRIES, max_size=2 * TRIES))
+@example([1] * (2 * TRIES))  # a tie goes to the first candidate, every thread to both
+@example([1, 2, 2, 2, 1, 1])
 def test_the_chosen_plan_has_the_least_median_of_its_tries(costs):
     # whole microseconds: the clock's differences are exact, so a tie is one
     timed = _Timed(in_turn=[1, *costs])  # the first call's cost is never read
     plan = MeasuredPlan(clock=timed.clock)
     with pytest.MonkeyPatch.context() as monkeypatch, pinned(2):
         monkeypatch.setattr(threads, "limited", timed.limited)
-        for _ in range(1 + 4 * TRIES):
+        for _ in range(1 + 2 * TRIES):
             plan.run(timed.entry)
     tries = {}
     for tried, cost in zip(timed.plans[1:], costs):
@@ -283,7 +283,7 @@ def test_the_chosen_plan_has_the_least_median_of_its_tries(costs):
 
 
 def test_one_thread_and_a_forced_plan_measure_nothing(monkeypatch):
-    timed = _Timed({(1, 1): [1.0], (2, 1): [1.0]})
+    timed = _Timed()
     monkeypatch.setattr(threads, "limited", timed.limited)
     plan = MeasuredPlan(clock=timed.clock)
     with pinned(1):

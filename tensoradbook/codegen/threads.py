@@ -19,15 +19,18 @@ only where two looks in a row see it taken (:func:`confirmed`): on a quiet machi
 thread the kernel woke for a moment (measured here), and that one look put the calls of the next
 :data:`REFRESH_S` on one thread (a benchmark's whole series of matrix products at half speed).
 
-Within those threads, how a module shares them between its Numba kernels and its BLAS products is measured, not
+Within those threads, whether a module's Numba kernels use them all beside its BLAS products is measured, not
 planned from thresholds: OpenBLAS's threads spin for a while after each product and Numba's after each parallel
 kernel, so that interleaved, each may wait for the other's cores (a small convolution's gradients: 8 ms with both
 threaded, 0.4 ms with the kernels on one thread beside threaded BLAS, 2 CPUs), while a module of one large kernel
 wants every thread. :class:`MeasuredPlan` times each way on the calls after the first, on this machine, and keeps
-the fastest (as FFTW's planner and PyTorch's ``cudnn.benchmark`` do).
+the faster (as FFTW's planner and PyTorch's ``cudnn.benchmark`` do).
 
-The threads share out whole output elements and whole rows of products, so a result has the same bits on any
-number of threads and in every plan (tests/test_threads.py checks it on each side of the fallback).
+Numba's kernels share out whole output elements, so they give the same bits on any number of threads and in either
+plan (tests/test_threads.py and every differential case check it). OpenBLAS's products do not always: their last
+bits may change with OpenBLAS's thread count (:func:`candidate_plans` names shapes where they do), which is why
+the plans never change it, and why a product of such a shape on a machine busy enough for the fallback to give it
+one thread may differ in its last bits from the same product on a quiet machine.
 """
 
 from __future__ import annotations
@@ -211,10 +214,12 @@ def limited(kernels: int | None = None, blas: int | None = None):
 
 def candidate_plans(threads: int) -> list[tuple[int, int]]:
     """The ways a call may share ``threads`` CPUs, ``(Numba's threads, OpenBLAS's threads)``: every thread to
-    both, the kernels on one beside threaded products, the products on one beside threaded kernels, one for all."""
+    both, or the kernels on one beside threaded products. OpenBLAS's count is not a candidate: its products'
+    last bits depend on it (a 16 x 900 by 900 x 75 product differs between one thread and two, and a 100 x 1000
+    by 1000 x 100 between two and three, OpenBLAS 0.3.31), and a module must not change its bits as it plans."""
     if threads == 1:
         return [(1, 1)]
-    return [(threads, threads), (1, threads), (threads, 1), (1, 1)]
+    return [(threads, threads), (1, threads)]
 
 
 def planning_calls() -> int:
@@ -237,10 +242,11 @@ class MeasuredPlan:
     """How the calls of one entry point of a generated module share the CPUs, measured on this machine.
 
     The first call runs on every thread and is not timed (it types and loads what :func:`~.compile.precompile`
-    did not). The next ones try the :func:`candidate_plans` of the :func:`running_threads` count in turn,
-    :data:`TRIES` each, timed by ``clock``; from then on that count's calls run on the plan of the least median
-    time. A count is planned when it is first met, so a machine that gets busy (fewer threads) plans again; on
-    one thread there is nothing to choose. Every plan computes the same bits: only the threads differ.
+    did not). The next ones try the :func:`candidate_plans` of the :func:`running_threads` count one after
+    another, :data:`TRIES` calls in a row each (a plan's threads still spinning from the previous call are part
+    of its cost), timed by ``clock``; from then on that count's calls run on the plan of the least median time.
+    A count is planned when it is first met, so a machine that gets busy (fewer threads) plans again; on one
+    thread there is nothing to choose. Every plan computes the same bits: only Numba's threads differ.
     """
 
     def __init__(self, clock=time.perf_counter):
@@ -263,7 +269,7 @@ class MeasuredPlan:
             with limited(*self.chosen[threads]):
                 return entry(*args)
         times = self._times.setdefault(threads, {plan: [] for plan in candidate_plans(threads)})
-        plan = min(times, key=lambda tried: len(times[tried]))
+        plan = next(tried for tried, seconds in times.items() if len(seconds) < TRIES)
         with limited(*plan):
             start = self.clock()
             result = entry(*args)
