@@ -8,8 +8,9 @@ not one workload: for each of benchmarks/workloads.py's workloads at its SMALL a
 convolution of chapter 10's size (16 filters 5 x 5 over one 64 x 64 image, where threaded kernels beside threaded
 BLAS stalled on the scheduler's tick), it times forward plus gradients
 
-* on each candidate plan, forced (:func:`~tensoradbook.codegen.threads.forced`), after two warm-up calls;
-* as a user gets it: a fresh compiled object, called until it has chosen (its ``plans``), then timed;
+* as a user gets it: the compiled object, called until it has chosen (its ``plans``);
+* on each candidate plan, forced (:func:`~tensoradbook.codegen.threads.forced`), and on the chosen one, in turn
+  (:func:`interleaved_ms`), with PyTorch among them;
 
 and prints, per module, each plan's median, the chosen plan, the chosen time over the best plan's, and PyTorch's
 median where it runs the module. Goal: the chosen time within 1.1x of the best plan's for every module (a choice
@@ -19,6 +20,7 @@ PyTorch. ``--json PATH`` records the figures with the machine and its load (benc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -31,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.gradients import machine, options_of, set_up, wall_times  # noqa: E402
 from benchmarks.workloads import WORKLOADS, derived, limit_numpy_blas  # noqa: E402
 
-REPEATS = 15  # calls per median, fewer (never under three) once a series has taken two seconds
+REPEATS = 9  # rounds: each round times every plan, the chosen one and PyTorch, IN_A_ROW calls each
+IN_A_ROW = 3
 CHOSEN_GOAL = 1.1  # the chosen plan's median over the best forced plan's
 CONVOLUTION = ("f[o; i; j] = sum{p}_0^4 (sum{q}_0^4 (w[o; p; q] * x[i + p; j + q]))",
                {"f": (16, 60, 60), "w": (16, 5, 5), "x": (64, 64)})
@@ -68,44 +71,54 @@ def workload_modules(sizes, torch_available: bool):
                    peer)
 
 
-def median_ms(call, repeats: int) -> float:
-    return statistics.median(wall_times(call, repeats)) * 1e3
+def interleaved_ms(calls: dict, rounds: int) -> dict:
+    """Each of ``calls`` (name -> (context, call)) timed in turn, :data:`IN_A_ROW` calls in a row per round, for
+    ``rounds`` rounds: the median over rounds of each round's median, in ms. Taken in turn, the machine's drift
+    (another process, the clock's frequency) falls on all of them alike, and so does following a plan whose
+    threads still spin."""
+    times: dict = {name: [] for name in calls}
+    names = list(calls)
+    for round_ in range(rounds):  # each round starts one further on: each follows every other as often
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            context, call = calls[name]
+            with context():
+                times[name].append(statistics.median(wall_times(call, IN_A_ROW)))
+    return {name: statistics.median(seconds) * 1e3 for name, seconds in times.items()}
 
 
 def measure(label, compile_module, args, df, peer, repeats: int, threads: int) -> dict:
     from tensoradbook.codegen.threads import candidate_plans, forced, planning_calls
 
-    module = compile_module()
-    expected = module(args, df)
-    forced_ms = {}
+    user = compile_module()  # a user's object: it plans on its own calls
+    for _ in range(planning_calls()):
+        got = user(args, df)
+    planned = user.plans["gradients"]  # empty where every call ran on one thread: other processes kept the CPUs
+    chosen = planned.get(threads) or next(iter(planned.values()), (1, 1))
+    calls = {plan: (lambda plan=plan: forced(plan), lambda: user(args, df)) for plan in candidate_plans(threads)}
+    calls["chosen"] = (contextlib.nullcontext, lambda: user(args, df))
+    if peer is not None:
+        calls["torch"] = (contextlib.nullcontext, peer)
     for plan in candidate_plans(threads):
         with forced(plan):
-            for _ in range(2):
-                module(args, df)
-            forced_ms[plan] = median_ms(lambda: module(args, df), repeats)
-    fresh = compile_module()  # a user's object: it plans on its own calls
-    for _ in range(planning_calls()):
-        got = fresh(args, df)
-    for name in expected:
-        assert np.array_equal(got[name].view(np.int64), expected[name].view(np.int64)), f"{label}: d{name} bits"
-    planned = fresh.plans["gradients"]  # empty where every call ran on one thread: other processes kept the CPUs
-    chosen = planned.get(threads) or next(iter(planned.values()), (1, 1))
-    chosen_ms = median_ms(lambda: fresh(args, df), repeats)
-    best = min(forced_ms.values())
+            other = user(args, df)
+        for name in got:
+            assert np.array_equal(got[name].view(np.int64), other[name].view(np.int64)), f"{label}: d{name} bits"
+    ms = interleaved_ms(calls, repeats)
+    forced_ms = {plan: ms[plan] for plan in candidate_plans(threads)}
     record = {"plans_ms": {f"{k} kernels, {b} BLAS": t for (k, b), t in forced_ms.items()},
               "chosen": f"{chosen[0]} kernels, {chosen[1]} BLAS" + ("" if planned else " (CPUs busy)"),
-              "chosen_ms": chosen_ms, "chosen_over_best": chosen_ms / best,
-              "torch_ms": median_ms(peer, repeats) if peer is not None else None}
-    record["ours_over_torch"] = chosen_ms / record["torch_ms"] if record["torch_ms"] else None
+              "chosen_ms": ms["chosen"], "chosen_over_best": ms["chosen"] / min(forced_ms.values()),
+              "torch_ms": ms.get("torch")}
+    record["ours_over_torch"] = ms["chosen"] / record["torch_ms"] if record["torch_ms"] else None
     cells = "  ".join(f"{t:8.3f}" for t in forced_ms.values())
     torch_cell = f"{record['torch_ms']:8.3f}" if record["torch_ms"] else "       -"
-    print(f"{label:34s} {cells}  {record['chosen']:>20s} {chosen_ms:8.3f} {record['chosen_over_best']:6.2f}x"
+    print(f"{label:34s} {cells}  {record['chosen']:>20s} {ms['chosen']:8.3f} {record['chosen_over_best']:6.2f}x"
           f" {torch_cell}")
     return record
 
 
 def main(argv=None):
-    options = options_of(argv, __doc__.splitlines()[0], "only the SMALL sizes and the convolution, three calls each")
+    options = options_of(argv, __doc__.splitlines()[0], "only the SMALL sizes and the convolution, three rounds")
     from tensoradbook.codegen.threads import candidate_plans
 
     thread_note, available, _ = set_up(__doc__.splitlines()[0], options.threads,
@@ -114,7 +127,7 @@ def main(argv=None):
     repeats = 3 if options.quick else REPEATS
     sizes = ("SMALL",) if options.quick else ("SMALL", "LARGE")
     load_before = os.getloadavg()
-    print(f"load average before: {load_before[0]:.2f} on {os.cpu_count()} CPUs; medians of {repeats} calls, ms")
+    print(f"load average before: {load_before[0]:.2f} on {os.cpu_count()} CPUs; medians of {repeats} rounds, ms")
     heads = "  ".join(f"{k}k,{b}b".rjust(8) for k, b in candidate_plans(options.threads))
     print(f"{'module (fwd + grads)':34s} {heads}  {'chosen':>20s} {'ms':>8s} {'/best':>7s} {'torch':>8s}")
     modules = [convolution_module(torch_available), *workload_modules(sizes, torch_available)]
