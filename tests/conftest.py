@@ -25,3 +25,23 @@ settings.register_profile(
 )
 settings.register_profile("quick", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "default"))
+
+
+# The test files that run a class (Unix users, an exchange, the repository's solutions given to a staff group)
+# take the machine's class lock (tests/hub_support.one_class_at_a_time): on two workers one waited minutes for
+# the other's. With ``--dist loadfile`` they go to one worker as one unit, one file after the other.
+CLASS_FILES = ("tests/test_cache_trust.py", "tests/test_exchange.py", "tests/test_hub.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with :data:`CLASS_FILES` one unit of work."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ClassFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return CLASS_FILES[0] if scope in CLASS_FILES else scope
+
+    return ClassFilesTogether(config, log)
