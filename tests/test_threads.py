@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import statistics
 import threading
 import time
 from contextlib import contextmanager
@@ -246,16 +247,17 @@ def test_candidate_plans_give_the_kernels_every_thread_or_one_and_never_change_b
     assert candidate_plans(4) == [(4, 4), (1, 4)]
 
 
-def test_an_entry_point_keeps_the_plan_of_least_median_time(monkeypatch):
-    # the kernels on one thread beside threaded BLAS is fastest but for one slow call: the median sees through it
-    timed = _Timed({(2, 2): [5.0, 5.0, 5.0, 2.0], (1, 2): [1.0, 100.0, 3.0]})  # the first, untimed call: 5.0
+def test_an_entry_point_keeps_the_plan_of_least_time(monkeypatch):
+    # the kernels on one thread beside threaded BLAS is fastest but for one slow call, which spoils its first pass
+    timed = _Timed({(2, 2): [5.0], (1, 2): [1.0, 100.0, 1.0]})
+    assert TRIES == 2  # the costs above: (2, 2) 5, 5 | 5, 5 (5), (1, 2) 1, 100 | 1, 1 (the faster pass: 1)
     monkeypatch.setattr(threads, "limited", timed.limited)
     plan = MeasuredPlan(clock=timed.clock)
     with pinned(2):
         assert plan.run(timed.entry) == (2, 2)  # the first call, every thread, not timed
         assert timed.clock_reads == 0
-        tried = [plan.run(timed.entry) for _ in range(TRIES * 2)]
-        assert tried == [(2, 2)] * TRIES + [(1, 2)] * TRIES  # each plan's calls in a row
+        tried = [plan.run(timed.entry) for _ in range(TRIES * 4)]
+        assert tried == [(2, 2)] * TRIES + [(1, 2)] * 2 * TRIES + [(2, 2)] * TRIES  # in a row, A B B A
         assert plan.chosen == {2: (1, 2)}
         assert [plan.run(timed.entry) for _ in range(5)] == [(1, 2)] * 5
         reads = timed.clock_reads
@@ -264,21 +266,23 @@ def test_an_entry_point_keeps_the_plan_of_least_median_time(monkeypatch):
         assert timed.clock_reads == reads + 2 and 3 not in plan.chosen
 
 
-@given(st.lists(st.integers(1, 1000), min_size=2 * TRIES, max_size=2 * TRIES))
-@example([1] * (2 * TRIES))  # a tie goes to the first candidate, every thread to both
-@example([1, 2, 2, 2, 1, 1])
-def test_the_chosen_plan_has_the_least_median_of_its_tries(costs):
+@given(st.lists(st.integers(1, 1000), min_size=4 * TRIES, max_size=4 * TRIES))
+@example([1] * (4 * TRIES))  # a tie goes to the first candidate, every thread to both
+@example([1, 2, 2, 2, 1, 1, 2, 2])
+@example([30, 20, 3, 3, 3, 3, 2, 2])  # every thread slowed in its first pass by a library's spinning threads
+def test_the_chosen_plan_has_the_least_time_of_its_faster_pass(costs):
     # whole microseconds: the clock's differences are exact, so a tie is one
     timed = _Timed(in_turn=[1, *costs])  # the first call's cost is never read
     plan = MeasuredPlan(clock=timed.clock)
     with pytest.MonkeyPatch.context() as monkeypatch, pinned(2):
         monkeypatch.setattr(threads, "limited", timed.limited)
-        for _ in range(1 + 2 * TRIES):
+        for _ in range(1 + 4 * TRIES):
             plan.run(timed.entry)
     tries = {}
     for tried, cost in zip(timed.plans[1:], costs):
         tries.setdefault(tried, []).append(cost)
-    best = min(candidate_plans(2), key=lambda tried: sorted(tries[tried])[TRIES // 2])
+    best = min(candidate_plans(2), key=lambda tried: min(statistics.median(tries[tried][:TRIES]),
+                                                           statistics.median(tries[tried][TRIES:])))
     assert plan.chosen == {2: best}
 
 
@@ -303,7 +307,7 @@ def test_a_compiled_module_chooses_a_plan_per_entry_point_and_keeps_its_bits():
     args, df = {"w": rng.standard_normal((8, 3, 3)), "x": rng.standard_normal((32, 32))}, rng.standard_normal(
         (8, 30, 30))
     with pinned(2):
-        runs = [grads(args, df) for _ in range(1 + len(candidate_plans(2)) * TRIES)]
+        runs = [grads(args, df) for _ in range(1 + 2 * len(candidate_plans(2)) * TRIES)]
     assert set(grads.plans) == {"gradients"}
     assert grads.plans["gradients"][2] in candidate_plans(2)
     for run in runs[1:]:

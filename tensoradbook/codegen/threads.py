@@ -48,9 +48,9 @@ from functools import lru_cache
 REFRESH_S = 0.02
 #: Seconds within which an earlier look confirms the next one (:func:`confirmed`); an older look says nothing.
 CONFIRM_S = 5 * REFRESH_S
-#: Timed calls of each candidate plan before an entry point keeps the fastest (:class:`MeasuredPlan`): the median
-#: of three outlives one call that a compile or another process slowed down.
-TRIES = 3
+#: Timed calls in a row of each candidate plan, in each of the two passes over the candidates before an entry point
+#: keeps the fastest (:class:`MeasuredPlan`).
+TRIES = 2
 
 _decided = {"at": -math.inf, "threads": 1, "others": None}
 _pinned: list[int] = []   # the counts set by pinned() blocks now open, innermost last
@@ -224,8 +224,8 @@ def candidate_plans(threads: int) -> list[tuple[int, int]]:
 
 def planning_calls() -> int:
     """The calls of an entry point after which its plan on this machine's usable CPUs is chosen (a benchmark's
-    warm-up): the first, then :data:`TRIES` of each candidate."""
-    return 1 + len(candidate_plans(usable_cpus())) * TRIES
+    warm-up): the first, then two passes of :data:`TRIES` calls of each candidate."""
+    return 1 + 2 * len(candidate_plans(usable_cpus())) * TRIES
 
 
 @contextmanager
@@ -238,13 +238,20 @@ def forced(plan: tuple[int, int]):
         _forced.pop()
 
 
+def faster_pass(seconds: list[float]) -> float:
+    """A plan's time from its calls, :data:`TRIES` a pass: the least of its passes' medians."""
+    return min(statistics.median(seconds[first:first + TRIES]) for first in range(0, len(seconds), TRIES))
+
+
 class MeasuredPlan:
     """How the calls of one entry point of a generated module share the CPUs, measured on this machine.
 
     The first call runs on every thread and is not timed (it types and loads what :func:`~.compile.precompile`
-    did not). The next ones try the :func:`candidate_plans` of the :func:`running_threads` count one after
-    another, :data:`TRIES` calls in a row each (a plan's threads still spinning from the previous call are part
-    of its cost), timed by ``clock``; from then on that count's calls run on the plan of the least median time.
+    did not). The next ones try the :func:`candidate_plans` of the :func:`running_threads` count in two passes,
+    the second in reverse order (A, B, B, A), :data:`TRIES` calls in a row each, timed by ``clock``. A plan's
+    time is its faster pass (the median of that pass's calls): the first pass may meet threads that another
+    library's last call left spinning (PyTorch's or XLA's: 25 ms for a layer norm's 1.6 ms call, measured), which
+    the second pass no longer does. From then on that count's calls run on the plan of the least time.
     A count is planned when it is first met, so a machine that gets busy (fewer threads) plans again; on one
     thread there is nothing to choose. Every plan computes the same bits: only Numba's threads differ.
     """
@@ -269,12 +276,13 @@ class MeasuredPlan:
             with limited(*self.chosen[threads]):
                 return entry(*args)
         times = self._times.setdefault(threads, {plan: [] for plan in candidate_plans(threads)})
-        plan = next(tried for tried, seconds in times.items() if len(seconds) < TRIES)
+        schedule = candidate_plans(threads) + candidate_plans(threads)[::-1]
+        plan = schedule[sum(len(seconds) for seconds in times.values()) // TRIES]
         with limited(*plan):
             start = self.clock()
             result = entry(*args)
             times[plan].append(self.clock() - start)
-        if all(len(tried) >= TRIES for tried in times.values()):
-            self.chosen[threads] = min(times, key=lambda tried: statistics.median(times[tried]))
+        if all(len(tried) >= 2 * TRIES for tried in times.values()):
+            self.chosen[threads] = min(times, key=lambda tried: faster_pass(times[tried]))
             self._times.pop(threads, None)
         return result
