@@ -24,7 +24,8 @@ ours against the slow reference evaluator (``fn.evaluate``, ``grads.evaluate``);
 aborts the run.
 
 Times are medians of three to seven calls (``time.perf_counter``; fewer than seven once a series
-has taken two seconds) after a warm-up call that compiles. Other processes on the machine inflate
+has taken two seconds) after warm-up calls that compile and let our modules choose their plans
+(:func:`warm_up`). Other processes on the machine inflate
 them; the load average before and after the run is printed. Printed per size: the forward alone,
 forward plus all gradients, the cheap-gradient ratio (forward plus gradients over forward alone;
 goal for ours: at most 4), ours over each (goal: at most 0.5 against the faster peer), the peak
@@ -467,10 +468,10 @@ def main(argv=None):
                                    f"resolution a few hundred KiB (judged from {MEMORY_RESOLUTION // 1024} KiB "
                                    "of inputs and outputs)"))
     if repeats == 1:
-        print("times: one call after a warm-up call")
+        print("times: one call after the warm-up calls (compiling, and our modules choosing their plans)")
     else:
         print(f"times: median of {MIN_REPEATS} to {repeats} calls (fewer once a series has taken "
-              f"{BUDGET_S:g} s) after a warm-up call")
+              f"{BUDGET_S:g} s) after the warm-up calls (compiling, and our modules choosing their plans)")
     print("ours: forward plus gradients is one grad(args, df) call, which computes f but returns only the gradients")
     load_before = os.getloadavg()[0]
     print(f"load average before: {load_before:.2f} on {os.cpu_count()} CPUs (other processes inflate the times)")

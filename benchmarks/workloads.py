@@ -43,7 +43,7 @@ rtol 1e-9, atol 1e-12 times the largest magnitude) and, at the SMALL size, ours 
 evaluator (``subject.evaluate``, ``gradients.evaluate``); any mismatch aborts the run.
 
 Times are medians of three to 21 calls (``time.perf_counter``; fewer than 21 once a series has taken two
-seconds: seven gave medians that moved by half between runs) after a warm-up call that compiles (numba's kernels
+seconds: seven gave medians that moved by half between runs) after warm-up calls that compile and plan (numba's kernels
 load from the disk cache after the first run). Then every series is timed again, :data:`BUSY_REPEATS` calls
 each, in three busy settings of a shared class server (:data:`BUSY_SETTINGS`): every CPU busy with one
 CPU-bound process (:func:`benchmarks.demo_kernels.busy_cpus`); twice as many CPU-bound processes as CPUs; and
@@ -794,7 +794,7 @@ def main(argv=None):
     print("peak extra memory: " + ("unavailable: " + memory if memory else
                                    "kernel resident high-water mark (VmHWM) reset before one fwd+grads call; "
                                    "resolution a few hundred KiB"))
-    print(f"times: median of {min(repeats, report_example.MIN_REPEATS)} to {repeats} calls after a warm-up call; "
+    print(f"times: median of {min(repeats, report_example.MIN_REPEATS)} to {repeats} calls after the warm-up calls; "
           f"busy: {busy_repeats} calls with one CPU-bound process per CPU beside")
     load_before = os.getloadavg()
     print(f"load average before: {load_before[0]:.2f} on {os.cpu_count()} CPUs (other processes inflate the times)")
