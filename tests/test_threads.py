@@ -313,3 +313,29 @@ def test_a_compiled_module_chooses_a_plan_per_entry_point_and_keeps_its_bits():
     for run in runs[1:]:
         for name in run:
             assert np.array_equal(run[name].view(np.int64), runs[0][name].view(np.int64)), name
+
+
+def test_python_threads_planning_at_once_each_take_a_try_and_one_plan_is_chosen():
+    """Eight Python threads call one entry point while it plans: every call runs on a candidate (tries taken at
+    once may give one plan more than its turn, which once ran past the end of the schedule), and a plan is chosen."""
+    plan, seen, errors = MeasuredPlan(), [], []
+
+    def entry():
+        seen.append(numba.get_num_threads())
+        time.sleep(0.001)
+
+    def call():
+        try:
+            with pinned(2):
+                for _ in range(10):
+                    plan.run(entry)
+        except Exception as error:  # pragma: no cover - shown by the assert below  # noqa: BLE001
+            errors.append(error)
+
+    workers = [threading.Thread(target=call) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors and len(seen) == 80
+    assert plan.chosen.keys() == {2} and plan.chosen[2] in candidate_plans(2)

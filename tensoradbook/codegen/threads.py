@@ -261,6 +261,7 @@ class MeasuredPlan:
         self.chosen: dict[int, tuple[int, int]] = {}
         self._times: dict[int, dict[tuple[int, int], list[float]]] = {}
         self._first = True
+        self._lock = threading.Lock()  # Python threads calling at once: each try taken and recorded in turn
 
     def run(self, entry, *args):
         """``entry(*args)`` on the plan chosen for the threads of this call, or on one being tried."""
@@ -272,17 +273,23 @@ class MeasuredPlan:
             self._first = False
             with limited(threads, threads):
                 return entry(*args)
-        if threads in self.chosen:
-            with limited(*self.chosen[threads]):
+        with self._lock:
+            chosen = self.chosen.get(threads)
+            if chosen is None:
+                times = self._times.setdefault(threads, {tried: [] for tried in candidate_plans(threads)})
+                schedule = candidate_plans(threads) + candidate_plans(threads)[::-1]
+                # calls from several Python threads may give one plan more tries than its turn: the rest go last
+                plan = schedule[min(sum(len(seconds) for seconds in times.values()) // TRIES, len(schedule) - 1)]
+        if chosen is not None:
+            with limited(*chosen):
                 return entry(*args)
-        times = self._times.setdefault(threads, {plan: [] for plan in candidate_plans(threads)})
-        schedule = candidate_plans(threads) + candidate_plans(threads)[::-1]
-        plan = schedule[sum(len(seconds) for seconds in times.values()) // TRIES]
         with limited(*plan):
             start = self.clock()
             result = entry(*args)
-            times[plan].append(self.clock() - start)
-        if all(len(tried) >= 2 * TRIES for tried in times.values()):
-            self.chosen[threads] = min(times, key=lambda tried: faster_pass(times[tried]))
-            self._times.pop(threads, None)
+            elapsed = self.clock() - start
+        with self._lock:
+            times[plan].append(elapsed)
+            if threads not in self.chosen and all(len(tried) >= 2 * TRIES for tried in times.values()):
+                self.chosen[threads] = min(times, key=lambda tried: faster_pass(times[tried]))
+                self._times.pop(threads, None)
         return result
