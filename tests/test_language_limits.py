@@ -1,10 +1,9 @@
-"""Limits of the notation (issue 10): what the parser accepts derives, prints and reads back; past a limit
+"""Limits of the notation: what the parser accepts derives, prints and reads back; past a limit
 it refuses with a caret under the token and the limit in the message, instead of a RecursionError,
 an OverflowError or minutes of work later."""
 
 import math
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -69,8 +68,8 @@ def test_everything_at_the_depth_limit_derives_prints_and_reads_back(text):
 
 @pytest.mark.parametrize("text, marked", [
     (chain(MAX_DEPTH + 1), "+"),
-    (chain(501), "+"),  # the issue's reproducer: RecursionError in derive and str
-    ("f[] = " + "-" * 500 + "x[]", "-"),  # the issue's other reproducer
+    (chain(501), "+"),  # the first report: RecursionError in derive and str
+    ("f[] = " + "-" * 500 + "x[]", "-"),  # the report's other case
     ("f[] = " + "-" * 5000 + "x[]", "-"),  # read in a loop: refused by depth, not by Python's recursion
     ("f[] = " + "sin (" * MAX_DEPTH + "x[]" + ")" * MAX_DEPTH, "sin"),
     (chain(MAX_DEPTH + 1, "**"), "**"),
@@ -104,10 +103,13 @@ def test_deep_nesting_is_refused_with_a_caret(text, marked):
 
 def test_depth_limit_holds_with_little_stack_left():
     """The parser refuses past MAX_DEPTH before Python's recursion limit, even called from deep code."""
-    def nested(levels):
-        return tab.parse(chain(MAX_DEPTH, "**"), SCALARS) if levels == 0 else nested(levels - 1)
+    def nested(levels, text):
+        return tab.parse(text, SCALARS) if levels == 0 else nested(levels - 1, text)
 
-    nested(sys.getrecursionlimit() // 4)
+    levels = sys.getrecursionlimit() // 4
+    assert nested(levels, chain(MAX_DEPTH, "**")) == tab.parse(chain(MAX_DEPTH, "**"), SCALARS)
+    with pytest.raises(ExpressionError, match=f"more than {MAX_DEPTH} levels deep"):
+        nested(levels, chain(MAX_DEPTH + 1, "**"))
 
 
 # --- nested sums ---------------------------------------------------------------------------------------------
@@ -122,13 +124,13 @@ def nested_sums(n):
     return "f[i] = " + text, {"f": (3,), "x": ((n + 4) ** 2,)}
 
 
-def test_nested_sums_at_the_limit_derive_in_seconds():
+def test_nested_sums_at_the_limit_derive_and_read_back():
     fn = tab.parse(*nested_sums(MAX_NESTED_SUMS))
-    start = time.perf_counter()
-    grads = round_trip(fn)
-    # reading a derivative back runs the exact range check on its max/min bounds (was 24 s for 8 sums)
-    assert tab.parse(str(grads["x"]), grads["x"].shapes) == grads["x"]
-    assert time.perf_counter() - start < 20
+    # reading a derivative back runs the exact range check on its max/min bounds (once 24 s for 8 sums): the
+    # alarm catches a return to minutes without failing a busy machine
+    with time_limit():
+        grads = round_trip(fn)
+        assert tab.parse(str(grads["x"]), grads["x"].shapes) == grads["x"]
 
 
 def test_second_derivatives_of_nested_sums_derive_or_are_refused_with_the_limit():
@@ -209,20 +211,22 @@ def test_derivatives_of_the_deepest_functions_print_and_evaluate():
 @pytest.mark.parametrize("check", [lambda fn: fn.evaluate({"x": np.ones(3)}), tab.check_gradients])
 def test_the_reference_evaluator_refuses_work_of_minutes_at_once(check):
     fn = tab.parse("f[i] = sum{k}_0^100000000000 (x[i])", {"f": (3,), "x": (3,)})
-    start = time.perf_counter()
-    with pytest.raises(ExpressionError, match=r"would visit up to 2.56e\+13 element-terms .* MAX_WORK = 1e\+08; "
-                                              r"use smaller shapes or sum bounds, or a compiled kernel"):
-        check(fn)
-    assert time.perf_counter() - start < 1
+    runs = []
+    evaluate = reference._evaluate
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reference, "_evaluate", lambda *call: runs.append(call) or evaluate(*call))
+        with pytest.raises(ExpressionError, match=r"would visit up to 2.56e\+13 element-terms .* MAX_WORK = 1e\+08; "
+                                                  r"use smaller shapes or sum bounds, or a compiled kernel"):
+            check(fn)
+    assert runs == [], "refused before the evaluator ran a single term"
 
 
-def test_work_at_the_limit_takes_seconds():
+def test_work_at_the_limit_is_evaluated():
     n = MAX_WORK // 256 - 1  # a one-element output: the evaluator's overhead per sum index value counts
     fn = tab.parse(f"f[] = sum{{k}}_1^{n} (x[])", {"f": (), "x": ()})
     assert fn.work <= MAX_WORK
-    start = time.perf_counter()
-    assert fn.evaluate({"x": 1.0}) == n
-    assert time.perf_counter() - start < 20
+    with time_limit():
+        assert fn.evaluate({"x": 1.0}) == n
 
 
 def evaluator_runs(fn, args) -> int:
@@ -272,7 +276,7 @@ def test_the_gradient_of_a_max_pooling_is_evaluated_and_checked():
 
 
 @pytest.mark.parametrize("text, marked, fragment", [
-    # the issue's reproducers: OverflowError / numba TypingError later
+    # the reported cases: OverflowError / numba TypingError later
     ("f[i] = if {i % 100000000000000000000000 = 0} then (x[i]) else (0)", "100000000000000000000000",
      "the integer 10000000...(24 digits) is too large: integers are below MAX_INTEGER = 2**53"),
     ("f[i] = sum{k}_0^" + str(10**41) + " (x[i])", str(10**41), "the integer 10000000...(42 digits) is too large"),
@@ -307,9 +311,9 @@ def test_long_bound_lists_are_refused_with_a_caret():
     text = f"f[i] = sum{{k}}_(max [{'; '.join(items)}])^3 (x[k])"
     assert refused(text, {"f": (4,), "x": (4,)}, f"more than {MAX_BOUNDS} bounds in one max list") == "i"
     fn = tab.parse(text.replace(f"; {items[-1]}", ""), {"f": (4,), "x": (4,)})
-    start = time.perf_counter()
-    round_trip(fn)
-    assert time.perf_counter() - start < 10
+    with time_limit():
+        grads = round_trip(fn)
+    assert set(grads) == {"x"}
 
 
 def test_text_past_the_source_limit_is_refused_naming_the_limit_and_its_size():
@@ -321,7 +325,7 @@ def test_text_past_the_source_limit_is_refused_naming_the_limit_and_its_size():
 
 
 def test_a_long_program_is_read_in_time_linear_in_its_length():
-    """Each definition was checked against every one below it: 25,000 definitions took minutes (issue 23)."""
+    """Each definition was checked against every one below it: 25,000 definitions took minutes."""
     lines = ["a0[i] = x[i]", *(f"a{k}[i] = a{k - 1}[i] * x[i] + 1" for k in range(1, 25_000))]
     shapes = {f"a{k}": (3,) for k in range(len(lines))} | {"x": (3,)}
     with time_limit():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import io
-import time
 from pathlib import Path
 
 import nbformat
@@ -21,6 +20,7 @@ from classroom import site
 from tensoradbook.widgets import picture, typeset
 from tensoradbook.widgets.base import WIDGET_VIEW
 from tensoradbook.widgets.graph import FIG1, sweep_picture
+from alarm import time_limit
 
 REPO = Path(__file__).resolve().parent.parent
 SCREENSHOTS = REPO / "screenshots"
@@ -53,9 +53,8 @@ def test_every_exported_widget_is_covered():
 @pytest.mark.parametrize("name", sorted(MADE))
 def test_widget_displays_its_picture_beside_its_view(name):
     widget = MADE[name]()
-    started = time.perf_counter()
-    bundle = widget._repr_mimebundle_()
-    elapsed = time.perf_counter() - started
+    with time_limit():  # a hang check: a picture takes well under a second
+        bundle = widget._repr_mimebundle_()
     assert bundle[WIDGET_VIEW]["model_id"] == widget.model_id, "the live view must stay in the bundle"
     assert "text/plain" in bundle
     png = base64.b64decode(bundle["image/png"], validate=True)
@@ -67,7 +66,6 @@ def test_widget_displays_its_picture_beside_its_view(name):
     gray = image.convert("L")
     inked = sum(gray.histogram()[:200]) / (image.width * image.height)
     assert inked > 0.01, f"{name}: the picture is nearly empty"
-    assert elapsed < 2.0, f"{name}: the picture took {elapsed:.2f} s"
     SCREENSHOTS.mkdir(exist_ok=True)
     (SCREENSHOTS / f"widget-{name}.png").write_bytes(png)
 

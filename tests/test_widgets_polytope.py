@@ -6,7 +6,6 @@ Bad values of every setter and control are shown in the widget, which keeps its 
 """
 
 import io
-import time
 from fractions import Fraction
 from itertools import product
 
@@ -17,6 +16,7 @@ from PIL import Image
 import tensoradbook as tab
 from tensoradbook.widgets import PolytopeView
 from test_widgets_robust import BAD, shown_error
+from alarm import time_limit
 
 PNG = b"\x89PNG\r\n\x1a\n"
 FIG3 = ([[1, -2]], (7, 5))
@@ -279,12 +279,11 @@ def test_typing_a_bad_kernel_basis_then_moving_a_slider():
 
 
 def test_a_huge_box_is_refused_at_once():
-    start = time.perf_counter()
-    with pytest.raises(ValueError, match="10000 x 10000 has 100000000 points, at most 10,000 can be drawn"):
+    with time_limit(), pytest.raises(ValueError, match="10000 x 10000 has 100000000 points, at most 10,000 can be "
+                                                       "drawn"):
         PolytopeView([[2, 4]], (10 ** 4, 10 ** 4))  # took 461 s before the limit
-    with pytest.raises(ValueError, match="at most 10,000"):
+    with time_limit(), pytest.raises(ValueError, match="at most 10,000"):
         PolytopeView([[1] * 14], (2,) * 14)  # a kernel shown as text only enumerates its points too
-    assert time.perf_counter() - start < 5  # a hang check, not a timing test
     assert PolytopeView([[2, 4]], (100, 100)).points  # the largest square box still works
 
 
