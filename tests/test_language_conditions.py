@@ -5,6 +5,7 @@ Oracle: brute-force enumeration of the output box and the sum's range.
 """
 
 import itertools
+import math
 import re
 from fractions import Fraction
 
@@ -154,7 +155,10 @@ def test_range_check_with_else_branches_matches_brute_force(problem):
     ("f[x] = sum{k}_0^1 (if {k = 0} then (input[x / 2]) else (0))", {"f": (1,), "input": (1,)}),  # x = 0 only
 ])
 def test_any_condition_that_makes_a_division_whole_guards_it(text, shapes):
-    tab.parse(text, shapes)
+    fn = tab.parse(text, shapes)
+    assert tab.parse(str(fn), shapes) == fn
+    args = {name: np.arange(1.0, 1.0 + math.prod(shapes[name])).reshape(shapes[name]) for name in fn.arguments}
+    assert np.isfinite(fn.evaluate(args)).all()
 
 
 def test_gradients_with_negated_divisions_read_back():
