@@ -9,7 +9,7 @@ every four epochs, the same initial weights and the same batches for both sides,
   process with an empty kernel cache (``cold``, numba compiles every kernel) and again in a second process on
   that cache (``warm``); each reports the whole process and the part after ``import tensoradbook``. Loading the
   digits is not a part of it: scikit-learn's import alone takes about 0.7 s here;
-* training: held-out accuracy after every epoch (both sides; issue 13's goals: at least 95%, within one point
+* training: held-out accuracy after every epoch (both sides; the goals: at least 95%, within one point
   of PyTorch) and the loss at every step (the two runs do the same arithmetic in another order);
 * time per epoch (median over the epochs after the first), ours against PyTorch, on one thread and on every
   CPU, once on the machine as it is and once with every CPU busy in another CPU-bound process: how the small
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks.* 
 
 BATCH, FILTERS, RATE = 32, 16, 0.2
 WEIGHTS = ("W", "b", "V", "d")
-COLD_GOAL_S = 20.0  # issue 14: the capstone network derived and compiled cold in under 20 s
+COLD_GOAL_S = 20.0  # the capstone network derived and compiled cold in under 20 s
 TIMED_EPOCHS = 4    # epochs per timing run (the first is not counted)
 
 
@@ -261,7 +261,7 @@ def main(argv=None) -> None:
     load_after = os.getloadavg()
     goals = {"accuracy at least 95% (ours)": final["ours"] >= 0.95,
              "within one point of PyTorch": abs(final["ours"] - final["pytorch"]) <= 0.01,
-             f"cold start under {COLD_GOAL_S:g} s (issue 14)": cold["process_s"] < COLD_GOAL_S}
+             f"cold start under {COLD_GOAL_S:g} s": cold["process_s"] < COLD_GOAL_S}
     for goal, met in goals.items():
         print(f"goal {goal}: {'met' if met else 'NOT met'}")
     print(f"load average after: {load_after[0]:.2f}")

@@ -7,7 +7,7 @@ with respect to every weight and the input have about two kernels per definition
 stages: ``derive`` (the program's gradients), ``compile`` (the generated modules written and imported, and every
 kernel compiled: for ``numba`` by Numba, for ``numpy`` nothing beyond Python's bytecode), ``first call``, the kernels
 in the modules, and the process's peak resident memory. The first call's gradients are checked against the
-reference evaluator (rtol 1e-9). The goal (issue 28): a 200-definition program compiles for Numba in under 60 s.
+reference evaluator (rtol 1e-9). The goal: a 200-definition program compiles for Numba in under 60 s.
 Other processes inflate the times; the machine and the load average before and after are printed and recorded.
 
 Run: ``.venv/bin/python benchmarks/compile_time.py [--sizes 10 25 50 100 200] [--json PATH]``.

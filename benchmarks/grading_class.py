@@ -1,7 +1,7 @@
 """A class's grading, hostile submissions included: how long ``make grade`` takes against the bound it states.
 
 A temporary copy of the course, chapter 01 released, ``--students`` submissions (40 by default): the honest ones
-alternate between a full and a partial answer, and ``--hostile`` of them (5) each try one attack of issue 36 in
+alternate between a full and a partial answer, and ``--hostile`` of them (5) each try one attack on the grader in
 turn: a cell that never ends, the worker rewired to answer the checks' names, a notebook whose nbgrader metadata
 has another schema (which ended nbgrader's whole run before), a 300 kB answer text for the grader to parse, a
 process exit in every answer cell. ``python -m classroom.course grade`` grades them all; printed and recorded:

@@ -14,7 +14,7 @@ Then waves of 10, 20 and 40 students starting at once; each student, in a thread
 
 After each wave, with every server and kernel alive: resident and proportional memory (RSS, PSS) of each student's
 server and kernel. Between waves every server is stopped, so each wave spawns afresh. Printed, and with ``--json``
-recorded with the machine and its load. Goals (issue 25): 40 students at p95 under 10 s login to interaction, no
+recorded with the machine and its load. Goals: 40 students at p95 under 10 s login to interaction, no
 compilation, under 300 MB per student; and the largest class whose every interaction is under 3 s.
 Run as root: ``.venv/bin/python benchmarks/hub.py --json benchmarks/results/hub.json``.
 """

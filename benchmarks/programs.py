@@ -1,6 +1,6 @@
 """The softmax of two nested padded convolutions as a program and as one expression: derived, compiled, run.
 
-The goal of issue 13: the program of three definitions derives, compiles and runs cold in under 10 s and
+The goal: the program of three definitions derives, compiles and runs cold in under 10 s and
 warm in under 1 s, where the same network as one expression took minutes.
 
 The network: ``X`` 1x2x5x5 and ``W1``, ``W2`` 2x2x3x3; ``h`` is ``X`` convolved with ``W1`` (3x3, zero padding by
@@ -18,12 +18,12 @@ process from its start:
   descheduled thread);
 * one expression: :meth:`Program.inlined` (every read of ``h`` and ``y`` replaced by its expression, as a
   single-expression language must), derived and compiled the same way in a fresh cache, then the median of
-  repeated calls; stopped after ``--timeout`` seconds (60 by default; the issue reports minutes). Its nine
+  repeated calls; stopped after ``--timeout`` seconds (60 by default; the one expression took minutes). Its nine
   nested sums are beyond the parser's ``MAX_NESTED_SUMS``, so it is built from the program's nodes rather
   than read from text.
 
 The cold run's gradients, and the one expression's where it finishes, are checked against the program's
-by the reference evaluator (rtol 1e-9), after the timed stages. Goals (issue 13): cold under 10 s, warm under 1 s
+by the reference evaluator (rtol 1e-9), after the timed stages. Goals: cold under 10 s, warm under 1 s
 (judged on the whole process, and on the work after the imports). Other processes inflate the times; the
 machine and its load average before and after are printed and recorded.
 

@@ -50,7 +50,7 @@ CPU-bound process (:func:`benchmarks.demo_kernels.busy_cpus`); twice as many CPU
 :data:`CLASS_SIZE` fresh processes that each build the workload, warm up and then call it at the same moment
 (forward plus gradients only; every process's calls pooled). Each busy median over the quiet one is printed,
 and the busy goal is judged by the worst setting. Other processes on the machine inflate the times: the load
-average before and after is printed and recorded. A parallel kernel (PyTorch's, OpenBLAS's, ours before issue 28)
+average before and after is printed and recorded. A parallel kernel (PyTorch's, OpenBLAS's, ours once)
 whose threads another process has descheduled waits for them, up to a scheduler tick (4 ms here) per kernel and
 product; ours now run on the CPUs the other processes leave free, one thread on a busy machine
 (:mod:`tensoradbook.codegen.threads`); ``--threads 1`` shows the work alone.

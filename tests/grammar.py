@@ -19,7 +19,7 @@ Three kinds of :class:`Case`, each a text with its shapes:
   construct, long chains, huge numbers and shapes, non-ASCII digits.
 
 A sum or an ``if`` that is an operand is always parenthesised, and a sum's body always is, so a
-valid text means the same however far a sum is read to reach (issue 10, sec. 3).
+valid text means the same however far a sum is read to reach.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ FLOAT_EXPONENTS = ["2.0", "3.0", "0.5", "1.5", "2.5e-1"]
 class Case:
     """One text to parse. ``valid``: the parser must accept it. ``caret``: a refusal must show a caret
     line (not so where the shapes, not the text, are broken). ``derivable``: derive must not refuse it
-    (it may refuse an argument named like the adjoint, df of f: issue 10 lets it refuse that clash at once)."""
+    (it may refuse an argument named like the adjoint, df of f: it may refuse that clash at once)."""
 
     kind: str
     text: str

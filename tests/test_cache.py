@@ -1,4 +1,4 @@
-"""The kernel cache (tensoradbook.codegen.cache, issue 23): yours alone, readable when shared, healed when corrupt.
+"""The kernel cache (tensoradbook.codegen.cache): yours alone, readable when shared, healed when corrupt.
 
 No module or Numba index another user could have written is loaded: a cache directory another user owns, or that
 others can write, is refused with a warning, and a planted module file is removed. A read-only shared cache is read

@@ -1,4 +1,4 @@
-"""Whom the kernel cache trusts (tensoradbook.codegen.cache, classroom/warm_cache.py; issue 36): one test per attack.
+"""Whom the kernel cache trusts (tensoradbook.codegen.cache, classroom/warm_cache.py): one test per attack.
 
 * ``NUMBA_CACHE_DIR`` made first by another user, Numba's index files of the victim's functions planted in it (a
   pickle runs code when loaded): neither the package's own functions nor a generated module's kernels read it.

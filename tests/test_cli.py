@@ -94,7 +94,7 @@ def test_the_installed_command_exits_2_without_a_traceback():
     assert process.returncode == 0 and process.stdout == "ds[] = 2 * df[]\n" and process.stderr == ""
 
 
-# --- issue 23: what --file reads ------------------------------------------------------------------------------
+# --- what --file reads ----------------------------------------------------------------------------------------
 
 def test_a_file_past_the_source_limit_is_refused_with_the_limit_and_its_size(capsys, tmp_path):
     path = tmp_path / "long.txt"

@@ -1,4 +1,4 @@
-"""Differential tests of the generated kernels across every planning threshold (issue 22).
+"""Differential tests of the generated kernels across every planning threshold.
 
 Functions and programs from tests/differential.py, with shapes on both sides of each threshold of
 :mod:`tensoradbook.codegen.thresholds`, are compiled for every CPU target (``numpy``, ``numba``, and the

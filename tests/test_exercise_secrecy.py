@@ -1,4 +1,4 @@
-"""Checks that cannot be mined for the answer, and chapters that do not print it (issue 24).
+"""Checks that cannot be mined for the answer, and chapters that do not print it.
 
 The exercises are graded by nbgrader, so a check must not be an oracle: a student who tries answer after answer
 may learn right or wrong, and what is wrong with the answer tried, but nothing that finds the right one faster

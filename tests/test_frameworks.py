@@ -76,7 +76,7 @@ CASES = {
     # one argument read three times
     "twice": ("h[i; j] = x[i] * x[j] + sin (x[i + j])", {"h": (3, 3), "x": (5,)}, twice),
 }
-if hasattr(tab, "Program"):  # tensor programs (issue 13, part 1): the same duck type as a Function
+if hasattr(tab, "Program"):  # tensor programs: the same duck type as a Function
     # two definitions; the intermediate h is read twice
     CASES["program"] = ("h[n; j] = tanh (sum{k}_0^2 (x[n; k] * w[k; j]))\n"
                         "o[n] = sum{j}_0^3 (h[n; j] * v[j] + h[n; j] ** 2)",
@@ -235,7 +235,7 @@ def test_torch_training_loop_follows_plain_torch(torch, tabt):
 
 
 def test_torch_func_grad_jacrev_and_vmap_equal_the_direct_computation(torch, torch_fns, subjects):
-    """Issue 23: torch.func refused the operation (its setup_context message); a vmap runs the kernels once per
+    """torch.func once refused the operation (its setup_context message); a vmap runs the kernels once per
     batch element, also inside vmap(grad), the per-sample gradients."""
     fn, f = subjects["report"], torch_fns["report"]
     args = [torch.tensor(x) for x in inputs(fn)]
@@ -392,7 +392,7 @@ def test_jax_float32_without_x64(jax, jnp, jax_fns, subjects):
 
 
 def test_jax_takes_lists_tuples_and_numbers_as_the_torch_bridge_does(jax, jnp, torch, jax_fns, torch_fns, subjects):
-    """Issue 23: the JAX bridge refused a list the torch bridge took ("Cannot determine dtype")."""
+    """The JAX bridge once refused a list the torch bridge took ("Cannot determine dtype")."""
     fn = subjects["scalar"]
     w, u = inputs(fn)
     expected = np.asarray(jax_fns["scalar"](jnp.asarray(w), jnp.asarray(u)))
@@ -433,7 +433,7 @@ JAX_BEYOND_FIRST_ORDER = {
 
 @pytest.mark.parametrize("transform", JAX_BEYOND_FIRST_ORDER)
 def test_jax_beyond_first_order_reverse_mode_is_refused_naming_the_limit(jax, jnp, jax_fns, subjects, transform):
-    """Issue 23: a grad of a grad met "Pure callbacks do not support JVP", naming neither tensoradbook nor the
+    """A grad of a grad once met "Pure callbacks do not support JVP", naming neither tensoradbook nor the
     limit. (Forward mode inside jax.jit is refused by JAX itself when it compiles: see tensoradbook.jax.)"""
     fn, f = subjects["twice"], jax_fns["twice"]
     asked, run = JAX_BEYOND_FIRST_ORDER[transform]

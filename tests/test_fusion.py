@@ -1,4 +1,4 @@
-"""Serial kernels launched in a row compiled as one fused function (tensoradbook.codegen.fusion, issue 28): which
+"""Serial kernels launched in a row compiled as one fused function (tensoradbook.codegen.fusion): which
 runs are fused, and that the fused modules compute the reference evaluator's values with the same bits as the
 kernels launched one by one."""
 

@@ -1,4 +1,4 @@
-"""Grammar-based fuzzing of the parser and everything after it (issue 10, sec. 2).
+"""Grammar-based fuzzing of the parser and everything after it.
 
 For every text from tests/grammar.py, :func:`tensoradbook.parse` either refuses it with an
 :class:`ExpressionError` whose message shows a caret line, or returns a function that

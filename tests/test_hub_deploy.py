@@ -1,4 +1,4 @@
-"""The Kubernetes deployment (hub/k8s/, issue 25) in step with `make hub`: one course, described twice.
+"""The Kubernetes deployment (hub/k8s/) in step with `make hub`: one course, described twice.
 
 ``make hub`` reads hub/course.toml; Zero to JupyterHub reads hub/k8s/values.yaml and runs the image of
 hub/k8s/Dockerfile, neither of which can read it. This reads all three (the settings with tomllib, as written) and

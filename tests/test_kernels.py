@@ -39,23 +39,23 @@ CORPUS = [SECTION_6] + [(text, shapes) for text, shapes, _ in PATTERNS] + [
     ("f[] = sum{k}_0^3 (x[k] * y[])", {"f": (), "x": (4,), "y": ()}),        # 0-d output and argument
     ("f[i] = np[i] * range[i] + max_[i]", {"f": (3,), "np": (3,), "range": (3,), "max_": (3,)}),  # clashing names
     ("f[i; j] = sum{k}_(i)^(i + j) (x[k] / (1 + y[j; k - i] ** 2))", {"f": (3, 3), "x": (5,), "y": (3, 3)}),
-    # issue 10: conditions that never hold on the box keep their else (dw = df, not 0)
+    # conditions that never hold on the box keep their else (dw = df, not 0)
     ("f[i] = if {i >= 1} then (1) else (w[])", {"f": (1,), "w": ()}),
     ("f[] = sum{k}_0^0 (if {k >= 1} then (2) else (w[]))", {"f": (), "w": ()}),
-    # issue 10: float exponents 2.0 and 3.0 (written as products) failed on every target
+    # float exponents 2.0 and 3.0 (written as products) failed on every target
     ("f[i] = x[i] ** 2.0 + x[i] ** 3.0", {"f": (3,), "x": (3,)}),
-    # issue 10: a gradient that is 0 everywhere reads nothing, its scatter adjoint reads df (KeyError)
+    # a gradient that is 0 everywhere reads nothing, its scatter adjoint reads df (KeyError)
     ("f[i] = if {i >= 5} then (x[i]) else (1)", {"f": (3,), "x": (3,)}),
-    # issue 10: user names that are the derivation's or the generated code's own
+    # user names that are the derivation's or the generated code's own
     ("f[i] = dx[i] * x[i]", {"f": (3,), "x": (3,), "dx": (3,)}),
     ("dx[x] = exp (x[x]) * df[x] + np[x] * np_[x] * THREADS[x] + a_b[x] * a__b[x]",
      {"dx": (3,), "x": (3,), "df": (3,), "np": (3,), "np_": (3,), "THREADS": (3,), "a_b": (3,), "a__b": (3,)}),
-    # issue 13: max pooling of a ReLU (rows of lanes), a clipped minimum, a select on a reduction
+    # max pooling of a ReLU (rows of lanes), a clipped minimum, a select on a reduction
     ("f[u; v] = max{r}_0^1 (max{s}_0^1 (if {x[2 * u + r; 2 * v + s] > 1} then (x[2 * u + r; 2 * v + s]) "
      "else (0.1 * x[2 * u + r; 2 * v + s])))", {"f": (2, 3), "x": (4, 6)}),
     ("f[i] = min (max (x[i] - 1, -0.2), 0.3) * abs (y[i] - 1) + if {min{k}_0^i (y[k]) <= x[i]} then (erf (y[i])) "
      "else (round (x[i] * 3) + sign (x[i] - 1))", {"f": (4,), "x": (4,), "y": (4,)}),
-    # issue 14: selects whose branches loop run only the branch taken: per element, and per row of lanes
+    # selects whose branches loop run only the branch taken: per element, and per row of lanes
     ("f[i; j] = if {x[i; j] > 0} then (sum{k}_0^2 (y[i; k] * x[k; j])) else (y[i; j])",
      {"f": (3, 4), "x": (3, 4), "y": (3, 4)}),
     ("f[i; j] = if {y[i; 0] > 0} then (sum{k}_0^2 (x[k; j] * y[k; i])) else (x[i; j] ** 2)",
@@ -201,7 +201,7 @@ def test_kernel_bodies_equal_the_functions_on_their_box(fn):
 @example(tab.parse("f[i; j] = sum{k0}_0^i (sqrt (1 + x[0] ** 2))", {"f": (3, 2), "x": (1,)}))
 def test_hoisting_is_idempotent(fn):
     """On bodies, on the report's gradients (nested sums whose bounds are other sums' indices) and on
-    the simplified gradients, which derive hoisted already (issue 10: a second pass regrouped them)."""
+    the simplified gradients, which derive hoisted already (a second pass once regrouped them)."""
     grads = tab.derive(fn)
     for body in [fn.body, *(g.body for g in grads.values())]:
         once = hoist_invariants(body)
@@ -211,7 +211,7 @@ def test_hoisting_is_idempotent(fn):
 
 
 def test_hoisting_walks_deep_trees_without_recursion():
-    """Issue 10: derivatives of functions at the parser's depth limit are deeper than the limit."""
+    """Derivatives of functions at the parser's depth limit are deeper than the limit."""
     x = Element("x", (Affine.index("k"),))
     chain = x
     for _ in range(3 * sys.getrecursionlimit()):
@@ -224,7 +224,7 @@ def test_hoisting_walks_deep_trees_without_recursion():
 @pytest.mark.parametrize("vector", [False, True], ids=["scalar", "numpy"])
 def test_generated_code_stays_flat_for_long_chains(vector):
 
-    """A chain of 200 additions was one expression with 200 nested brackets: Python refuses it (issue 10).
+    """A chain of 200 additions was one expression with 200 nested brackets: Python refuses it.
     The writer walks the chain from a stack and moves deep parts into temporaries."""
     n = 3 * sys.getrecursionlimit()
     chain = Element("x", ())
@@ -244,7 +244,7 @@ def test_generated_code_stays_flat_for_long_chains(vector):
 
 
 def _at_the_limits():
-    """The deepest functions the parser accepts (issue 10), at MAX_DEPTH and MAX_NESTED_SUMS, and whether
+    """The deepest functions the parser accepts, at MAX_DEPTH and MAX_NESTED_SUMS, and whether
     to check their second derivatives here too: not the product of exps, whose report-form second
     derivative the reference evaluator takes ~15 s for, nor the nested sums, ~20 s in Fourier-Motzkin."""
     from tensoradbook.lang.limits import MAX_DEPTH, MAX_NESTED_SUMS as S
@@ -306,7 +306,7 @@ def test_hoisting_moves_only_what_does_not_vary():
     ("f[i] = sum{a}_0^i (sum{k}_a^i (x[i] * y[k]))", 4, True),
 ])
 def test_hoisting_leaves_a_sum_that_may_be_empty_whole(text, size, hoisted):
-    """A factor leaves a sum only where the sum has a term at every point of the box (issue 22): evaluated
+    """A factor leaves a sum only where the sum has a term at every point of the box: evaluated
     outside an empty sum it reads where nothing was read, w[6] of a w of 4 in the gradient below."""
     fn = tab.parse(text, {"f": (size,), "x": (size,), "y": (max(size, 4),)})
     body = hoist_invariants(fn.body, {"i": (0, size - 1)})
@@ -320,7 +320,7 @@ def test_hoisting_leaves_a_sum_that_may_be_empty_whole(text, size, hoisted):
 
 def test_scatter_kernels_write_only_where_the_occurrence_is_read():
     """The scatter kernel adds x[i - 1]'s adjoint into dx[i - 1] under the occurrence's gate: at i = 0 the
-    element does not exist (numba would write before the array, issue 22)."""
+    element does not exist (numba would write before the array)."""
     grads = tab.derive("f[i] = if {i >= 1} then (x[i - 1] * 2) else (0)", {"f": (3,), "x": (3,)})
     assert "if i - 1 >= 0:\n            dx[np.uint64(i - 1)] += " in grads.source("numba-scatter")
     assert "if i - 1 >= 0:\n            cuda.atomic.add(dx, i - 1, " in grads.source("cuda-scatter")
@@ -328,7 +328,7 @@ def test_scatter_kernels_write_only_where_the_occurrence_is_read():
 
 def test_kernels_comparing_computed_values_do_not_regroup_them():
     """A min reduction's adjoint compares each term, computed again, with f: the forward's and the gradient's
-    kernels compile without reassoc, which may regroup a product in one and not the other (issue 22). A
+    kernels compile without reassoc, which may regroup a product in one and not the other. A
     kernel comparing nothing keeps it."""
     grads = tab.derive("f[n] = min{s}_0^n (w[s] * 10 ** w[3 - s] * (3 * (10 / w[s])))", {"f": (4,), "w": (4,)})
     for target in ("numba", "numba-scatter"):
@@ -538,7 +538,7 @@ def test_bad_arguments_are_reported():
         grad(args, df.T)
 
 
-BAD_INPUTS = [  # (arguments, adjoint, what the message must say); issue 10
+BAD_INPUTS = [  # (arguments, adjoint, what the message must say)
     ({"x": np.ones(2) + 1j, "y": 2.0}, None, "argument 'x' is complex"),  # the imaginary part was dropped
     ({"x": [1.0, 2.0], "y": 1j}, None, "argument 'y' is complex"),
     ({"x": np.array([1.0, 1j], dtype=object), "y": 2.0}, None, "argument 'x' is complex"),

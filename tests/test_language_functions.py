@@ -1,5 +1,5 @@
-"""The functions and data-dependent operations of the notation (issue 10: sinh and cosh, for the report's
-Fig. 2; issue 13: the functions real models need, max and min, conditions on values, max/min reductions).
+"""The functions and data-dependent operations of the notation (sinh and cosh, for the report's
+Fig. 2; the functions real models need: max and min, conditions on values, max/min reductions).
 
 Each function is checked end to end: it parses, its derivative from the operation table matches
 numpy's derivative written out by hand, finite differences agree away from its kinks, it prints as

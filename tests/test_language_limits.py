@@ -317,7 +317,7 @@ def test_long_bound_lists_are_refused_with_a_caret():
 
 
 def test_text_past_the_source_limit_is_refused_naming_the_limit_and_its_size():
-    """Issue 23: tab.parse read text of any size (the command line a file of gigabytes)."""
+    """tab.parse once read text of any size (the command line a file of gigabytes)."""
     with pytest.raises(ExpressionError, match=r"^the text has 4,000,001 characters: a function or program is at most "
                        r"MAX_SOURCE_CHARS = 4,000,000 characters \(tensoradbook.lang.limits\)$"):
         tab.parse("f[] = x[]" + " " * (MAX_SOURCE_CHARS - 8), SCALARS)

@@ -1,5 +1,5 @@
-"""Fresh arrays of compiled modules reuse freed memory rather than faulting in new pages (codegen.scratch,
-issue 28). Each case runs in a new interpreter: glibc's thresholds are process-wide and set once."""
+"""Fresh arrays of compiled modules reuse freed memory rather than faulting in new pages (codegen.scratch).
+Each case runs in a new interpreter: glibc's thresholds are process-wide and set once."""
 
 from __future__ import annotations
 

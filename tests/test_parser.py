@@ -360,7 +360,7 @@ ERRORS = [
     ("f[i] = exp x[i]", S, "expected '(' after exp", "x"),
     ("f[i] x[i]", S, "expected '=' after the output", "x"),
     ("f = x[0]", S, "expected '[' after the output's name (a scalar output is written f[])", "="),
-    # issue 10: a sum's body is parenthesised, and so is a sum raised to a power (sum x ** 2 read as (sum x) ** 2)
+    # a sum's body is parenthesised, and so is a sum raised to a power (sum x ** 2 read as (sum x) ** 2)
     ("f[i] = sum{k}_0^2 x[k] ** 2", S, "the body of a sum is written in parentheses: sum{k}_0^2 (...); e.g. "
      "sum{k}_0^2 (x[k] ** 2) is a sum of squares, (sum{k}_0^2 (x[k])) ** 2 the square of a sum", "x"),
     ("f[i] = sum{k}_(max [0; i - 1])^i exp (x[k])", S, "the body of a sum is written in parentheses: "
@@ -368,7 +368,7 @@ ERRORS = [
     ("f[i] = sum{k}_0^2 (x[k]) ** 2", S, "parenthesise a sum raised to a power, (sum{k}_0^2 (...)) ** ..., or "
      "write the power inside: sum{k}_0^2 (... ** ...)", "**"),
     ("f[i] = 2 ** sum{k}_0^2 (x[k]) ** 2", S, "parenthesise a sum raised to a power", "**"),
-    # issue 10: literals that do not print and read back
+    # literals that once did not print and read back
     ("f[i] = 1e400 * x[i]", S, "the number 1e400 is too large for float64", "1e400"),
     ("f[i] = x[i] - 2.5E+309", S, "the number 2.5E+309 is too large for float64", "2.5E+309"),
     ("f[i] = 1e-400 * x[i]", S, "the number 1e-400 is too small for float64", "1e-400"),
@@ -403,7 +403,7 @@ def test_caret_on_the_right_line():
     assert marks == "  \t  ^^^^"
 
 
-# --- issue 23: long lines, byte order marks and invisible characters -------------------------------
+# --- long lines, byte order marks and invisible characters -------------------------------
 
 @pytest.mark.parametrize("where", [0, 500_000, 2**20 - 1])
 def test_a_megabyte_line_is_shown_as_a_window_with_the_caret_under_the_character(where):
@@ -471,7 +471,7 @@ def test_an_unexpected_character_is_named_when_the_caret_line_cannot_show_it(cha
     ("f[i] = x[i]", {"f": (3,), "x": "3"}, "shape of 'x' must be a tuple of positive ints"),
     ("f[i] = x[i]", [("f", (3,))], "shapes must be a dict"),
     (b"f[i] = x[i]", S, "must be given as text"),
-    # issue 10: DerivationExplorer passed such shapes through
+    # DerivationExplorer once passed such shapes through
     ("f[i] = x[i]", {"f": (3,), "x": (10**20,)}, "shape of 'x', (100000000000000000000,), has 1e+20 elements; "
      "a tensor has at most MAX_ELEMENTS = 2**32 = 4,294,967,296"),
     ("f[i] = x[i]", {"f": (3,), "x": (2**16, 2**16, 2)}, "has 8.59e+09 elements"),

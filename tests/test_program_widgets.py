@@ -1,4 +1,4 @@
-"""Programs of several definitions in the widgets (issue 13): ProgramGraph draws a program as a graph of tensors
+"""Programs of several definitions in the widgets: ProgramGraph draws a program as a graph of tensors
 and steps through reverse accumulation across its definitions (report sec. 2, eqs. 1-3, at the tensor level);
 DerivationExplorer and GradientLab take programs as they take functions. Driven through the public setters
 and controls, and checked against what the core gives (``tab.parse``, ``tab.derive``)."""
@@ -259,7 +259,7 @@ def test_gradient_lab_runs_a_program_as_derive_evaluates_it():
     assert lab.error == "" and lab.function == tab.parse(SHARED, SHARED_SHAPES) and lab.function_entry.rows == 3
 
 
-# -- the data-dependent operations of issue 13 in every widget that draws or lists an expression ---------------
+# -- the data-dependent operations in every widget that draws or lists an expression ---------------
 
 @pytest.mark.parametrize("text", ["f[i] = if {x[i] > 0} then (max (x[i], y[i])) else (max{k}_0^2 (y[k]))",
                                   "f[i] = abs (x[i]) * min (x[i], y[i])"])

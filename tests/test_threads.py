@@ -1,4 +1,4 @@
-"""The threads of a Numba module's call on a quiet and a busy machine (tensoradbook.codegen.threads, issue 28).
+"""The threads of a Numba module's call on a quiet and a busy machine (tensoradbook.codegen.threads).
 
 The counts are checked against the machine's own: ``/proc`` read by hand, processes that keep every CPU busy,
 OpenBLAS's count asked through threadpoolctl (an independent reader of the same setting). That a module gives the

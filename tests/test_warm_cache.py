@@ -1,4 +1,4 @@
-"""The warm kernel cache of a class (classroom/warm_cache.py, issue 25): compiled once, read by every user.
+"""The warm kernel cache of a class (classroom/warm_cache.py): compiled once, read by every user.
 
 One demo (06_gradient_lab, the smallest with kernels of its own: one module, its kernels fused into two) is warmed
 into a folder as ``make hub`` warms every chapter and demo. Then another Unix user, with an empty private cache and

@@ -1,4 +1,4 @@
-"""Static pictures of the widgets (issue 24): every widget displays a PNG of what it shows beside its live view,
+"""Static pictures of the widgets: every widget displays a PNG of what it shows beside its live view,
 for GitHub's notebook view and the static site, and the site shows that picture with a caption.
 
 Each widget is built as a chapter builds it. The pictures go to screenshots/widget-<Name>.png for a person to

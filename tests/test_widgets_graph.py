@@ -3,7 +3,7 @@
 Fig. 1 is the abstract composition f(x) = f1[f2(f3(f4(x), f5(x)))], Fig. 2 the function
 sin[sin(x1 (x2 + x3) + sinh(x2 + x3))]; both show a computational graph (blue) and the derivative graph of
 the reverse sweep (red). Driven through the public API: set_function, step, title, graph, adjoints.
-Bad values of every setter and control are shown in the widget, which keeps its last good state (issue 10).
+Bad values of every setter and control are shown in the widget, which keeps its last good state.
 """
 
 import math
@@ -106,7 +106,7 @@ def test_legend_does_not_tie_the_colours_to_one_figure():
     assert not any(label.endswith(("(Fig. 1)", "(Fig. 2)")) for label in labels)
 
 
-# -- bad input (issue 10): shown inline, the last good state kept ---------------------------------------
+# -- bad input: shown inline, the last good state kept ---------------------------------------
 
 VECTOR = "f[i] = x[i] * 2"
 DEEP_MINUS = "f[] = " + "-" * 500 + "x[]"  # raised RecursionError out of GraphView

@@ -2,7 +2,7 @@
 
 Driven through the public setters (set_beta, set_kernel, step); what the pictures show is read from the
 axes' artists (each carries a gid saying what it is) and checked against brute force over the index box.
-Bad values of every setter and control are shown in the widget, which keeps its last good state (issue 10).
+Bad values of every setter and control are shown in the widget, which keeps its last good state.
 """
 
 import io
@@ -208,7 +208,7 @@ def test_the_first_frame_is_not_left_behind():
     assert len(view.panels["alpha"].get_children()) == count
 
 
-# -- bad input (issue 10): shown inline, the last good state kept ---------------------------------------
+# -- bad input: shown inline, the last good state kept ---------------------------------------
 
 
 def state(view) -> tuple:

@@ -1,5 +1,5 @@
 """Every public setter and control callback of every widget in widgets/ (chapters 4a, 5, 6, 8 and 9),
-driven with bad values (issue 10): nothing raises, the widget shows the error in its error box, keeps
+driven with bad values: nothing raises, the widget shows the error in its error box, keeps
 its last good state, and the next good value works and clears the error."""
 
 import html
@@ -283,7 +283,7 @@ def test_sliders_and_buttons_keep_working_after_bad_input(widgets):
     assert stepper.step == stepper.n_steps - 1 and stepper.error == ""
 
 
-# -- the reproducers of issue 10 --------------------------------------------------------------------
+# -- the reported cases ------------------------------------------------------------------------------
 
 
 def test_memory_budget_refuses_a_chain_of_huge_sizes():
