@@ -1,4 +1,4 @@
-"""Conditions in the notation (issue 10): remainders are remainders, and the exact range check knows
+"""Conditions in the notation: remainders are remainders, and the exact range check knows
 that an else branch is read only where its condition fails.
 
 Oracle: brute-force enumeration of the output box and the sum's range.
