@@ -33,7 +33,7 @@ _jit = package_jit(error_model="numpy")
 # The rules of .instructions this file's sweeps are compiled with (rules.digest of its text). Numba's on-disk cache
 # of a sweep keeps the rules it inlined and is renewed only when this file changes, so a change of the rules must
 # change this line too; tests/test_inverse.py checks it.
-RULES_DIGEST = "64c5aa14c6e8a5fc"
+RULES_DIGEST = "982d958e8e23b6f5"
 
 
 class Instructions(NamedTuple):
@@ -89,7 +89,7 @@ def _evaluate(code, j, registers, values, d0, d1):
 
 
 @_jit
-def _blocks(code, j, values, d0, d1, adjoint, slot_adjoint, block):
+def _blocks(code, j, values, d0, d1, adjoint, slot_adjoint, block):  # noqa: C901 -- per lump, see build's comment
     """Lump ``j``'s ``A`` (``l x l``) then ``B`` (``l x k``), row-major, into ``block``."""
     ops, arg0, arg1, node_start = code.ops, code.arg0, code.arg1, code.node_start
     out_start, out_node, out_slot = code.out_start, code.out_node, code.out_slot
@@ -130,7 +130,7 @@ def _blocks(code, j, values, d0, d1, adjoint, slot_adjoint, block):
 
 
 @_jit
-def _solve(A, l, rhs, transpose, work):
+def _solve(A, l, rhs, transpose, work):  # noqa: C901 -- per lump, see build's comment
     """Solve ``A u = rhs`` (``A^T u = rhs`` when ``transpose``) in place in ``rhs``; False if ``A`` is singular.
 
     Gaussian elimination with partial pivoting on a copy of ``A`` in ``work``.
@@ -188,7 +188,7 @@ def run(code, x):
 
 
 @_jit
-def _forward(code, registers, v, inverse, values, d0, d1, adjoint, slot_adjoint, block, work, u):
+def _forward(code, registers, v, inverse, values, d0, d1, adjoint, slot_adjoint, block, work, u):  # noqa: C901 -- see build
     out_start, out_node, out_slot = code.out_start, code.out_node, code.out_slot
     read_start, read_slot = code.read_start, code.read_slot
     for j in range(len(code.node_start) - 1):
@@ -267,7 +267,7 @@ def record(code, x, tape, offsets):
 
 
 @_jit
-def _backward(code, tape, offsets, v, inverse, work, u):
+def _backward(code, tape, offsets, v, inverse, work, u):  # noqa: C901 -- per lump, see build's comment
     out_start, out_slot, read_start, read_slot = code.out_start, code.out_slot, code.read_start, code.read_slot
     for j in range(len(code.node_start) - 2, -1, -1):
         block = tape[offsets[j]:offsets[j + 1]]
@@ -325,7 +325,7 @@ def backward(code, tape, offsets, v, inverse):
 
 
 @_jit
-def _logdet(code, tape, offsets, work):
+def _logdet(code, tape, offsets, work):  # noqa: C901 -- per lump, see build's comment
     out_start = code.out_start
     total = 0.0
     for j in range(len(code.node_start) - 1):
@@ -408,6 +408,37 @@ def own(ops, arg0, arg1, n, useful, pinned):
 
 
 @_jit
+def _number_values(n, key):
+    """``value`` (node -> value: inputs ``0..n-1``, then the vertices ``n..``; -1 for nodes inside a vertex) and
+    ``vertex_node``, the node of each vertex."""
+    value = np.full(len(key), -1, dtype=np.int64)
+    for node in range(n):
+        value[node] = node
+    vertex_node = np.flatnonzero(key[n:]) + n
+    for v in range(len(vertex_node)):
+        value[vertex_node[v]] = n + v
+    return value, vertex_node
+
+
+@_jit
+def _vertex_members(ops, n, useful, owner, value, vertices):
+    """The nodes of each vertex, in the order made: ``members[member_start[v]:member_start[v+1]]``."""
+    sizes = np.zeros(vertices + 1, dtype=np.int64)
+    for node in range(n, len(ops)):
+        if useful[node] and ops[node] != CONST:
+            sizes[value[owner[node]] - n + 1] += 1
+    member_start = np.cumsum(sizes)
+    members = np.empty(member_start[-1], dtype=np.int64)
+    fill = member_start[:-1].copy()
+    for node in range(n, len(ops)):
+        if useful[node] and ops[node] != CONST:
+            v = value[owner[node]] - n
+            members[fill[v]] = node
+            fill[v] += 1
+    return member_start, members
+
+
+@_jit
 def vertex_graph(ops, arg0, arg1, n, useful, key, owner):
     """Values (inputs ``0..n-1``, then the vertices ``n..``), each vertex's nodes and the values it reads.
 
@@ -415,30 +446,9 @@ def vertex_graph(ops, arg0, arg1, n, useful, key, owner):
     ``vertex_node``, the nodes of vertex ``v`` in ``members[member_start[v]:member_start[v+1]]``
     (in the order made, the vertex last) and the values it reads in ``preds[pred_start[v]:...]``.
     """
-    count = len(ops)
-    value = np.full(count, -1, dtype=np.int64)
-    for node in range(n):
-        value[node] = node
-    vertices = 0
-    for node in range(n, count):
-        if key[node]:
-            value[node] = n + vertices
-            vertices += 1
-    vertex_node = np.empty(vertices, dtype=np.int64)
-    sizes = np.zeros(vertices + 1, dtype=np.int64)
-    for node in range(n, count):
-        if key[node]:
-            vertex_node[value[node] - n] = node
-        if useful[node] and ops[node] != CONST:
-            sizes[value[owner[node]] - n + 1] += 1
-    member_start = np.cumsum(sizes)
-    members = np.empty(member_start[-1], dtype=np.int64)
-    fill = member_start[:-1].copy()
-    for node in range(n, count):
-        if useful[node] and ops[node] != CONST:
-            v = value[owner[node]] - n
-            members[fill[v]] = node
-            fill[v] += 1
+    value, vertex_node = _number_values(n, key)
+    vertices = len(vertex_node)
+    member_start, members = _vertex_members(ops, n, useful, owner, value, vertices)
     seen = np.full(n + vertices, -1, dtype=np.int64)
     pred_start = np.zeros(vertices + 1, dtype=np.int64)
     preds = np.empty(2 * len(members), dtype=np.int64)
@@ -493,14 +503,12 @@ def live_counts(sequence, pred_start, preds, is_output, n):
 
 
 @_jit
-def greedy_order(pred_start, preds, is_output, n):
-    """A topological order that always takes the ready vertex after which the fewest values are live
-    (ties: the one made first). Quadratic in the number of ready vertices: for modest programs."""
+def _consumers(pred_start, preds, uses, n):
+    """The vertices that read each value, ``consumers[consumer_start[p]:consumer_start[p+1]]``, and how many
+    vertices (not inputs) each vertex waits for."""
     vertices = len(pred_start) - 1
-    remaining = _uses(pred_start, preds, len(is_output))
-    consumer_count = remaining.copy()
-    consumer_start = np.zeros(len(is_output) + 1, dtype=np.int64)
-    consumer_start[1:] = np.cumsum(consumer_count)
+    consumer_start = np.zeros(len(uses) + 1, dtype=np.int64)
+    consumer_start[1:] = np.cumsum(uses)
     consumers = np.empty(len(preds), dtype=np.int64)
     fill = consumer_start[:-1].copy()
     waiting = np.zeros(vertices, dtype=np.int64)
@@ -511,12 +519,21 @@ def greedy_order(pred_start, preds, is_output, n):
             fill[p] += 1
             if p >= n:
                 waiting[v] += 1
+    return consumer_start, consumers, waiting
+
+
+@_jit
+def greedy_order(pred_start, preds, is_output, n):
+    """A topological order that always takes the ready vertex after which the fewest values are live
+    (ties: the one made first). Quadratic in the number of ready vertices: for modest programs."""
+    vertices = len(pred_start) - 1
+    remaining = _uses(pred_start, preds, len(is_output))
+    consumer_start, consumers, waiting = _consumers(pred_start, preds, remaining, n)
     ready = np.empty(vertices, dtype=np.int64)
     count = 0
-    for v in range(vertices):
-        if waiting[v] == 0:
-            ready[count] = v
-            count += 1
+    for v in np.flatnonzero(waiting == 0):
+        ready[count] = v
+        count += 1
     sequence = np.empty(vertices, dtype=np.int64)
     for position in range(vertices):
         best, best_growth = 0, 1 << 62
@@ -545,7 +562,7 @@ def greedy_order(pred_start, preds, is_output, n):
 
 
 @_jit
-def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, arg1, consts, value,
+def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, arg1, consts, value,  # noqa: C901
           is_output, home, n):
     """The instruction arrays of the lumps between consecutive cuts (see :class:`Instructions`).
 

@@ -18,7 +18,7 @@ ARITY = np.array([0, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 1, 1, 1], dtype=np.int64)
 
 
 @_jit
-def instruction(op, a, b, c):
+def instruction(op, a, b, c):  # noqa: C901 -- a branch per opcode, inlined into every sweep's inner loop
     """``(value, d value / d a, d value / d b)`` of one instruction over operands ``a``, ``b`` and constant ``c``."""
     if op == CONST:
         return c, 0.0, 0.0
