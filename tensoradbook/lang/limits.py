@@ -1,12 +1,12 @@
 """The limits of the notation: what the parser accepts stays computable (derivable, printable, compilable).
 
 Each limit is refused with a caret (but the text's length, MAX_SOURCE_CHARS) and named in the message;
-tests/test_language_limits.py times the work at each. The kernels compute index arithmetic in int64 and the
+tests/test_language_limits.py runs the work at each. The kernels compute index arithmetic in int64 and the
 derivatives' bounds exactly, so integers stay below :data:`MAX_INTEGER`.
 """
 
 # Limits on what is accepted, so that everything accepted also derives, prints, reads back and compiles
-# without running into Python's recursion limit or taking minutes. tests/test_language_limits.py times the work
+# without running into Python's recursion limit or taking minutes. tests/test_language_limits.py runs the work
 # at each limit; the reasons here say what grows and how.
 MAX_DEPTH = 100  # depth of the expression tree (a chain a + b + ... of n terms has depth n) and of nesting
 # sums inside sums: deriving nested sums whose bounds depend on each other grows steeply with their number (12 take

@@ -36,15 +36,15 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from numbers import Integral
 
 from .expr import Affine, Atom, Binary, Element, Expr, ExpressionError, If, Number, Select, Span, Sum, Unary
 from .function import Function
 from .program import HEAD, Program, definition_lines
-from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_ELEMENTS, MAX_INTEGER, MAX_NESTED_SUMS, MAX_SOURCE_CHARS
+from .limits import MAX_BOUNDS, MAX_DEPTH, MAX_INTEGER, MAX_NESTED_SUMS, MAX_SOURCE_CHARS
 from .ops import COMPARISONS, FUNCTIONS, OPERATIONS, REDUCTIONS
 from .evaluate import upper_bound
 from .scope import Polytope, Scope, SumFrame, failures, index_box, lattice_implies_divisible, parts_reach
+from .shapes import check_shapes, shape_text
 from .tokens import KEYWORDS, SEPARATORS, TOKEN, Token, caret_block, character_name, shown
 from .printer import affine_text, atom_text
 
@@ -68,32 +68,8 @@ class _Use:
     scope: Scope
 
 
-def _shape_text(shape: tuple) -> str:
-    return f"({shape[0]},)" if len(shape) == 1 else str(tuple(shape))
-
-
 def _side(lower: bool) -> str:
     return "a lower bound" if lower else "an upper bound"
-
-
-def _check_shapes(shapes) -> dict[str, tuple[int, ...]]:
-    if not isinstance(shapes, Mapping):
-        raise ExpressionError(f"shapes must be a dict from names to tuples of sizes, got {type(shapes).__name__}")
-    out = {}
-    for name, shape in shapes.items():
-        if not isinstance(name, str):
-            raise ExpressionError(f"shapes: the key {name!r} is not a name")
-        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-            raise ExpressionError(f"shape of {name!r} must be a tuple of positive ints, got {shape!r}")
-        sizes = tuple(shape)
-        if not all(isinstance(n, Integral) and not isinstance(n, bool) and n > 0 for n in sizes):
-            raise ExpressionError(f"shape of {name!r} must be a tuple of positive ints, got {shape!r}")
-        sizes = tuple(int(n) for n in sizes)
-        if math.prod(sizes) > MAX_ELEMENTS:
-            raise ExpressionError(f"shape of {name!r}, {_shape_text(sizes)}, has {math.prod(sizes):.3g} elements; "
-                                  f"a tensor has at most MAX_ELEMENTS = 2**32 = {MAX_ELEMENTS:,}")
-        out[name] = sizes
-    return out
 
 
 class _Parser:
@@ -190,18 +166,8 @@ class _Parser:
         head = self.expect_name("the output's name")
         self.name = head.text
         self.expect("[", f"'[' after the output's name (a scalar output is written {head.text}[])")
-        names: list[Token] = []
-        if self.peek().kind != "]":
-            names.append(self.expect_name("an output index"))
-            while self.peek().kind in SEPARATORS:
-                self.advance()
-                names.append(self.expect_name("an output index"))
+        names = self.output_indices()
         close = self.expect("]", "';', ',' or ']' in the output's indices")
-        seen = set()
-        for token in names:
-            if token.text in seen:
-                self.fail_at(f"output index {token.describe()} appears twice", token)
-            seen.add(token.text)
         shape = self.out_shape = self.shape_of(head.text, len(names), "the output", head.start, close.end)
         self.expect("=", "'=' after the output")
         body = self.expression(Scope(tuple(t.text for t in names)))
@@ -219,16 +185,31 @@ class _Parser:
             self.check_range(use)
         return Function(head.text, tuple(t.text for t in names), body, self.shapes, self.text)
 
+    def output_indices(self) -> list[Token]:
+        """The output's index names up to its ']', each once."""
+        names: list[Token] = []
+        if self.peek().kind != "]":
+            names.append(self.expect_name("an output index"))
+            while self.peek().kind in SEPARATORS:
+                self.advance()
+                names.append(self.expect_name("an output index"))
+        seen = set()
+        for token in names:
+            if token.text in seen:
+                self.fail_at(f"output index {token.describe()} appears twice", token)
+            seen.add(token.text)
+        return names
+
     def shape_of(self, name: str, n_indices: int, role: str, start: int, end: int) -> tuple[int, ...]:
         """The shape of ``name``, which must exist and have one size per index."""
         plural = "index" if n_indices == 1 else "indices"
         if name not in self.shapes:
-            example = _shape_text(tuple(f"n{k}" for k in range(n_indices))).replace("'", "")
+            example = shape_text(tuple(f"n{k}" for k in range(n_indices))).replace("'", "")
             self.fail(f"no shape given for {role} {shown(name)!r} ({n_indices} {plural}): add it to shapes, "
                       f"e.g. shapes[{shown(name)!r}] = {example}", start, end)
         shape = self.shapes[name]
         if len(shape) != n_indices:
-            self.fail(f"{role} {shown(name)!r} has shape {_shape_text(shape)} but {n_indices} {plural}", start, end)
+            self.fail(f"{role} {shown(name)!r} has shape {shape_text(shape)} but {n_indices} {plural}", start, end)
         return shape
 
     # --- scalar expressions: + -, then * /, then unary minus, then ** ------
@@ -327,28 +308,35 @@ class _Parser:
         if token.text == "if":
             return self.condition(scope)
         if token.text in FUNCTIONS:
-            self.advance()
-            self.enter(self.expect("(", f"'(' after {token.text}"))
-            args = [self.expression(scope)]
-            if OPERATIONS[token.text].arity == 2:  # max (a, b), min (a, b)
-                self.expect_separator(f"{token.text} takes two values: {token.text} (a, b)")
-                args.append(self.expression(scope))
-            self.leave()
-            close = self.expect(")", "')'" if len(args) == 2 else f"')' ({token.text} takes one value)")
-            node = Unary(token.text, *args, span=Span(token.start, close.end)) if len(args) == 1 else \
-                Binary(token.text, *args, span=Span(token.start, close.end))
-            return self.made(node, token)
+            return self.call(token, scope)
         if token.text in KEYWORDS:
             self.fail_at(f"unexpected {token.describe()}", token)
-        following = self.peek(1).kind
-        if following == "[":
+        if self.peek(1).kind == "[":
             return self.element(scope)
-        if following == "(":
+        self.not_an_element(token, scope)
+
+    def not_an_element(self, token: Token, scope: Scope):
+        """Fails saying what a name not followed by '[' was taken for."""
+        if self.peek(1).kind == "(":
             self.fail_at(f"unknown function {token.describe()} (the functions are {', '.join(FUNCTIONS)})", token)
         if token.text in scope.indices:
             self.fail_at(f"the index {token.describe()} can only be used inside an argument's brackets", token)
         self.fail_at(f"expected '[' after {token.describe()} (a scalar argument is written {shown(token.text)}[])",
                      token)
+
+    def call(self, token: Token, scope: Scope) -> Expr:
+        """A function of one value, ``sin (a)``, or of two, ``max (a, b)``."""
+        self.advance()
+        self.enter(self.expect("(", f"'(' after {token.text}"))
+        args = [self.expression(scope)]
+        if OPERATIONS[token.text].arity == 2:  # max (a, b), min (a, b)
+            self.expect_separator(f"{token.text} takes two values: {token.text} (a, b)")
+            args.append(self.expression(scope))
+        self.leave()
+        close = self.expect(")", "')'" if len(args) == 2 else f"')' ({token.text} takes one value)")
+        node = Unary(token.text, *args, span=Span(token.start, close.end)) if len(args) == 1 else \
+            Binary(token.text, *args, span=Span(token.start, close.end))
+        return self.made(node, token)
 
     def expect_separator(self, hint: str):
         token = self.peek()
@@ -718,7 +706,7 @@ class _Parser:
         relation = f"{value} < 0" if value < 0 else f"{value} > {size - 1}"
         at = ", ".join(f"{n} = {point[n]}" for n in use.scope.indices if n in point)
         source = shown(self.text[use.element.span.start:use.element.span.end])
-        self.fail(f"{source} leaves {shown(use.element.name)}'s shape {_shape_text(shape)}{' at ' + at if at else ''}: "
+        self.fail(f"{source} leaves {shown(use.element.name)}'s shape {shape_text(shape)}{' at ' + at if at else ''}: "
                   f"index {relation}", *span)
 
 
@@ -744,7 +732,7 @@ def parse(text: str, shapes: Mapping) -> Function | Program:
                               f"MAX_SOURCE_CHARS = {MAX_SOURCE_CHARS:,} characters (tensoradbook.lang.limits)")
     text = text.removeprefix("\ufeff")
     try:
-        shapes = _check_shapes(shapes)
+        shapes = check_shapes(shapes)
         uncommented, definitions = definition_lines(text)
         if len(definitions) <= 1:
             return _Parser(uncommented, shapes).function()

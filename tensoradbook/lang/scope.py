@@ -114,6 +114,26 @@ def written_number(affine: Affine) -> int:
     return max(abs(affine.constant), affine.denominator, *(abs(c) for _, c in affine.terms))
 
 
+def _own_past_max_integer(node, intervals: dict) -> tuple[Affine, int] | None:
+    """The first index expression ``node`` itself writes (not its children) that :func:`past_max_integer`
+    refuses on ``intervals``, and how far it reaches or the number it writes; None where every one fits."""
+    affines: list[tuple[Affine, ...]] = []
+    if isinstance(node, Element):
+        affines = [(a,) for a in node.indices]
+    elif isinstance(node, If):
+        for atom in node.condition:
+            if atom.modulus >= MAX_INTEGER:
+                return atom.affine, atom.modulus
+        affines = [(atom.affine,) for atom in node.condition]
+    elif isinstance(node, Sum):
+        affines = [a.written_parts for a in node.lower + node.upper]
+    for parts in affines:
+        far = max(parts_reach(parts, intervals), *(written_number(part) for part in parts))
+        if far >= MAX_INTEGER:
+            return sum(parts[1:], parts[0]), far
+    return None
+
+
 def past_max_integer(fn) -> tuple[Affine, int] | None:
     """The first index expression of ``fn`` (a Function) whose text the parser refuses at MAX_INTEGER, and how far
     it reaches or the largest number it writes, on the same box the parser checks (the output's shape, each sum's
@@ -126,20 +146,8 @@ def past_max_integer(fn) -> tuple[Affine, int] | None:
         if (id(node), id(intervals)) in seen:
             continue
         seen.add((id(node), id(intervals)))
-        affines: list[tuple[Affine, ...]] = []
-        if isinstance(node, Element):
-            affines = [(a,) for a in node.indices]
-        elif isinstance(node, If):
-            for atom in node.condition:
-                if atom.modulus >= MAX_INTEGER:
-                    return atom.affine, atom.modulus
-            affines = [(atom.affine,) for atom in node.condition]
-        elif isinstance(node, Sum):
-            affines = [a.written_parts for a in node.lower + node.upper]
-        for parts in affines:
-            far = max(parts_reach(parts, intervals), *(written_number(part) for part in parts))
-            if far >= MAX_INTEGER:
-                return sum(parts[1:], parts[0]), far
+        if (found := _own_past_max_integer(node, intervals)) is not None:
+            return found
         if isinstance(node, Sum):
             low, high = sum_range(node.lower, node.upper, intervals)
             if low > high:  # never computed, as the parser's check skips it
