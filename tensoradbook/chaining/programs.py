@@ -210,30 +210,35 @@ class ChainProgram:
         results: dict[int, np.ndarray] = {}
         total, largest_tape, steps = 0, 0, []
         for node in schedule.nodes():
-            F = self.elementals[node.j - 1]
-            if node.op == TANGENT:
-                out, fma = F.tangent(np.eye(F.n))
-            elif node.op == ADJOINT:
-                out, fma = F.adjoint(np.eye(F.m))
-                largest_tape = max(largest_tape, F.edges)
-            elif node.op == GXM:
-                out, fma = results.pop(id(node.right)), 0
-                for v in range(node.k + 1, node.j + 1):
-                    out, used = self.elementals[v - 1].tangent(out)
-                    fma += used
-            elif node.op == MXG:
-                out, fma = results.pop(id(node.left)), 0
-                swept = self.elementals[node.i - 1: node.k]
-                largest_tape = max(largest_tape, sum(e.edges for e in swept))  # recorded before the sweep
-                for elemental in reversed(swept):
-                    out, used = elemental.adjoint(out)
-                    fma += used
-            elif node.op == MXM:
-                out, fma = _counted_product(results.pop(id(node.left)), results.pop(id(node.right)))
-                fma = int(fma)
-            else:
-                raise ValueError(f"unknown step {node.op!r}")
+            out, fma, tape = self._step(node, results)
             results[id(node)] = out
             total += fma
+            largest_tape = max(largest_tape, tape)
             steps.append((node.line(), fma))
         return Execution(results[id(schedule)], total, largest_tape, tuple(steps))
+
+    def _step(self, node, results: dict[int, np.ndarray]) -> tuple[np.ndarray, int, int]:
+        """One step of a schedule on its operands' results (taken out of ``results``): its result, its fma and
+        the tape it records."""
+        F = self.elementals[node.j - 1]
+        if node.op == TANGENT:
+            return *F.tangent(np.eye(F.n)), 0
+        if node.op == ADJOINT:
+            return *F.adjoint(np.eye(F.m)), F.edges
+        if node.op == GXM:
+            out, fma = results.pop(id(node.right)), 0
+            for v in range(node.k + 1, node.j + 1):
+                out, used = self.elementals[v - 1].tangent(out)
+                fma += used
+            return out, fma, 0
+        if node.op == MXG:
+            out, fma = results.pop(id(node.left)), 0
+            swept = self.elementals[node.i - 1: node.k]
+            for elemental in reversed(swept):
+                out, used = elemental.adjoint(out)
+                fma += used
+            return out, fma, sum(e.edges for e in swept)  # recorded before the sweep
+        if node.op == MXM:
+            out, fma = _counted_product(results.pop(id(node.left)), results.pop(id(node.right)))
+            return out, int(fma), 0
+        raise ValueError(f"unknown step {node.op!r}")

@@ -47,6 +47,22 @@ def _own_cost(chain: Chain, op: str, j: int, i: int, k: int) -> int:
     return math.prod(value for *_, value in own_cost_factors(chain, op, j, i, k))
 
 
+def _check_split(op: str, j: int, i: int, k: int, left, right) -> None:
+    """Refuses a split step ``op(k)`` on ``F'_{j,i}`` whose operands are not the subchains it multiplies."""
+    if op not in SPLIT_OPS:
+        raise ValueError(f"unknown operation {op!r}; expected one of {LEAF_OPS + SPLIT_OPS}")
+    if not i <= k < j:
+        raise ValueError(f"{op}({k}) on F'_{{{j},{i}}}: the split needs {i} <= k < {j}")
+    need_left, need_right = op in (MXM, MXG), op in (MXM, GXM)
+    for child, needed, cell in ((left, need_left, (j, k + 1)), (right, need_right, (k, i))):
+        if child is not None and not isinstance(child, Schedule):
+            raise ValueError(f"{op}({k}) on F'_{{{j},{i}}}: an operand must be a Schedule, got {shown(child)}")
+        if needed and (child is None or (child.j, child.i) != cell):
+            raise ValueError(f"{op}({k}) on F'_{{{j},{i}}} needs F'_{{{cell[0]},{cell[1]}}} as operand")
+        if not needed and child is not None:
+            raise ValueError(f"{op}({k}) on F'_{{{j},{i}}} takes no operand F'_{{{child.j},{child.i}}}")
+
+
 @dataclass(frozen=True, eq=False)
 class Schedule:
     """One way to accumulate ``F'_{j,i} = F'_j ... F'_i``: a tree (two are alike if their ``notation`` is).
@@ -85,18 +101,7 @@ class Schedule:
                 raise ValueError(f"{op} preaccumulation is a leaf F'_{{{j},{j}}}, got F'_{{{j},{i}}}")
             cost, edges = _own_cost(chain, op, j, i, 0), chain.factor(j).edges
             return cls(op, j, i, 0, cost, cost, *((0, 0) if op == TANGENT else (edges, edges)))
-        if op not in SPLIT_OPS:
-            raise ValueError(f"unknown operation {op!r}; expected one of {LEAF_OPS + SPLIT_OPS}")
-        if not i <= k < j:
-            raise ValueError(f"{op}({k}) on F'_{{{j},{i}}}: the split needs {i} <= k < {j}")
-        need_left, need_right = op in (MXM, MXG), op in (MXM, GXM)
-        for child, needed, cell in ((left, need_left, (j, k + 1)), (right, need_right, (k, i))):
-            if child is not None and not isinstance(child, Schedule):
-                raise ValueError(f"{op}({k}) on F'_{{{j},{i}}}: an operand must be a Schedule, got {shown(child)}")
-            if needed and (child is None or (child.j, child.i) != cell):
-                raise ValueError(f"{op}({k}) on F'_{{{j},{i}}} needs F'_{{{cell[0]},{cell[1]}}} as operand")
-            if not needed and child is not None:
-                raise ValueError(f"{op}({k}) on F'_{{{j},{i}}} takes no operand F'_{{{child.j},{child.i}}}")
+        _check_split(op, j, i, k, left, right)
         cost = _own_cost(chain, op, j, i, k)
         if op == MXM:
             memory = max(left.memory, right.memory)
