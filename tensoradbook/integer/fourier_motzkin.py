@@ -225,24 +225,14 @@ def fourier_motzkin(A, names=None, prune: bool = True, max_generated: int | None
     """
     A = as_rational_matrix(A, "fourier_motzkin: A")
     n_rows, n_vars = A.shape
-    if names is None:
-        names = tuple(f"x_{k}" for k in range(n_vars))
-    elif isinstance(names, str) or not hasattr(names, "__iter__") or not all(isinstance(v, str) for v in names):
-        raise ValueError(f"fourier_motzkin: names must be a sequence of {n_vars} strings, got {shown(names)}")
-    names = tuple(names)
+    names = _variable_names(names, n_vars)
     if not isinstance(prune, (bool, np.bool_)):
         raise ValueError(f"fourier_motzkin: prune must be True or False, got {shown(prune)}")
-    if len(names) != n_vars:
-        raise ValueError(f"fourier_motzkin: {len(names)} names for {n_vars} variables")
     rows = [[Fraction(v) for v in row] for row in as_lists(A)]
     combos = [[Fraction(int(i == j)) for j in range(n_rows)] for i in range(n_rows)]
     L, H, Lhat, Hhat, steps = [], [], [], [], []
     for k in range(n_vars):
-        for i, row in enumerate(rows):  # lines 2-5
-            if row[k] != 0:
-                scale = abs(row[k])
-                rows[i] = [v / scale for v in row]
-                combos[i] = [v / scale for v in combos[i]]
+        _scale_column(rows, combos, k)  # lines 2-5
         zero = [i for i, row in enumerate(rows) if row[k] == 0]  # line 7
         plus = [i for i, row in enumerate(rows) if row[k] == 1]
         minus = [i for i, row in enumerate(rows) if row[k] == -1]
@@ -268,6 +258,27 @@ def fourier_motzkin(A, names=None, prune: bool = True, max_generated: int | None
                                      _array(rows, n_vars), _array(combos, n_rows)))
     F = _array(combos, n_rows)  # line 23: rows with no variables left
     return FourierMotzkin(A, names, tuple(L), tuple(H), tuple(Lhat), tuple(Hhat), F, tuple(steps), prune)
+
+
+def _variable_names(names, n_vars: int) -> tuple[str, ...]:
+    """``names`` as a tuple of ``n_vars`` strings (default ``x_0, x_1, ...``), or a ValueError saying why not."""
+    if names is None:
+        return tuple(f"x_{k}" for k in range(n_vars))
+    if isinstance(names, str) or not hasattr(names, "__iter__") or not all(isinstance(v, str) for v in names):
+        raise ValueError(f"fourier_motzkin: names must be a sequence of {n_vars} strings, got {shown(names)}")
+    names = tuple(names)
+    if len(names) != n_vars:
+        raise ValueError(f"fourier_motzkin: {len(names)} names for {n_vars} variables")
+    return names
+
+
+def _scale_column(rows: list, combos: list, k: int) -> None:
+    """Divide every row with a coefficient on variable ``k`` (and its combination) by that coefficient's size."""
+    for i, row in enumerate(rows):
+        if row[k] != 0:
+            scale = abs(row[k])
+            rows[i] = [v / scale for v in row]
+            combos[i] = [v / scale for v in combos[i]]
 
 
 def _prune(rows: list, combos: list, eliminated: int) -> tuple[list, list]:

@@ -51,6 +51,16 @@ def image_range(A, shape) -> list[tuple[int, int]]:
     return [box_range(zip(row, ((0, n - 1) for n in shape))) for row in A.tolist()]
 
 
+def _system_of(A, system: FourierMotzkin | None) -> FourierMotzkin:
+    """``fourier_motzkin(A)``: the caller's ``system`` where it was made from ``A``, a ValueError where not."""
+    if system is None:
+        return fourier_motzkin(A)
+    if not isinstance(system, FourierMotzkin) or system.A.shape != A.shape or not (system.A == A).all():
+        raise ValueError(f"polygon_vertices: system was not made from A: pass fourier_motzkin(A) or None, "
+                         f"got {shown(system)}")
+    return system
+
+
 def polygon_vertices(A, b, system: FourierMotzkin | None = None) -> list[tuple[Fraction, Fraction]]:
     """Vertices of the bounded region ``{z in R^2 : A z >= b}``, counter-clockwise.
 
@@ -66,11 +76,7 @@ def polygon_vertices(A, b, system: FourierMotzkin | None = None) -> list[tuple[F
     if A.shape[1] != 2:
         raise ValueError(f"polygon_vertices: A must have 2 columns, got {A.shape[1]}")
     b = [Fraction(v) for v in as_exact_vector(b, A.shape[0], "polygon_vertices: b")]
-    if system is None:
-        system = fourier_motzkin(A)
-    elif not isinstance(system, FourierMotzkin) or system.A.shape != A.shape or not (system.A == A).all():
-        raise ValueError(f"polygon_vertices: system was not made from A: pass fourier_motzkin(A) or None, "
-                         f"got {shown(system)}")
+    system = _system_of(A, system)
     if not system.feasible(b):
         return []
     if system.unbounded_variable() is not None:

@@ -206,29 +206,35 @@ class _SmithRun:
             if i != a:
                 self.do("rows", a, i, (0, 1, 1, 0), 4,
                         f"Swap rows {a} and {i} to bring the pivot {S[i][a]} to position ({a}, {a}) (lines 4-5).")
-            changing = True
-            while changing:
-                changing = False
-                for i in range(a + 1, self.n_rows):
-                    if S[i][a] % S[a][a]:
-                        self._combine("rows", a, i, S[a][a], S[i][a])
-                        changing = True
-                    if S[i][a]:
-                        f = S[i][a] // S[a][a]
-                        self.do("rows", a, i, (1, 0, -f, 1), 13,
-                                f"Row {i} -= {f} * row {a}: zero S[{i}, {a}] (lines 12-15).")
-                        changing = True
-                for j in range(a + 1, self.n_cols):
-                    if S[a][j] % S[a][a]:
-                        self._combine("cols", a, j, S[a][a], S[a][j])
-                        changing = True
-                    if S[a][j]:
-                        f = S[a][j] // S[a][a]
-                        self.do("cols", a, j, (1, 0, -f, 1), 22,
-                                f"Column {j} -= {f} * column {a}: zero S[{a}, {j}] (lines 21-24).")
-                        changing = True
+            while self._clear_pivot_row_and_column(a):  # until a pass changes nothing
+                pass
             a += 1
         return a
+
+    def _clear_pivot_row_and_column(self, a: int) -> bool:
+        """One pass of lines 6-24: zero column ``a`` below the pivot, then row ``a`` right of it; whether any
+        operation was done."""
+        S = self.S
+        changing = False
+        for i in range(a + 1, self.n_rows):
+            if S[i][a] % S[a][a]:
+                self._combine("rows", a, i, S[a][a], S[i][a])
+                changing = True
+            if S[i][a]:
+                f = S[i][a] // S[a][a]
+                self.do("rows", a, i, (1, 0, -f, 1), 13,
+                        f"Row {i} -= {f} * row {a}: zero S[{i}, {a}] (lines 12-15).")
+                changing = True
+        for j in range(a + 1, self.n_cols):
+            if S[a][j] % S[a][a]:
+                self._combine("cols", a, j, S[a][a], S[a][j])
+                changing = True
+            if S[a][j]:
+                f = S[a][j] // S[a][a]
+                self.do("cols", a, j, (1, 0, -f, 1), 22,
+                        f"Column {j} -= {f} * column {a}: zero S[{a}, {j}] (lines 21-24).")
+                changing = True
+        return changing
 
     def _combine(self, axis, a, k, pivot, other):
         """Lines 8-11 (rows) or 17-20 (columns): replace the pivot by gcd(pivot, other)."""
