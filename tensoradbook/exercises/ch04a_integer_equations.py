@@ -158,13 +158,7 @@ def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
     n_cols = A.shape[1]
     inverse = integer_inverse(A)
     dim = n_cols - inverse.rank
-    if hasattr(K, "tolist"):
-        K = K.tolist()
-    if isinstance(K, (list, tuple)) and K and all(isinstance(v, (int, np.integer)) for v in K):
-        K = [[v] for v in K]  # a plain vector is one column
-    if isinstance(K, (list, tuple)) and len(K) == 0:
-        K = [[] for _ in range(n_cols)]
-    K = read_int_matrix(K, what)
+    K = _read_kernel(K, n_cols, what)
     if K.shape[0] != n_cols:
         return [f"{what} must have M = {n_cols} rows (one per entry of alpha), yours has {K.shape[0]}"]
     problems = []
@@ -186,18 +180,33 @@ def _kernel_problems(A: np.ndarray, K, what: str = "K") -> list[str]:
         return []
     X = sympy.Matrix(inverse.kernel_coordinates(K).tolist())  # K = kernel @ X
     index = abs(int(X.det()))
-    if index != 1:
-        problems.append(f"your {what} spans only a sublattice of index {index} of the kernel: some integer "
-                        f"solution of A x = 0 is not an integer combination of your columns")
-        common = [(j, math.gcd(*(int(v) for v in K[:, j]))) for j in range(k)]
-        scaled = [(j, g) for j, g in common if g > 1]
-        if scaled:
-            j, g = scaled[0]
-            problems.append(f"hint: the entries of column {j} have the common factor {g}; dividing it out "
-                            f"gives a shorter kernel vector")
-        else:
-            problems.append("hint: independent columns are not enough; take the kernel columns of V from a "
-                            "Smith decomposition (eq. 13), which are a lattice basis")
+    return _sublattice_problems(K, index, what) if index != 1 else []
+
+
+def _read_kernel(K, n_cols: int, what: str) -> np.ndarray:
+    """The student's K as an integer matrix: a plain vector is one column, an empty list no columns."""
+    if hasattr(K, "tolist"):
+        K = K.tolist()
+    if isinstance(K, (list, tuple)) and K and all(isinstance(v, (int, np.integer)) for v in K):
+        K = [[v] for v in K]  # a plain vector is one column
+    if isinstance(K, (list, tuple)) and len(K) == 0:
+        K = [[] for _ in range(n_cols)]
+    return read_int_matrix(K, what)
+
+
+def _sublattice_problems(K: np.ndarray, index: int, what: str) -> list[str]:
+    """Independent kernel columns spanning a sublattice of ``index`` > 1: that, and a hint."""
+    problems = [f"your {what} spans only a sublattice of index {index} of the kernel: some integer "
+                f"solution of A x = 0 is not an integer combination of your columns"]
+    common = [(j, math.gcd(*(int(v) for v in K[:, j]))) for j in range(K.shape[1])]
+    scaled = [(j, g) for j, g in common if g > 1]
+    if scaled:
+        j, g = scaled[0]
+        problems.append(f"hint: the entries of column {j} have the common factor {g}; dividing it out "
+                        f"gives a shorter kernel vector")
+    else:
+        problems.append("hint: independent columns are not enough; take the kernel columns of V from a "
+                        "Smith decomposition (eq. 13), which are a lattice basis")
     return problems
 
 

@@ -47,18 +47,31 @@ def check_loop_bounds(A, b, answer, names=("x_0", "x_1")) -> CheckResult:
                               f"inner = a function of {names[1]} giving (low, high) for {names[0]}.")
     truth = _brute_force_points(A, b)
     try:
-        outer, inner = answer
-        outer_range = read_range(outer() if callable(outer) else outer, f"the outer bounds for {names[1]}")
-        visited = []
-        for x1 in outer_range:
-            for x0 in read_range(inner(x1), f"the inner bounds for {names[0]} at {names[1]} = {x1}"):
-                visited.append((x0, x1))
-                if len(visited) > _VISITS_PER_POINT * len(truth) + _VISITS_SPARE:
-                    raise Wrong("your loops visit far too many points; are the bounds finite?")
+        visited = _visited(answer, len(truth), names)
     except Wrong as err:
         return err.result(name)
     except (TypeError, ValueError) as err:
         return CheckResult(name, False, [f"the answer must be (outer, inner) with inner a function: {err}"])
+    return verdict(name, _loop_problems(A, b, visited, truth, names),
+                   note=f"Your loops visit all {len(truth)} integer points.")
+
+
+def _visited(answer, points: int, names) -> list[tuple]:
+    """The points the loops ``answer = (outer, inner)`` visit, in order; Wrong once they visit far more than the
+    polytope's ``points``."""
+    outer, inner = answer
+    outer_range = read_range(outer() if callable(outer) else outer, f"the outer bounds for {names[1]}")
+    visited = []
+    for x1 in outer_range:
+        for x0 in read_range(inner(x1), f"the inner bounds for {names[0]} at {names[1]} = {x1}"):
+            visited.append((x0, x1))
+            if len(visited) > _VISITS_PER_POINT * points + _VISITS_SPARE:
+                raise Wrong("your loops visit far too many points; are the bounds finite?")
+    return visited
+
+
+def _loop_problems(A: np.ndarray, b: list, visited: list, truth, names) -> list[str]:
+    """The points visited outside the polytope, then those of ``truth`` never visited."""
     problems = []
     point = names[0].split("_")[0]
     outside = [x for x in visited if x not in truth]
@@ -74,7 +87,7 @@ def check_loop_bounds(A, b, answer, names=("x_0", "x_1")) -> CheckResult:
         problems.append(f"your bounds miss the point {point} = {vector_text(x)}")
     if len(missing) > MAX_PROBLEMS:
         problems.append(f"... and {len(missing) - MAX_PROBLEMS} more missing points")
-    return verdict(name, problems, note=f"Your loops visit all {len(truth)} integer points.")
+    return problems
 
 
 def _inequality_text(A: np.ndarray, b: list, row: int, names) -> str:

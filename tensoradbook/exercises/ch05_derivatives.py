@@ -95,15 +95,7 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
     rng = np.random.default_rng(seed)
     problems = []
     for _ in range(trials):
-        args = random_arguments(fn, rng)
-        values = dict(args)
-        values[adjoint] = rng.standard_normal(fn.shapes[fn.name])
-        for extra in mine.arguments:  # e.g. df of a second derivative
-            if extra not in values:
-                values[extra] = rng.uniform(0.5, 1.5, truth_fn.shapes[extra])
-        for extra in truth_fn.arguments:
-            if extra not in values:
-                values[extra] = rng.uniform(0.5, 1.5, truth_fn.shapes[extra])
+        values = _trial_values(fn, adjoint, mine, truth_fn, rng)
         right = truth_fn.evaluate(values)
         yours = mine.evaluate(values)
         agree = close(yours, right)
@@ -114,6 +106,16 @@ def check_derivative(fn, argument: str, answer, shapes=None, trials: int = 3, se
                                       "a Kronecker delta / condition is missing")
         break
     return verdict(name, problems, note=f"Your expression agrees with the core's derivative on {trials} random inputs.")
+
+
+def _trial_values(fn, adjoint: str, mine, truth_fn, rng) -> dict:
+    """Random arguments of ``fn``, a random adjoint, and positive values for what either gradient reads besides."""
+    values = dict(random_arguments(fn, rng))
+    values[adjoint] = rng.standard_normal(fn.shapes[fn.name])
+    for extra in [*mine.arguments, *truth_fn.arguments]:  # e.g. df of a second derivative
+        if extra not in values:
+            values[extra] = rng.uniform(0.5, 1.5, truth_fn.shapes[extra])
+    return values
 
 
 def _element_points(fn, argument: str, beta: tuple) -> list:

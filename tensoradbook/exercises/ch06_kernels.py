@@ -248,9 +248,6 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
                               f"for any sizes: it is run on this function with other sizes too.")
     try:
         require_callable(answer, f"a function returning one element of {gradient}")
-    except Wrong as err:
-        return err.result(name)
-    try:
         pass_names = _array_parameters(answer, len(shape), available, gradient, adjoint, fn.name)
     except Wrong as err:
         return err.result(name)
@@ -264,7 +261,6 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
             return err.result(name)
         if problems:
             return CheckResult(name, False, problems)
-    args, df = {a: values[a] for a in fn.arguments}, values[adjoint]
     for other in other_sizes(fn):
         where = f"with other sizes ({_sizes_text(other)})"
         try:
@@ -276,8 +272,16 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
             return CheckResult(name, False, [f"{where}: {problems[0]}", *problems[1:],
                                              "right at the exercise's sizes only: a kernel body reads the sizes from "
                                              "its arrays' shapes (x.shape[0]), never types them"])
-    # The defining property, without the core: <dx, v> = d/dt sum(df * f(x + t v)) at t = 0.
-    direction = rng.standard_normal(shape)
+    _confirm_by_finite_differences(fn, argument, values, adjoint, yours, rng.standard_normal(shape))
+    return CheckResult(name, True, note=f"Your kernel agrees with the core's derivative on {trials} random inputs "
+                                        f"and at {len(other_sizes(fn))} other sizes, and with finite differences "
+                                        f"(relative error below {_FD_RTOL:g}).")
+
+
+def _confirm_by_finite_differences(fn, argument: str, values: dict, adjoint: str, yours, direction) -> None:
+    """The defining property, without the core: <dx, v> = d/dt sum(df * f(x + t v)) at t = 0, for ``yours`` (the
+    gradient that agreed with the core's at ``values``) along ``direction``."""
+    args, df = {a: values[a] for a in fn.arguments}, values[adjoint]
     shifted = []
     for h in (_FD_STEP, _FD_STEP / 2):
         sides = []
@@ -291,9 +295,6 @@ def check_gradient_element(fn, argument: str, answer, shapes=None, trials: int =
     error = abs(numeric - exact) / max(abs(numeric), abs(exact), np.finfo(float).tiny)
     if error > _FD_RTOL and abs(numeric - exact) > _FD_ATOL:  # pragma: no cover -- would be a bug in the core
         raise AssertionError(f"the core's derivative fails the finite-difference test (error {error:.2g})")
-    return CheckResult(name, True, note=f"Your kernel agrees with the core's derivative on {trials} random inputs "
-                                        f"and at {len(other_sizes(fn))} other sizes, and with finite differences "
-                                        f"(relative error below {_FD_RTOL:g}).")
 
 
 def _thread_of(fn, env: dict, threads: str) -> tuple:

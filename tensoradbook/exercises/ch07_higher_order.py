@@ -78,6 +78,24 @@ def _checked_pair(fn, first: str, second: str) -> None:
             raise ValueError(f"{name!r} is not an argument of {fn.name}; it has {fn.arguments}")
 
 
+def _checked_free(fn, *names: str) -> None:
+    """Refuses a function with an argument named like the adjoint or the direction the answer reads."""
+    for taken in names:
+        if taken in fn.shapes:
+            raise ValueError(f"{fn.name} has an argument called {taken!r}, the name of the adjoint")
+
+
+def _left_side(answer, result: str, answer_shapes: dict) -> tuple[str | None, bool]:
+    """The name the answer's text defines (None where it is no text ``name[...] = ...``), and whether it is the
+    fresh name the core derives ``result`` under when that is taken (dx_1 for the gradient of dx with respect to
+    x): the same gradient."""
+    left = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", answer) if isinstance(answer, str) else None
+    if left is None:
+        return None, False
+    defined = left.group(1)
+    return defined, re.fullmatch(rf"{re.escape(result)}_\d+", defined) is not None and defined not in answer_shapes
+
+
 def check_second_derivative(fn, first: str, second: str, answer, shapes=None, trials: int = 2,
                             seed: int = 0) -> CheckResult:
     """Exercise: write a second derivative element-wise, in the report's notation (sec. 5.3).
@@ -96,9 +114,7 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
     fn = read_function(fn, shapes)
     _checked_pair(fn, first, second)
     adjoint, direction, result = "d" + fn.name, "dd" + first, "d" + second
-    for taken in (adjoint, direction):
-        if taken in fn.shapes:
-            raise ValueError(f"{fn.name} has an argument called {taken!r}, the name of the adjoint")
+    _checked_free(fn, adjoint, direction)
     answer_shapes = dict(fn.shapes)
     answer_shapes.update({adjoint: tuple(fn.shapes[fn.name]), direction: tuple(fn.shapes[first]),
                           result: tuple(fn.shapes[second])})
@@ -108,15 +124,11 @@ def check_second_derivative(fn, first: str, second: str, answer, shapes=None, tr
         sizes = ", ".join(f"{k}: {v}" for k, v in answer_shapes.items() if k != result)
         return pending(name, f"Your answer is text like \"{result}[...] = ...\" using {direction} (the direction v), "
                               f"{adjoint} and the arguments (shapes {sizes}).")
-    left = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", answer) if isinstance(answer, str) else None
-    # The core derives the gradient under a fresh name when d<second> is taken (dx_1 for the gradient of dx
-    # with respect to x): that name is the same gradient.
-    fresh = left is not None and re.fullmatch(rf"{re.escape(result)}_\d+", left.group(1)) is not None \
-        and left.group(1) not in answer_shapes
-    if left and left.group(1) != result and not fresh:
-        return CheckResult(name, False, [f"your left side defines {left.group(1)!r}; the gradient with respect to "
+    defined, fresh = _left_side(answer, result, answer_shapes)
+    if defined and defined != result and not fresh:
+        return CheckResult(name, False, [f"your left side defines {defined!r}; the gradient with respect to "
                                          f"{second} is called {result!r} (write {result}[...] = ...)"])
-    accepted = {result} | ({left.group(1)} if fresh else set())
+    accepted = {result} | ({defined} if fresh else set())
     answer_shapes.update({n: tuple(fn.shapes[second]) for n in accepted})
     try:
         mine = parse_answer(answer, answer_shapes, "second derivative", ANSWER_TEXT_LIMIT)
@@ -313,19 +325,9 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
         return CheckResult(name, False, [f"{count} is not the number of non-zero entries of row {index_text(beta)}",
                                          f"hint: {how}"])
     try:
-        if isinstance(answer, (str, bytes)):
-            raise Wrong(f"the answer must be a list of indices or a count, got {answer!r}")
-        items = list(answer.tolist() if hasattr(answer, "tolist") else answer)
-    except TypeError:
-        return CheckResult(name, False, [f"the answer must be a list of indices or a count, got {answer!r}"])
+        mine, problems = _listed_indices(answer, shape)
     except Wrong as err:
         return err.result(name)
-    mine, problems = [], []
-    for item in items:
-        try:
-            mine.append(_index_answer(item, shape, "gamma ="))
-        except Wrong as err:
-            problems.append(str(err))
     if problems:
         return CheckResult(name, False, problems)
     repeated = sorted({g for g in mine if mine.count(g) > 1})
@@ -337,6 +339,23 @@ def check_hessian_pattern(fn, argument: str, beta, answer, shapes=None, points: 
     count = len(truth)
     return CheckResult(name, True, note=f"That is the whole row: {count} non-zero entr{'y' if count == 1 else 'ies'}; "
                                         f"second differences of L vanish everywhere else.")
+
+
+def _listed_indices(answer, shape: tuple) -> tuple[list, list[str]]:
+    """The indices gamma the answer lists, and what is wrong with any of them; Wrong where it lists nothing."""
+    if isinstance(answer, (str, bytes)):
+        raise Wrong(f"the answer must be a list of indices or a count, got {answer!r}")
+    try:
+        items = list(answer.tolist() if hasattr(answer, "tolist") else answer)
+    except TypeError:
+        raise Wrong(f"the answer must be a list of indices or a count, got {answer!r}") from None
+    mine, problems = [], []
+    for item in items:
+        try:
+            mine.append(_index_answer(item, shape, "gamma ="))
+        except Wrong as err:
+            problems.append(str(err))
+    return mine, problems
 
 
 def _indices_text(indices) -> str:

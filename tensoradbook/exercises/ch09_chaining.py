@@ -73,6 +73,30 @@ def _compact_notation(text: str) -> str:
     return "".join(text.split())
 
 
+def _letter_of(item, eight: dict, chain: Chain) -> str:
+    """The letter of the schedule ``item`` names: by its letter or in the notation of the chain."""
+    text = str(item).strip()
+    if text.strip("()").lower() in eight:
+        return text.strip("()").lower()
+    by_notation = {_compact_notation(s.notation(chain)): letter for letter, s in eight.items()}
+    if _compact_notation(text) in by_notation:
+        return by_notation[_compact_notation(text)]
+    raise Wrong(f"{text!r} is neither a letter a..h nor one of the eight schedules "
+                 f"(written like {eight['e'].notation(chain)!r})")
+
+
+def _letters_or_cost(answer, eight: dict, chain: Chain) -> tuple[list[str] | None, int | None]:
+    """The letters of the schedules the answer names, or None and the cost in fma it gives instead."""
+    if isinstance(answer, (list, tuple, set, frozenset)):
+        letters = [_letter_of(item, eight, chain) for item in answer]
+        if not letters:
+            raise Wrong("the list of schedules is empty")
+        return letters, None
+    if isinstance(answer, str) and not answer.strip().replace(",", "").isdigit():
+        return [_letter_of(answer, eight, chain)], None
+    return None, _count_answer(answer, "the cost")
+
+
 def check_two_factor_optimum(sizes, answer) -> CheckResult:
     """Exercise (sec. 3): a cheapest of the eight schedules of ``F' = F'_2 F'_1``.
 
@@ -95,27 +119,8 @@ def check_two_factor_optimum(sizes, answer) -> CheckResult:
     best = min(s.fma for s in schedules(chain))
     cheapest = [letter for letter, s in eight.items() if s.fma == best]
     summary = f"{best} fma: " + ", ".join(f"{letter} = {eight[letter].notation(chain)}" for letter in cheapest) + "."
-    by_notation = {_compact_notation(s.notation(chain)): letter for letter, s in eight.items()}
-
-    def letter_of(item) -> str:
-        text = str(item).strip()
-        if text.strip("()").lower() in eight:
-            return text.strip("()").lower()
-        if _compact_notation(text) in by_notation:
-            return by_notation[_compact_notation(text)]
-        raise Wrong(f"{text!r} is neither a letter a..h nor one of the eight schedules "
-                     f"(written like {eight['e'].notation(chain)!r})")
-
     try:
-        if isinstance(answer, (list, tuple, set, frozenset)):
-            letters = [letter_of(item) for item in answer]
-            if not letters:
-                raise Wrong("the list of schedules is empty")
-        elif isinstance(answer, str) and not answer.strip().replace(",", "").isdigit():
-            letters = [letter_of(answer)]
-        else:
-            letters = None
-            cost = _count_answer(answer, "the cost")
+        letters, cost = _letters_or_cost(answer, eight, chain)
     except Wrong as err:
         return err.result(name)
     # Only right or wrong, with a hint in terms of the submitted schedule alone: the cost of a wrong schedule, or

@@ -84,6 +84,34 @@ def _numeric_adjoint(program: Program, values: dict, name: str, df, readers: fro
     return out
 
 
+def _checked_free(program, names) -> None:
+    """Refuses a program with a tensor named like an adjoint the answer reads."""
+    for taken in names:
+        if taken in program.shapes:
+            raise ValueError(f"the program has a tensor called {taken!r}, the name of an adjoint")
+
+
+def _adjoint_problems(program, values: dict, name: str, df, yours, right, close, tolerance: float) -> list[str]:
+    """Why ``yours``, the student's adjoint of ``name``, differs from ``right`` (central differences) at ``values``:
+    the part one consumer alone passes back, or the elements that differ."""
+    consumers = program.consumers(name)
+    seed_name, result = "d" + program.name, "d" + name
+    for reader in consumers if len(consumers) > 1 else ():
+        part = _numeric_adjoint(program, values, name, df, frozenset({reader}))
+        if np.all(np.abs(yours - part) <= tolerance):
+            others = [c for c in consumers if c != reader]
+            return [f"your {result} is what {reader} alone passes back to {name}; {name} is also read "
+                    f"by {', '.join(others)}: its adjoint is the sum over all its consumers (eq. 2)"]
+    problems = element_problems(
+        result, yours, right, close, tolerance,
+        lambda b: f"sum({seed_name} * {program.name}) does not change with {name}{index_text(b)}",
+        "a condition is missing or a sum range is too wide")
+    if len(consumers) > 1:
+        problems.append(f"{name} is read by {len(consumers)} definitions ({', '.join(consumers)}): one "
+                        f"term per consumer, each its adjoint times what Algorithm 4 gives for its reads")
+    return problems
+
+
 def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: int = 2,
                                seed: int = 0) -> CheckResult:
     """Exercise: write the adjoint of the intermediate ``name`` of a program, in the report's notation.
@@ -104,9 +132,7 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
     later = defined[defined.index(name) + 1:]
     seed_name, result = "d" + program.name, "d" + name
     adjoint_names = {"d" + d: d for d in later[:-1]}  # the adjoints complete before name's
-    for taken in (seed_name, result, *adjoint_names):
-        if taken in program.shapes:
-            raise ValueError(f"the program has a tensor called {taken!r}, the name of an adjoint")
+    _checked_free(program, (seed_name, result, *adjoint_names))
     answer_shapes = dict(program.shapes)
     answer_shapes.update({seed_name: tuple(program.shapes[program.name]), result: tuple(program.shapes[name])})
     answer_shapes.update({adjoint: tuple(program.shapes[d]) for adjoint, d in adjoint_names.items()})
@@ -144,21 +170,7 @@ def check_intermediate_adjoint(program, name: str, answer, shapes=None, trials: 
         close = np.abs(yours - right) <= tolerance
         if close.all():
             continue
-        for reader in consumers if len(consumers) > 1 else ():
-            part = _numeric_adjoint(program, values, name, df, frozenset({reader}))
-            if np.all(np.abs(yours - part) <= tolerance):
-                others = [c for c in consumers if c != reader]
-                problems.append(f"your {result} is what {reader} alone passes back to {name}; {name} is also read "
-                                f"by {', '.join(others)}: its adjoint is the sum over all its consumers (eq. 2)")
-                break
-        else:
-            problems += element_problems(
-                result, yours, right, close, tolerance,
-                lambda b: f"sum({seed_name} * {program.name}) does not change with {name}{index_text(b)}",
-                "a condition is missing or a sum range is too wide")
-            if len(consumers) > 1:
-                problems.append(f"{name} is read by {len(consumers)} definitions ({', '.join(consumers)}): one "
-                                f"term per consumer, each its adjoint times what Algorithm 4 gives for its reads")
+        problems += _adjoint_problems(program, values, name, df, yours, right, close, tolerance)
         break
     return verdict(exercise, problems,
                    note=f"It agrees with central differences of sum({seed_name} * "
@@ -239,8 +251,12 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
     if np.allclose(mine, _routed(x, np.ones_like(df), _CONVENTIONS["first"]), atol=_EXACT):
         return CheckResult(exercise, False, ["the right elements, but each must receive its window's adjoint "
                                              "dm[u; v], not 1"])
-    # The rules a right dx obeys, tested on yours alone (its windows against x and df): no element is named and
-    # nothing is counted, so repeated tries cannot locate the right answer element by element.
+    return CheckResult(exercise, False, _rule_problems(mine, x, df))
+
+
+def _rule_problems(mine: np.ndarray, x: np.ndarray, df: np.ndarray) -> list[str]:
+    """The rules a right dx obeys, tested on yours alone (its windows against x and df): no element is named and
+    nothing is counted, so repeated tries cannot locate the right answer element by element."""
     problems = []
     windows = [(mine[2 * u:2 * u + 2, 2 * v:2 * v + 2], x[2 * u:2 * u + 2, 2 * v:2 * v + 2], df[u, v])
                for u in range(df.shape[0]) for v in range(df.shape[1])]
@@ -258,7 +274,7 @@ def check_pooling_gradient(x, df, answer) -> CheckResult:
         problems.append("where a window of x has a tie, the adjoint goes to its first maximal element in row-major "
                         "order (the order of the nested reductions max{r} (max{s} ...), as np.argmax and PyTorch "
                         "do)")
-    return CheckResult(exercise, False, problems)
+    return problems
 
 
 # --- a softmax whose kernels do linear work ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ..ad.gradcheck import check_gradients
 from ..lang.expr import ExpressionError
 from ..lang.function import Function
 from ..lang.parser import parse
-from .checking import pending
+from .checking import Wrong, pending
 from .feedback import CheckResult, index_text, number_text
 
 __all__ = ["check_layer", "network"]
@@ -153,18 +153,9 @@ def check_layer(layer: str, answer) -> CheckResult:
                                              f"{type(answer).__name__}"])
     text, shapes = _network_of(layer, answer.strip())
     try:
-        fn = parse(answer, shapes)
-    except ExpressionError as err:
-        indented = "\n".join("    " + line for line in str(err).splitlines())
-        return CheckResult(exercise, False, [f"your definition cannot be read:\n{indented}"])
-    if not isinstance(fn, Function) or fn.name != spec.output:
-        name = fn.name if isinstance(fn, Function) else "several definitions"
-        return CheckResult(exercise, False, [f"your answer defines {name}; the exercise asks for one definition of "
-                                             f"{spec.output} (write {spec.output}[...] = ...)"])
-    wrong_reads = [name for name in fn.arguments if name not in spec.reads]
-    if wrong_reads:
-        return CheckResult(exercise, False, [f"your {spec.output} reads {', '.join(wrong_reads)}; it reads only "
-                                             f"{', '.join(spec.reads)}"])
+        fn = _read_definition(answer, shapes, spec)
+    except Wrong as err:
+        return err.result(exercise)
     rng = np.random.default_rng(11)
     inputs = spec.inputs(rng)
     yours, right = fn.evaluate(inputs), spec.reference(inputs)
@@ -187,6 +178,24 @@ def check_layer(layer: str, answer) -> CheckResult:
     return CheckResult(exercise, True, note=f"Equal to numpy on random inputs; in the changed network "
                                             f"tab.check_gradients gives a largest relative error of "
                                             f"{worst:.0e} for {', '.join(weights)}.")
+
+
+def _read_definition(answer: str, shapes: dict, spec: _Layer) -> Function:
+    """The student's definition of ``spec.output``; Wrong where it cannot be read, defines something else or
+    reads what the layer does not."""
+    try:
+        fn = parse(answer, shapes)
+    except ExpressionError as err:
+        indented = "\n".join("    " + line for line in str(err).splitlines())
+        raise Wrong(f"your definition cannot be read:\n{indented}") from None
+    if not isinstance(fn, Function) or fn.name != spec.output:
+        name = fn.name if isinstance(fn, Function) else "several definitions"
+        raise Wrong(f"your answer defines {name}; the exercise asks for one definition of "
+                    f"{spec.output} (write {spec.output}[...] = ...)")
+    wrong_reads = [name for name in fn.arguments if name not in spec.reads]
+    if wrong_reads:
+        raise Wrong(f"your {spec.output} reads {', '.join(wrong_reads)}; it reads only {', '.join(spec.reads)}")
+    return fn
 
 
 def _value_problems(layer: str, spec: _Layer, inputs: dict, yours, right, close) -> list[str]:

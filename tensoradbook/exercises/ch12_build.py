@@ -40,6 +40,7 @@ values of the student's are named with a hint.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 
@@ -196,45 +197,49 @@ def check_reads(answer, functions=None) -> CheckResult:
 
 # --- exercise 2: reverse accumulation ------------------------------------------------------------------------------
 
+def _closing(tokens: list, i: int, opening: str, closer: str) -> int:
+    """The position of the bracket that closes the one at ``i``, or -1."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        depth += (tokens[j][1] == opening) - (tokens[j][1] == closer)
+        if depth == 0:
+            return j
+    return -1
+
+
+def _after_bound(tokens: list, i: int) -> int:
+    """The position after the sum bound that starts at ``i``, or -1 where none does."""
+    if i >= len(tokens):
+        return -1
+    kind, text = tokens[i]
+    if text == "(":
+        end = _closing(tokens, i, "(", ")")
+    elif text in ("max", "min") and i + 1 < len(tokens) and tokens[i + 1][1] == "[":
+        end = _closing(tokens, i + 1, "[", "]")
+    elif text in ("ceil", "floor") and i + 1 < len(tokens) and tokens[i + 1][1] == "(":
+        end = _closing(tokens, i + 1, "(", ")")
+    else:
+        end = i if kind in ("name", "number") else -1
+        if text == "-" and i + 1 < len(tokens) and tokens[i + 1][0] in ("name", "number"):
+            end = i + 1
+    return end + 1 if end >= 0 else -1
+
+
 def _reduction_headers(tokens: list) -> list[tuple[int, int, int]]:
     """``(position of the index, first and last position of the body)`` of each ``sum{k}`` / ``max{k}`` /
     ``min{k}`` among ``tokens`` (the non-space tokens as (kind, text) pairs); malformed ones are skipped."""
-    def closing(i: int, opening: str, closer: str) -> int:
-        depth = 0
-        for j in range(i, len(tokens)):
-            depth += (tokens[j][1] == opening) - (tokens[j][1] == closer)
-            if depth == 0:
-                return j
-        return -1
-
-    def after_bound(i: int) -> int:
-        if i >= len(tokens):
-            return -1
-        kind, text = tokens[i]
-        if text == "(":
-            end = closing(i, "(", ")")
-        elif text in ("max", "min") and i + 1 < len(tokens) and tokens[i + 1][1] == "[":
-            end = closing(i + 1, "[", "]")
-        elif text in ("ceil", "floor") and i + 1 < len(tokens) and tokens[i + 1][1] == "(":
-            end = closing(i + 1, "(", ")")
-        else:
-            end = i if kind in ("name", "number") else -1
-            if text == "-" and i + 1 < len(tokens) and tokens[i + 1][0] in ("name", "number"):
-                end = i + 1
-        return end + 1 if end >= 0 else -1
-
     headers = []
     for i, (_, text) in enumerate(tokens[:-5]):
         if text not in ("sum", "max", "min") or [t for _, t in tokens[i + 1:i + 5:2]] != ["{", "}"] \
                 or tokens[i + 4][1] != "_":
             continue
-        upper = after_bound(i + 5)
+        upper = _after_bound(tokens, i + 5)
         if upper < 0 or upper >= len(tokens) or tokens[upper][1] != "^":
             continue
-        body = after_bound(upper + 1)
+        body = _after_bound(tokens, upper + 1)
         if body < 0 or body >= len(tokens) or tokens[body][1] != "(":
             continue
-        end = closing(body, "(", ")")
+        end = _closing(tokens, body, "(", ")")
         if end > 0:
             headers.append((i + 2, body, end))
     return headers
@@ -366,32 +371,37 @@ def _adjoint_problems(fn: Function, answer, trials: int, seed: int) -> list[str]
             point = tuple(np.argwhere(~agree)[0]) if np.ndim(right) else ()
             message = (f"the adjoint of {read} is not right: at {_where(alpha, point)} yours is "
                        f"{number_text(got[point])}")
-
-            def same(expr, values=values):
-                return close_to(got, _values_of(expr, alpha, shapes_all, holder, sizes, values, condition)).all()
-
-            if bare != ZERO and same(bare):
-                message += (f": it leaves out the seed; the sweep starts with the adjoint "
-                            f"{expr_text(seed_element)} at the root, not 1 (eq. 38)")
-            elif len(paths) > 1 and any(same(path) for path in paths):
-                message += (f": that is one path only; {fn.name} reads {read} {len(paths)} times and eq. 2 adds "
-                            f"the adjoints of all its consumers")
-            elif close_to(got, -right).all():
-                message += ": the sign is off (the local derivative of neg and of the right side of - is -1)"
-            elif (factor := _constant_factor(got, right)) is not None:
-                message += (f": every value is {number_text(factor)} times the right one, so a constant factor is "
-                            f"off (a local derivative such as that of ** or *, or a path counted twice)")
-            elif close_to(np.where(np.abs(right) > 0, got, 0), right).all():
-                message += (": it is right where the read gets an adjoint, but not 0 elsewhere: an if passes its "
-                            "adjoint to the branch it takes, under its condition (to the other under the "
-                            "condition's failure), and a select to the branch its comparison picks")
-            else:
-                message += (": check the local derivatives on the path from the root (eq. 1), that a sum "
-                            "passes its adjoint to its body unchanged (sec. 5.2), and that an if or a select "
-                            "passes it only to the branch taken")
-            problems.append(message)
+            values_of = functools.partial(_values_of, alpha=alpha, shapes=shapes_all, holder=holder, box=sizes,
+                                          values=values, condition=condition)
+            problems.append(message + _slip(fn, read, got, right, bare, paths, seed_element, values_of))
             break
     return problems
+
+
+def _slip(fn: Function, read: str, got, right, bare, paths, seed_element, values_of) -> str:
+    """The end of the message on a wrong adjoint ``got`` of ``read`` (``right`` the core's): the typical slip it
+    matches, else where to look; ``values_of(expr)`` evaluates an adjoint at the same point."""
+    def same(expr):
+        return close_to(got, values_of(expr)).all()
+
+    if bare != ZERO and same(bare):
+        return (f": it leaves out the seed; the sweep starts with the adjoint "
+                f"{expr_text(seed_element)} at the root, not 1 (eq. 38)")
+    if len(paths) > 1 and any(same(path) for path in paths):
+        return (f": that is one path only; {fn.name} reads {read} {len(paths)} times and eq. 2 adds "
+                f"the adjoints of all its consumers")
+    if close_to(got, -right).all():
+        return ": the sign is off (the local derivative of neg and of the right side of - is -1)"
+    if (factor := _constant_factor(got, right)) is not None:
+        return (f": every value is {number_text(factor)} times the right one, so a constant factor is "
+                f"off (a local derivative such as that of ** or *, or a path counted twice)")
+    if close_to(np.where(np.abs(right) > 0, got, 0), right).all():
+        return (": it is right where the read gets an adjoint, but not 0 elsewhere: an if passes its "
+                "adjoint to the branch it takes, under its condition (to the other under the "
+                "condition's failure), and a select to the branch its comparison picks")
+    return (": check the local derivatives on the path from the root (eq. 1), that a sum "
+            "passes its adjoint to its body unchanged (sec. 5.2), and that an if or a select "
+            "passes it only to the branch taken")
 
 
 def check_adjoints(answer, functions=None, trials: int = 2, seed: int = 0) -> CheckResult:

@@ -391,6 +391,35 @@ def _gradient_problems(label: str, argument: str, fn_name: str, yours: np.ndarra
              "of the sums over z (eq. 45)")
 
 
+def _gradient_text(answer, fn: Function, argument: str, accepted) -> str:
+    """The text of the student's ``gradient(fn, argument)``; Wrong where its left side names none of ``accepted``
+    (the first the name to use)."""
+    result = call_answer(answer, f"gradient(fn, {argument!r})", fn, argument)
+    if isinstance(result, Function):
+        result = str(result)
+    text = answer_text(result, f"gradient(fn, {argument!r})'s result")
+    defined = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", text)
+    if defined and defined.group(1) not in accepted:
+        gradient = next(iter(accepted))
+        raise Wrong(f"your gradient of {argument} defines {defined.group(1)!r}; call it {gradient!r} "
+                    f"({gradient}[...] = ...)")
+    return text
+
+
+def _unreadable(error: ExpressionError, gradient: str, argument: str, adjoint: str) -> str:
+    """Why the parser refused the student's gradient: its message, after what a missing condition would cause."""
+    indented = "\n".join("    " + line for line in str(error).splitlines())
+    if "leaves" in str(error) and adjoint in str(error).split("leaves")[0]:
+        return (f"your gradient {gradient} cannot be read: it reads {adjoint} outside its "
+                f"shape where no alpha of the box reads {argument}[beta] (a condition of eq. 34 on beta "
+                f"alone is missing, or a bound of a sum over z):\n{indented}")
+    if "is not an integer" in str(error):
+        return (f"your gradient {gradient} cannot be read: it divides an index where the division is not "
+                f"exact, at beta that no integer alpha reads (the condition that I (beta - a) is integral "
+                f"is missing: eq. 41 has it, the report's eq. 46 drops it):\n{indented}")
+    return f"your gradient {gradient} cannot be read:\n{indented}"
+
+
 def _function_problems(fn: Function, answer, trials: int, seed: int) -> list[str]:
     grads = derive(fn)
     rng = np.random.default_rng(seed)
@@ -404,27 +433,11 @@ def _function_problems(fn: Function, answer, trials: int, seed: int) -> list[str
         gradient = "d" + argument
         accepted = dict.fromkeys([gradient, truth.name])
         answer_shapes = {**truth.shapes, **{n: tuple(fn.shapes[argument]) for n in accepted}}
-        result = call_answer(answer, f"gradient(fn, {argument!r})", fn, argument)
-        if isinstance(result, Function):
-            result = str(result)
-        text = answer_text(result, f"gradient(fn, {argument!r})'s result")
-        defined = re.match(r"\s*([A-Za-z][A-Za-z0-9_]*)\s*\[", text)
-        if defined and defined.group(1) not in accepted:
-            raise Wrong(f"your gradient of {argument} defines {defined.group(1)!r}; call it {gradient!r} "
-                        f"({gradient}[...] = ...)")
+        text = _gradient_text(answer, fn, argument, accepted)
         try:
             mine = parse(text, answer_shapes)
         except ExpressionError as error:
-            indented = "\n".join("    " + line for line in str(error).splitlines())
-            if "leaves" in str(error) and grads.adjoint_name in str(error).split("leaves")[0]:
-                return [f"your gradient {gradient} cannot be read: it reads {grads.adjoint_name} outside its "
-                        f"shape where no alpha of the box reads {argument}[beta] (a condition of eq. 34 on beta "
-                        f"alone is missing, or a bound of a sum over z):\n{indented}"]
-            if "is not an integer" in str(error):
-                return [f"your gradient {gradient} cannot be read: it divides an index where the division is not "
-                        f"exact, at beta that no integer alpha reads (the condition that I (beta - a) is integral "
-                        f"is missing: eq. 41 has it, the report's eq. 46 drops it):\n{indented}"]
-            return [f"your gradient {gradient} cannot be read:\n{indented}"]
+            return [_unreadable(error, gradient, argument, grads.adjoint_name)]
         if not isinstance(mine, Function):
             raise Wrong("your gradient must be one definition, \"name[indices] = expression\"")
         limit = TERMS_FACTOR * _terms(truth, 10**9) + TERMS_SLACK
@@ -470,7 +483,12 @@ def _program_problems(program: Program, answer, seed: int) -> tuple[list[str], i
                      f"the adjoint of each definition the sum of what its readers pass back (eq. 2), and the seed "
                      f"d{output} = 1")
             return [f"the gradient of {output} with respect to {name} is not exact: {problems[0]}"] + problems[1:], 0
-    # the exact gradient agrees with central differences: a few entries of each input, the student's values
+    return _central_difference_problems(program, values, yours, rng)
+
+
+def _central_difference_problems(program: Program, values: dict, yours: dict, rng) -> tuple[list[str], int]:
+    """The exact gradient ``yours`` against central differences at a few entries of each input, the student's
+    values; the problem and how many entries agreed."""
     checked = 0
     for name in program.arguments:
         for flat in rng.choice(int(np.prod(program.shapes[name], dtype=int)), size=2, replace=False):
