@@ -134,8 +134,8 @@ notebooks: install
 	  --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 	  $(NOTEBOOKS)
 
-# -B and PYTHONDONTWRITEBYTECODE: run as root on the class server, these would leave compiled copies of
-# classroom/course.py (every solution) beside it; there they run each step as the course's instructor.
+# -B and PYTHONDONTWRITEBYTECODE: run as root on the class server, these would leave root's compiled copies of the
+# classroom's modules in the repository; there they run each step as the course's instructor.
 assignments: install
 	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course assignments
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from classroom import course as cc  # noqa: E402
+from classroom import autograde, nbgrader_cli, paths  # noqa: E402
 
 CHAPTER = "01_introduction"
 RIGHT = {"ex1_answer": 'answer_1 = "dx[j] = sum{i}_0^1 (df[i; j] * 3 * x[j] ** 2)"',
@@ -77,9 +77,9 @@ def main(argv=None) -> int:
         shutil.copytree(REPO / "course", course, ignore=shutil.ignore_patterns(
             "release", "submitted", "autograded", "feedback", "gradebook.db", "grades.csv", "exchange", "export",
             "grading_state.json", "grading_report*", "grading_reports", "__pycache__", ".ipynb_checkpoints"))
-        env = cc.nbgrader_env()
+        env = nbgrader_cli.nbgrader_env()
         env.update(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_DATA_DIR=str(tmp / "data"),
-                   JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), **{cc.EXCHANGE_ENV: str(tmp / "exchange")})
+                   JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), **{paths.EXCHANGE_ENV: str(tmp / "exchange")})
         subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", CHAPTER, "--force"], cwd=course,
                        env=env, check=True, capture_output=True)
         release = json.loads((course / "release" / CHAPTER / f"{CHAPTER}.ipynb").read_text())
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
             scores = {r["student_id"]: float(r["score"]) for r in csv.DictReader(f) if r["assignment"] == CHAPTER}
         with open(course / "grading_report.csv") as f:
             report = list(csv.DictReader(f))
-    bound = args.students * cc.submission_bound()
+    bound = args.students * autograde.submission_bound()
     honest = [s for s in scores if s not in hostile]
     record = {
         "students": args.students, "hostile": hostile, "seconds": round(seconds, 1), "bound_seconds": bound,

@@ -441,17 +441,17 @@ def runtime_paths() -> list[Path]:
     return [Path(os.path.realpath(sys.executable)).parent, Path(sys.prefix), REPO]
 
 
-#: What in the repository holds the solutions: the course table, the sources, the tests that run them, the static
-#: site's solution toggles and git's history of all of them. The students' servers import the repository, so it stays
-#: readable; these parts are for the instructors (the staff group) and root only.
-SOLUTIONS = ("course", "tests", "classroom/course.py", "classroom/solutions.py", ".git", "site", "work")
+#: What in the repository holds the solutions: the course (its exercise files and sources), the tests that run them,
+#: the static site's solution toggles and git's history of all of them. The students' servers import the repository,
+#: so it stays readable; these parts are for the instructors (the staff group) and root only.
+SOLUTIONS = ("course", "tests", ".git", "site", "work")
 
 
 def compiled_solutions() -> list[Path]:
-    """The compiled copies Python left of the modules in :data:`SOLUTIONS` (``classroom/__pycache__/course.*.pyc``:
-    every solution and hidden test of the course table, as readable as the source was when it was compiled)."""
-    modules = [REPO / name for name in SOLUTIONS if name.endswith(".py")]
-    return sorted(p for m in modules for p in (m.parent / "__pycache__").glob(f"{m.stem}.*.pyc"))
+    """The compiled copies of ``classroom/course.py`` that Python may have left in ``classroom/__pycache__``: before
+    the exercise files (course/exercises/, read as text and never compiled), that module held every solution and
+    hidden test, and a class server set up then may keep such a copy, as readable as the source was."""
+    return sorted((REPO / "classroom" / "__pycache__").glob("course.*.pyc"))
 
 
 def hide_solutions(settings: HubSettings) -> list[Path]:

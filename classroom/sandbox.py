@@ -5,7 +5,7 @@ never pickles). The sandbox, when ``bwrap`` (Debian's ``bubblewrap``) works on t
 
 * the file system is the machine's, read-only, with these hidden behind empty in-memory folders: the course
   folder (sources with solutions, the gradebook, every student's submission), the nbgrader exchange, the
-  repository (``classroom/course.py`` holds every solution), ``/home``, ``/root``, the grader's home and
+  repository (``course/exercises/`` holds every solution), ``/home``, ``/root``, the grader's home and
   ``/tmp``. Only what the answers need to run comes back into view, read-only: the Python installation and
   virtual environment, and the ``tensoradbook`` and ``widgets`` packages;
 * no network, its own process, IPC and host-name namespaces, killed with its parent, a new session (so it
@@ -15,7 +15,7 @@ never pickles). The sandbox, when ``bwrap`` (Debian's ``bubblewrap``) works on t
 * limits per process: memory (``RLIMIT_AS``), CPU seconds, file size, no core dumps.
 
 Why bubblewrap rather than only a separate user: a separate user still sees every world-readable file,
-and a repository checkout (with ``classroom/course.py``) and the course folder usually are; bubblewrap hides
+and a repository checkout (with ``course/exercises/``) and the course folder usually are; bubblewrap hides
 them whatever their modes, needs no set-up by the instructor, and works without root.
 
 Without a working ``bwrap`` (a container without user namespaces, the Kubernetes form) grading is refused

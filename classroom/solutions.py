@@ -1,46 +1,36 @@
-"""Solutions for self-study readers of the static edition, hidden by default, built from ``course/source/``.
+"""Solutions for self-study readers of the static edition, hidden by default, read from ``course/exercises/``.
 
-The instructor's solution of each exercise lives in the assignment's source notebook, between nbgrader's
-``### BEGIN SOLUTION`` / ``### END SOLUTION`` markers. :func:`with_solutions` puts it under the chapter's own
-exercise cell as a collapsed "Show a solution" block; the exercise cell and the assignment's test are matched
-by their check call (:func:`classroom.course.normalized_call`), as the course's table is. Only the static site
-(``classroom/site.py``) calls this: the notebooks, the releases and the feedback never carry a solution.
+The instructor's solution of each exercise lives in the chapter's exercise file (:mod:`classroom.assignments`).
+:func:`with_solutions` puts it under the chapter's own exercise cell as a collapsed "Show a solution" block; the
+exercise cell and the part are matched by their check call (:func:`classroom.assignments.normalized_call`). An
+exercise that only the assignment sets (its text in the file) has no cell in the chapter and no block. Only the
+static site (``classroom/site.py``) calls this: the notebooks, the releases and the feedback never carry a solution.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 from nbformat.v4 import new_markdown_cell
 
-from . import course as cc
+from classroom.assignments import BY_STEM, check_calls, normalized_call
 
-_SOLUTION = re.compile(r"### BEGIN SOLUTION\n(.*?)\n?### END SOLUTION", re.S)
+# what tells ruff a solution means it (a lambda bound to a name), not for a reader
+_NOQA = re.compile(r"  # noqa: \w+$", re.M)
 
 
-def solutions(stem: str, course: Path = cc.COURSE) -> dict[str, str]:
+def solutions(stem: str) -> dict[str, str]:
     """A chapter's solutions by check call: the normalized call -> the solution's code."""
-    path = course / "source" / stem / f"{stem}.ipynb"
-    if stem not in cc.BY_STEM or not path.exists():
+    assignment = BY_STEM.get(stem)
+    if assignment is None:
         return {}
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    code = {c["metadata"].get("nbgrader", {}).get("grade_id"): "".join(c["source"]) for c in cells}
-    found = {}
-    for exercise in cc.BY_STEM[stem].exercises:
-        for part in exercise.parts:
-            match = _SOLUTION.search(code.get(f"ex{exercise.number}{part.label}_answer", ""))
-            if "{answer}" in part.call and match:
-                call = cc.check_calls(part.call.format(answer=part.answer))[0]
-                found[cc.normalized_call(call)] = match.group(1).replace("  # noqa: F811", "").replace(
-                    "  # noqa: E731", "")
-    return found
+    return {normalized_call(check_calls(part.call)[0]): _NOQA.sub("", part.solution)
+            for exercise in assignment.exercises if not exercise.text for part in exercise.parts}
 
 
-def with_solutions(nb, stem: str, course: Path = cc.COURSE):
+def with_solutions(nb, stem: str):
     """``nb`` (a chapter, changed in place and returned) with a collapsed solution after each exercise cell."""
-    known = solutions(stem, course)
+    known = solutions(stem)
     if not known:
         return nb
     cells, in_exercises = [], False
@@ -50,7 +40,7 @@ def with_solutions(nb, stem: str, course: Path = cc.COURSE):
             in_exercises = bool(re.search(r"^##\s+Exercises\s*$", cell.source, re.M))
         if cell.cell_type != "code" or not in_exercises:
             continue
-        shown = [known[key] for call in cc.check_calls(cell.source) if (key := cc.normalized_call(call)) in known]
+        shown = [known[key] for call in check_calls(cell.source) if (key := normalized_call(call)) in known]
         if shown:
             code = "\n".join(shown)
             cells.append(new_markdown_cell(

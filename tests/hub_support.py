@@ -168,7 +168,7 @@ _held = {"depth": 0, "fd": -1}
 def one_class_at_a_time():
     """Wait until no other process runs a class, then hold the machine's class lock (an flock; again in the same
     process, a no-op). Two classes at once undo each other: each gives the repository's solutions to its own staff
-    group (hub.hide_solutions), so the other's instructor can no longer read classroom/course.py, and each opens the
+    group (hub.hide_solutions), so the other's instructor can no longer read course/exercises/, and each opens the
     folders above this Python only while it runs (:func:`passable`); test workers (pytest-xdist) would run them at
     once."""
     import fcntl

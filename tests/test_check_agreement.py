@@ -1,7 +1,7 @@
 """The visible checks agree with grading: a student who passes an exercise's visible check passes its hidden tests,
 unless they wrote for the visible cases alone.
 
-The course table (``classroom/course.py``) gives some parts hidden tests, which only the autograder runs. For every
+The exercise files (``course/exercises/``) give some parts hidden tests, which only the autograder runs. For every
 such part of every chapter:
 
 * the hidden tests call the same check function as the visible call, on other data, so what they test is what
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from classroom import course as cc
+from classroom import assignments
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the chapter 12 catalogue beside this file
 
@@ -118,7 +118,7 @@ MIN_MUTANTS = 3
 
 # --- the table's parts with hidden tests, run as nbgrader's source notebook runs them -------------------------------
 
-HIDDEN = [(assignment, exercise, part) for assignment in cc.ASSIGNMENTS for exercise in assignment.exercises
+HIDDEN = [(assignment, exercise, part) for assignment in assignments.ASSIGNMENTS for exercise in assignment.exercises
           for part in exercise.parts if part.hidden]
 
 
@@ -127,12 +127,12 @@ def part_id(item) -> str:
     return f"{assignment.stem} ex{exercise.number}{part.label} {part.answer}"
 
 
-def namespace(assignment: cc.Assignment, replace: dict | None = None) -> dict:
+def namespace(assignment: assignments.Assignment, replace: dict | None = None) -> dict:
     """The assignment's setup, given code and solutions run in one namespace, as the source notebook runs them;
     ``replace`` maps an answer's name to the code that takes its solution's place."""
     scope: dict = {"__name__": f"{assignment.stem}_answers"}
     with contextlib.redirect_stdout(io.StringIO()):  # given code may print (the notebook shows it)
-        exec(assignment.setup, scope)  # noqa: S102 -- the course table
+        exec(assignment.setup, scope)  # noqa: S102 -- the exercise files
         for exercise in assignment.exercises:
             if exercise.given:
                 exec(exercise.given, scope)  # noqa: S102
@@ -141,29 +141,29 @@ def namespace(assignment: cc.Assignment, replace: dict | None = None) -> dict:
     return scope
 
 
-def visible_call(part: cc.Part) -> str:
-    return part.call.format(answer=part.answer) if "{answer}" in part.call else part.call
+def visible_call(part: assignments.Part) -> str:
+    return part.call
 
 
-def passes_visible(part: cc.Part, scope: dict) -> bool:
+def passes_visible(part: assignments.Part, scope: dict) -> bool:
     """The graded cell's visible check: its result is right (an error in the student's code fails it too)."""
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            return bool(eval(visible_call(part), dict(scope)))  # noqa: S307 -- the course table
+            return bool(eval(visible_call(part), dict(scope)))  # noqa: S307 -- the exercise files
     except Exception:  # noqa: BLE001 -- the cell fails, as it would in grading
         return False
 
 
-def passes_hidden(part: cc.Part, scope: dict) -> bool:
+def passes_hidden(part: assignments.Part, scope: dict) -> bool:
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(part.hidden, dict(scope))  # noqa: S102 -- the course table
+            exec(part.hidden, dict(scope))  # noqa: S102 -- the exercise files
     except Exception:  # noqa: BLE001 -- an assertion, or an error in the student's code: the points are lost
         return False
     return True
 
 
-def mutant_code(part: cc.Part, mutant) -> str:
+def mutant_code(part: assignments.Part, mutant) -> str:
     if isinstance(mutant, str):
         return mutant
     old, new = mutant
@@ -172,7 +172,7 @@ def mutant_code(part: cc.Part, mutant) -> str:
 
 
 def check_names(code: str) -> set[str]:
-    return {call.func.id for call in cc.check_calls(code)}
+    return {call.func.id for call in assignments.check_calls(code)}
 
 
 # --- the structure: hidden tests call the visible check ------------------------------------------------------------
@@ -241,7 +241,7 @@ def _key(value):
     return value
 
 
-def hard_coded(function, scope: dict, part: cc.Part):
+def hard_coded(function, scope: dict, part: assignments.Part):
     """``function`` replaced by a table of the calls the visible check makes of it, with its results; any other
     call gets the result of the first (what a student who wrote for the visible cases would return)."""
     table: dict = {}

@@ -1,4 +1,5 @@
-"""The nbgrader coursework (classroom/course.py, course/): right answers pass, releases hide them, grading works.
+"""The nbgrader coursework (classroom/course.py and its modules, course/): right answers pass, releases hide them,
+grading works.
 
 * Every instructor solution passes its own check, hidden tests included (run in-process: seconds, not a
   kernel per chapter), and the exercise table covers every check call of the chapters' Exercises sections.
@@ -31,7 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from classroom import course as cc
+from classroom import assignments, course, nbgrader_cli, paths
+from classroom import source as sources
 
 REPO = Path(__file__).resolve().parents[1]
 CYCLE = "04a_integer_equations"
@@ -68,9 +70,9 @@ def _run_cells(nb_path: Path, untouched: bool = False) -> dict:
 
 
 def _env(tmp: Path) -> dict:
-    env = cc.nbgrader_env()
+    env = nbgrader_cli.nbgrader_env()
     env.update(JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"), JUPYTER_DATA_DIR=str(tmp / "jupyter-data"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "jupyter-runtime"), **{cc.EXCHANGE_ENV: str(tmp / "exchange")})
+               JUPYTER_RUNTIME_DIR=str(tmp / "jupyter-runtime"), **{paths.EXCHANGE_ENV: str(tmp / "exchange")})
     return env
 
 
@@ -83,7 +85,7 @@ def _nbgrader(*args, cwd: Path, env: dict) -> subprocess.CompletedProcess:
 
 # --- the table and the solutions ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("assignment", cc.ASSIGNMENTS, ids=lambda a: a.stem)
+@pytest.mark.parametrize("assignment", assignments.ASSIGNMENTS, ids=lambda a: a.stem)
 def test_solutions_pass_their_checks(assignment):
     """Setup, data, solution and test cells (hidden tests too) of the source notebook run without error."""
     _run_cells(REPO / "course" / "source" / assignment.stem / f"{assignment.stem}.ipynb")
@@ -91,15 +93,15 @@ def test_solutions_pass_their_checks(assignment):
 
 def test_table_covers_every_check_call_of_the_chapters():
     chapters = {p.stem: p for p in sorted((REPO / "notebooks").glob("*.ipynb"))}
-    with_exercises = {stem for stem, p in chapters.items() if cc.exercise_cells(p)}
-    assert with_exercises == set(cc.BY_STEM), "one assignment per chapter with an Exercises section"
-    for stem, assignment in cc.BY_STEM.items():
-        in_chapter = sorted(cc.normalized_call(call) for cell in cc.exercise_cells(chapters[stem])
-                            if cell["cell_type"] == "code" for call in cc.check_calls("".join(cell["source"])))
-        in_table = sorted(cc.normalized_call(cc.check_calls(part.call.format(answer="ANSWER"))[0])
-                          for ex in assignment.exercises for part in ex.parts if "{answer}" in part.call)
+    with_exercises = {stem for stem, p in chapters.items() if sources.exercise_cells(p)}
+    assert with_exercises == set(assignments.BY_STEM), "one assignment per chapter with an Exercises section"
+    for stem, assignment in assignments.BY_STEM.items():
+        in_chapter = sorted(assignments.normalized_call(call) for cell in sources.exercise_cells(chapters[stem])
+                            if cell["cell_type"] == "code" for call in assignments.check_calls("".join(cell["source"])))
+        in_table = sorted(assignments.normalized_call(assignments.check_calls(part.call)[0])
+                          for ex in assignment.exercises if not ex.text for part in ex.parts)
         assert in_table == in_chapter, stem
-        _, texts = cc.exercise_texts(chapters[stem])
+        _, texts = sources.exercise_texts(chapters[stem])
         numbers = [ex.number for ex in assignment.exercises if not ex.text]
         assert numbers == sorted(texts), f"{stem}: exercises {sorted(texts)} in the chapter, {numbers} in the table"
 
@@ -111,14 +113,14 @@ def _bookdata():
     return bookdata
 
 
-@pytest.mark.parametrize("stem", sorted(cc.BY_STEM), ids=str)
+@pytest.mark.parametrize("stem", sorted(assignments.BY_STEM), ids=str)
 def test_every_exercise_states_its_minutes(stem):
     """Every exercise of every chapter states the minutes its author estimates, in the metadata of the markdown cell
     that sets it ({"tensoradbook": {"exercise": N, "minutes": M}}); the chapter's estimated time adds them up."""
     bookdata = _bookdata()
     nb = json.loads((REPO / "notebooks" / f"{stem}.ipynb").read_text())
     minutes = bookdata.exercise_minutes(nb, stem)
-    _, texts = cc.exercise_texts(REPO / "notebooks" / f"{stem}.ipynb")
+    _, texts = sources.exercise_texts(REPO / "notebooks" / f"{stem}.ipynb")
     assert sorted(minutes) == sorted(texts) == list(range(1, len(texts) + 1)), stem
     assert all(1 <= m <= 120 for m in minutes.values()), minutes
     assert bookdata.estimated_minutes(stem)["exercises"] == sum(minutes.values())
@@ -143,8 +145,8 @@ def test_an_exercise_without_its_minutes_is_an_error():
 
 
 def test_committed_sources_are_up_to_date(tmp_path):
-    cc.build_source(tmp_path)
-    for assignment in cc.ASSIGNMENTS:
+    sources.build_source(tmp_path)
+    for assignment in assignments.ASSIGNMENTS:
         rel = Path("source") / assignment.stem / f"{assignment.stem}.ipynb"
         committed = REPO / "course" / rel
         assert committed.exists(), f"{committed} is missing: run python -m classroom.course build-source"
@@ -153,7 +155,7 @@ def test_committed_sources_are_up_to_date(tmp_path):
 
 
 def test_source_metadata_is_nbgrader_schema_3():
-    for assignment in cc.ASSIGNMENTS:
+    for assignment in assignments.ASSIGNMENTS:
         ids = []
         for cell, source in _sources(REPO / "course" / "source" / assignment.stem / f"{assignment.stem}.ipynb"):
             meta = cell["metadata"]["nbgrader"]
@@ -172,7 +174,7 @@ def test_source_metadata_is_nbgrader_schema_3():
 
 def test_grade_with_nothing_submitted(tmp_path, capsys):
     (tmp_path / "nbgrader_config.py").write_text("")
-    assert cc.main(["grade", "--course", str(tmp_path)]) == 0
+    assert course.main(["grade", "--course", str(tmp_path)]) == 0
     assert "Nothing to grade" in capsys.readouterr().out
 
 
@@ -208,7 +210,7 @@ def _marked_lines(source: str) -> list[str]:
 
 def test_releases_hide_solutions_and_hidden_tests(released):
     _, course, _ = released
-    for assignment in cc.ASSIGNMENTS:
+    for assignment in assignments.ASSIGNMENTS:
         name = f"{assignment.stem}.ipynb"
         release = course / "release" / assignment.stem / name
         assert release.exists()
@@ -292,7 +294,7 @@ def test_full_cycle_with_exchange(released):
     with open(course / "grades.csv") as f:
         rows = {r["student_id"]: r for r in csv.DictReader(f) if r["assignment"] == CYCLE}
     assert {s: float(r["score"]) for s, r in rows.items()} == EXPECTED
-    assert {float(r["max_score"]) for r in rows.values()} == {float(cc.BY_STEM[CYCLE].points)}
+    assert {float(r["max_score"]) for r in rows.values()} == {float(assignments.BY_STEM[CYCLE].points)}
     for student in EXPECTED:  # autograded, untouched release included
         assert (course / "autograded" / student / CYCLE / f"{CYCLE}.ipynb").exists()
 
@@ -311,7 +313,7 @@ def test_full_cycle_with_exchange(released):
     assert "bezout(391, 299)" in bob  # the hidden test's message on Bob's hard-coded answer
     assert "classroom/grading.py" not in bob  # the traceback starts at the test cell, not in the grader
     # the hidden tests themselves are a note: the assignment can be given again
-    hidden = cc.BY_STEM[CYCLE].exercises[4].parts[0].hidden
+    hidden = assignments.BY_STEM[CYCLE].exercises[4].parts[0].hidden
     assert "(1071, 462)" in hidden and "(1071, 462)" not in bob and "hidden tests: not shown" in bob
     # the math typeset at grading time, offline: no CDN, no raw TeX
     assert "cdnjs" not in feedback and "<script" not in feedback and "<svg" in feedback
@@ -319,7 +321,7 @@ def test_full_cycle_with_exchange(released):
 
     times = {r["student_id"]: r["timestamp"] for r in rows.values()}
     assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t) for t in times.values()), times
-    title = cc.BY_STEM[CYCLE].title
+    title = assignments.BY_STEM[CYCLE].title
     with open(course / "export" / "canvas.csv") as f:
         canvas = list(csv.reader(f))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", title]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from classroom import course as cc
+from classroom import assignments, nbgrader_cli, paths
 from tests.browser_support import chromium, free_port, jupyterlab, offline_context, server, write_json
 
 pytestmark = pytest.mark.browser
@@ -44,7 +44,7 @@ def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("course-lab")
     root = tmp / "course"
     shutil.copytree(REPO / "course", root, ignore=shutil.ignore_patterns(*RUNTIME, "__pycache__"))
-    env = cc.nbgrader_env()
+    env = nbgrader_cli.nbgrader_env()
     settings = tmp / "settings"
     write_json(settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings",
                 {"fetchNews": "false", "checkForUpdates": False})
@@ -56,7 +56,7 @@ def lab(tmp_path_factory):
         JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
         BROWSER="true",
         PYTHONUNBUFFERED="1",
-        **{cc.EXCHANGE_ENV: str(tmp / "exchange")},
+        **{paths.EXCHANGE_ENV: str(tmp / "exchange")},
     )
     (tmp / "exchange").mkdir()
     proc = subprocess.run([sys.executable, "-m", "classroom.course", "assignments", "--course", str(root)],
@@ -106,7 +106,7 @@ def test_formgrader_lists_assignments(lab, context):
     base_url, token = lab
     page = context.new_page()
     page.goto(f"{base_url}/formgrader?token={token}")
-    for assignment in cc.ASSIGNMENTS:
+    for assignment in assignments.ASSIGNMENTS:
         page.get_by_text(assignment.stem, exact=True).first.wait_for(state="visible", timeout=60_000)
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "course-formgrader.png"), full_page=True)
@@ -121,7 +121,7 @@ def test_make_lab_formgrader_finds_the_course(tmp_path, context):
         (checkout / name).symlink_to(REPO / name)
     shutil.copytree(REPO / "course", checkout / "course", ignore=shutil.ignore_patterns(*RUNTIME, "__pycache__"))
     token, port = secrets.token_hex(24), free_port()
-    env = {k: v for k, v in os.environ.items() if k != cc.EXCHANGE_ENV}  # the course's own exchange
+    env = {k: v for k, v in os.environ.items() if k != paths.EXCHANGE_ENV}  # the course's own exchange
     env.update(JUPYTER_TOKEN=token, JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
                JUPYTER_DATA_DIR=str(tmp_path / "data"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), BROWSER="true", DISPLAY="")
@@ -132,7 +132,7 @@ def test_make_lab_formgrader_finds_the_course(tmp_path, context):
                 start_s=120, shutdown_url=f"{base_url}/api/shutdown", token=token):
         page = context.new_page()
         page.goto(f"{base_url}/formgrader?token={token}")
-        for assignment in cc.ASSIGNMENTS:
+        for assignment in assignments.ASSIGNMENTS:
             page.get_by_text(assignment.stem, exact=True).first.wait_for(state="visible", timeout=60_000)
         text = page.locator("body").inner_text()
         SCREENSHOTS.mkdir(exist_ok=True)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from classroom import course as cc
+from classroom import assignments, course_hub
 from classroom import exchange, hub
 from tests.browser_support import IN_CI
 from tests.hub_support import one_class_at_a_time, passable, run_as, write_settings
@@ -52,7 +52,7 @@ from tests.hub_support import one_class_at_a_time, passable, run_as, write_setti
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = "tax"
 CHAPTER = "02_reverse_accumulation"
-ASSIGNMENT = cc.BY_STEM[CHAPTER]
+ASSIGNMENT = assignments.BY_STEM[CHAPTER]
 PARTS = [(f"ex{e.number}{p.label}_answer", p) for e in ASSIGNMENT.exercises for p in e.parts]
 PLANTED = ('\nimport os as _os\nopen(_os.path.join(HERE, "ran-as-%d" % _os.getuid()), "a").close()  '
            '# planted by tests/test_exchange.py\n')
@@ -147,11 +147,10 @@ def graded():
 
 
 def _graded():
-    # a world-readable compiled copy of the course table, as a root run without -B used to leave
-    for module in ("course", "solutions"):
-        source = REPO / "classroom" / f"{module}.py"
-        py_compile.compile(str(source), cfile=cache_from_source(str(source)), doraise=True)
-        os.chmod(cache_from_source(str(source)), 0o644)
+    # a world-readable compiled copy of classroom/course.py, as a root run without -B left when it held the solutions
+    source = REPO / "classroom" / "course.py"
+    py_compile.compile(str(source), cfile=cache_from_source(str(source)), doraise=True)
+    os.chmod(cache_from_source(str(source)), 0o644)
     root = Path(tempfile.mkdtemp(prefix=f"tensoradbook-{PREFIX}-"))
     root.chmod(0o755)
     settings = hub.load_settings(write_settings(root, PREFIX, 4))
@@ -312,7 +311,7 @@ def test_root_never_follows_an_instructors_link(graded):
                       str(victim), str(s.course / "planted"), str(s.course / "feedback" / "planted"))
         os.link(secret, s.course / "hardlinked")
         (s.course / "left-by-root").write_text("")
-        cc._give_to_instructors(s)
+        course_hub._give_to_instructors(s)
         hub._chown_tree(s.course, instructor.pw_uid, instructor.pw_gid)
         untouched()
         assert (s.course / "left-by-root").stat().st_uid == instructor.pw_uid
@@ -321,7 +320,7 @@ def test_root_never_follows_an_instructors_link(graded):
         as_instructor("import os, sys; os.rename(sys.argv[1], sys.argv[1] + '.real'); os.symlink(sys.argv[2], "
                       "sys.argv[1])", str(feedback), str(victim))
         try:
-            cc._give_to_instructors(s)
+            course_hub._give_to_instructors(s)
             with pytest.raises(exchange.UnsafePath):
                 hub.setup_exchange(s)
             untouched()

@@ -2,8 +2,8 @@
 
 The exercises are graded by nbgrader, so a check must not be an oracle: a student who tries answer after answer
 may learn right or wrong, and what is wrong with the answer tried, but nothing that finds the right one faster
-than trying. Every check function exported by :mod:`tensoradbook.exercises` is run on the exercises of the course
-table (``classroom/course.py``: each Part's check call, with the right answer from the instructor's solution run
+than trying. Every check function exported by :mod:`tensoradbook.exercises` is run on the exercises of the
+exercise files (``course/exercises/``: each Part's check call, with the right answer from the instructor's solution run
 after the assignment's setup and the exercises' given code) and on wrong answers drawn around the right one with
 a fixed seed:
 
@@ -45,7 +45,7 @@ import numpy as np
 import pytest
 
 import tensoradbook as tab
-from classroom import course as cc
+from classroom import assignments, source
 from tensoradbook import chaining as jc
 from tensoradbook import exercises as ex
 from tensoradbook import inverse as ia
@@ -54,12 +54,12 @@ REPO = Path(__file__).resolve().parents[1]
 SEED = 24
 
 
-# --- the exercises of the course table --------------------------------------------------------------------
+# --- the exercises of the exercise files --------------------------------------------------------------------
 
 
 @dataclass
 class Case:
-    """One check call of the course table: ``call`` has ``__answer__`` where the answer goes."""
+    """One check call of the exercise files: ``call`` has ``__answer__`` where the answer goes."""
 
     name: str
     check: str
@@ -68,7 +68,7 @@ class Case:
     right: object = field(repr=False)
 
     def __call__(self, answer):
-        return eval(self.call, {**self.namespace, "__answer__": answer})  # noqa: S307 -- the course table
+        return eval(self.call, {**self.namespace, "__answer__": answer})  # noqa: S307 -- the exercise files
 
     def data(self) -> dict:
         """The check's arguments by name (the exercise's data), without the answer."""
@@ -83,26 +83,17 @@ class Case:
         return dict(bound.arguments)
 
 
-def _answer_call(part: cc.Part, scope: dict) -> tuple[str, object]:
+def _answer_call(part: assignments.Part, scope: dict) -> tuple[str, object]:
     """The call with ``__answer__`` for the answer, and the right answer."""
-    if "{answer}" in part.call:
-        return part.call.format(answer="__answer__"), scope[part.answer]
-    # a function the student writes, called inside the check: its result is the answer
-    node = ast.parse(part.call, mode="eval")
-    args = node.body.args
-    k = next(k for k, arg in enumerate(args) if any(isinstance(n, ast.Name) and n.id == part.answer
-                                                     for n in ast.walk(arg)))
-    right = eval(compile(ast.Expression(args[k]), part.answer, "eval"), scope)  # noqa: S307
-    args[k] = ast.Name("__answer__", ast.Load())
-    return ast.unparse(node), right
+    return part.call_on("__answer__"), scope[part.answer]
 
 
 def _cases() -> list[Case]:
     cases = []
-    for assignment in cc.ASSIGNMENTS:
+    for assignment in assignments.ASSIGNMENTS:
         namespace: dict = {}
         with contextlib.redirect_stdout(io.StringIO()):  # given code may print (the notebook shows it)
-            exec(assignment.setup, namespace)  # noqa: S102 -- the course table
+            exec(assignment.setup, namespace)  # noqa: S102 -- the exercise files
             for exercise in assignment.exercises:
                 if exercise.given:
                     exec(exercise.given, namespace)  # noqa: S102
@@ -260,7 +251,7 @@ KINDS = COUNTS | SETS | SMALL_MATRICES | FORMULAS | NUMBERS | CODE | {"check_two
 def test_every_check_is_covered():
     exported = {name for name in ex.__all__ if name.startswith("check_")}
     assert exported == KINDS, "sort every check into a kind of answer above"
-    assert exported == {case.check for case in CASES}, "every check is called by the course table"
+    assert exported == {case.check for case in CASES}, "every check is called by the exercise files"
 
 
 def case_id(case: Case) -> str:
@@ -701,7 +692,7 @@ class Solution:
     lines: tuple[str, ...]  # what no docstring may contain
 
 
-def _solution(assignment: cc.Assignment, exercise: cc.Exercise, part: cc.Part) -> Solution:
+def _solution(assignment: assignments.Assignment, exercise: assignments.Exercise, part: assignments.Part) -> Solution:
     tree = ast.parse(part.solution)
     name = f"{assignment.stem} ex{exercise.number}{part.label}"
     value = tree.body[-1].value if isinstance(tree.body[-1], ast.Assign) else None
@@ -727,7 +718,7 @@ def _solution(assignment: cc.Assignment, exercise: cc.Exercise, part: cc.Part) -
     return Solution(name, assignment.stem, kind, text, part.answer, lines)
 
 
-SOLUTIONS = [_solution(a, e, p) for a in cc.ASSIGNMENTS for e in a.exercises for p in e.parts]
+SOLUTIONS = [_solution(a, e, p) for a in assignments.ASSIGNMENTS for e in a.exercises for p in e.parts]
 
 
 def _documented(obj) -> list[tuple[str, str]]:
@@ -770,6 +761,21 @@ def _named_in(texts: list[str]) -> set[str]:
     return names
 
 
+def _named_docstrings(name: str, scope: dict, classes: list) -> dict[str, str]:
+    """The docstrings of what ``name`` names in ``scope``; where it names nothing there (a name of the chapter's own,
+    or a call's result), those of the methods called ``name``'s last part of the library's ``classes``."""
+    try:
+        obj = eval(name, dict(scope))  # noqa: S307 -- names of the exercise files and the chapters
+    except Exception:  # noqa: BLE001 -- a name of the chapter's own, or a call's result
+        method = name.rsplit(".", 1)[-1]
+        docs = {}
+        for cls in classes:
+            if isinstance(vars(cls).get(method), (property, type(lambda: 0))):
+                docs.update(_documented(vars(cls)[method]))
+        return docs
+    return {} if inspect.ismodule(obj) else dict(_documented(obj))
+
+
 def _library_docstrings() -> dict[str, str]:
     """Every docstring a student reads while solving: the check modules' (tensoradbook/exercises/, the policy
     module aside, which names what is forbidden) and those of every library object an exercise names, in the
@@ -786,27 +792,18 @@ def _library_docstrings() -> dict[str, str]:
     classes = [c for c in public.values() if inspect.isclass(c)] + [
         c for module in (tab.ad.derive, tab.lang.function, ia, jc) for c in vars(module).values()
         if inspect.isclass(c) and getattr(c, "__module__", "").startswith("tensoradbook")]
-    for assignment in cc.ASSIGNMENTS:
+    for assignment in assignments.ASSIGNMENTS:
         scope = {**public, "tab": tab, "tensoradbook": tab, "ia": ia, "jc": jc, "ex": ex}
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(assignment.setup, scope)  # noqa: S102 -- the course table
+            exec(assignment.setup, scope)  # noqa: S102 -- the exercise files
             for exercise in assignment.exercises:
                 if exercise.given:
                     exec(exercise.given, scope)  # noqa: S102
-        cells = cc.exercise_cells(REPO / "notebooks" / f"{assignment.stem}.ipynb")
+        cells = source.exercise_cells(REPO / "notebooks" / f"{assignment.stem}.ipynb")
         texts = ["".join(c["source"]) for c in cells] + [assignment.setup] + [
             text for e in assignment.exercises for text in (e.given, e.text, e.extra, *(p.stub for p in e.parts))]
         for name in _named_in(texts):
-            try:
-                obj = eval(name, dict(scope))  # noqa: S307 -- names of the course table and the chapters
-            except Exception:  # noqa: BLE001 -- a name of the chapter's own, or a call's result
-                method = name.rsplit(".", 1)[-1]
-                for cls in classes:
-                    if isinstance(vars(cls).get(method), (property, type(lambda: 0))):
-                        docs.update(_documented(vars(cls)[method]))
-                continue
-            if not inspect.ismodule(obj):
-                docs.update(_documented(obj))
+            docs.update(_named_docstrings(name, scope, classes))
     return {where: doc for where, doc in docs.items() if doc}
 
 
@@ -939,12 +936,12 @@ def _defined(code: str) -> list[ast.FunctionDef]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
 
 
-@pytest.mark.parametrize("assignment", cc.ASSIGNMENTS, ids=lambda a: a.stem)
+@pytest.mark.parametrize("assignment", assignments.ASSIGNMENTS, ids=lambda a: a.stem)
 def test_no_chapter_defines_the_function_a_part_asks_for(assignment):
     """A chapter may give a function's placeholder to fill in, never the function: no code cell of any chapter
     defines, with a body, a function that a part of this assignment asks the student to write (one its solution
     defines at the top, other than those the chapter's Exercises section gives whole, which the solution repeats)."""
-    given = {n.name for cell in cc.exercise_cells(REPO / "notebooks" / f"{assignment.stem}.ipynb")
+    given = {n.name for cell in source.exercise_cells(REPO / "notebooks" / f"{assignment.stem}.ipynb")
              if cell["cell_type"] == "code" for n in _defined("".join(cell["source"])) if not _stub(n)}
     given |= {name for stem, name in GIVEN_WHOLE if stem == assignment.stem}
     asked = {n.name for e in assignment.exercises for p in e.parts for n in ast.parse(p.solution).body

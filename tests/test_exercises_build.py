@@ -1,7 +1,8 @@
 """Chapter 12 (build the engine yourself): the student's code is the engine, and the checks can tell.
 
-* The course's solutions (classroom/course.py), written from the primitives the chapter gives, score full marks,
-  visible and hidden tests alike, in the notebook and across the grader's wire; other right forms pass too.
+* The course's solutions (course/exercises/12_build_it_yourself.py), written from the primitives the chapter
+  gives, score full marks, visible and hidden tests alike, in the notebook and across the grader's wire; other
+  right forms pass too.
 * An answer made of library calls scores 0 on every exercise: while a check runs the student's function, the
   library's answers (derive, the reverse sweep, the integer inverse, Fourier-Motzkin, finite differences, the checks
   and their helpers) raise an error that the verdict names, and everything is put back afterwards; a gradient that
@@ -28,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tensoradbook as tab
-from classroom import course as cc
+from classroom import assignments, paths
 from classroom import wire
 from feedback import hides, messages
 from tensoradbook import exercises as ex
@@ -41,7 +42,7 @@ from tensoradbook.lang.printer import expr_text
 from tensoradbook.lang.simplify import ZERO
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-ASSIGNMENT = cc.BY_STEM["12_build_it_yourself"]
+ASSIGNMENT = assignments.BY_STEM["12_build_it_yourself"]
 SECTION6 = ch12_support.SECTION6
 F6 = tab.parse(*SECTION6)
 
@@ -66,11 +67,11 @@ PARTS = {part.answer: (exercise.number, part) for exercise in ASSIGNMENT.exercis
 NET = SOLUTIONS["net"]
 
 
-def visible(part: cc.Part, namespace: dict):
-    return eval(part.call.format(answer=part.answer), namespace)
+def visible(part: assignments.Part, namespace: dict):
+    return eval(part.call, namespace)
 
 
-def hidden_passes(part: cc.Part, namespace: dict) -> bool:
+def hidden_passes(part: assignments.Part, namespace: dict) -> bool:
     scope = dict(namespace)
     try:
         exec(part.hidden, scope)
@@ -560,7 +561,7 @@ def test_eliminate_right_on_bounded_systems(M, seed):
 
 def test_the_default_batteries_are_the_chapter_s():
     """The chapter's text counts the cases its checks try."""
-    chapter = json.loads((cc.NOTEBOOKS / "12_build_it_yourself.ipynb").read_text())
+    chapter = json.loads((paths.NOTEBOOKS / "12_build_it_yourself.ipynb").read_text())
     text = " ".join("".join(c["source"]) for c in chapter["cells"] if c["cell_type"] == "markdown")
     words = {14: "fourteen", 18: "eighteen", 9: "nine", 40: "forty"}
     assert len(build.FUNCTIONS) == 14 and f"{words[len(build.FUNCTIONS)]} functions" in text
@@ -573,7 +574,7 @@ def test_the_default_batteries_are_the_chapter_s():
 def test_the_text_gives_no_answer():
     """No cell of the chapter transcribes a solution: the formulas of the index solve, the loops of the
     elimination, the lines of Algorithm 4's assembly."""
-    chapter = json.loads((cc.NOTEBOOKS / "12_build_it_yourself.ipynb").read_text())
+    chapter = json.loads((paths.NOTEBOOKS / "12_build_it_yourself.ipynb").read_text())
     text = "\n".join("".join(c["source"]) for c in chapter["cells"] if "# given:" not in "".join(c["source"]))
     for answer in ("V S^+ U", "VS^+U", "V[:, R:]", "U[R:", "V_{:,R:}", "U_{R:", "kernel_loops", "index_matrix(",
                    "extended_domain", "integer_inverse", "tab.fourier_motzkin", "reverse_accumulate"):

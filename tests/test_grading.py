@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from classroom import course as cc
+from classroom import assignments, autograde
 from classroom import sandbox, wire
 from classroom.grading import bound_names, tampering
 from tests.test_course import RUNTIME_DIRS, _answer, _env, _nbgrader
@@ -372,7 +372,7 @@ def test_grading_fails_only_when_nothing_can_be_graded(graded, tmp_path):
                           cwd=REPO, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("error: no submission could be graded"), proc.stderr
-    assert cc.grade(lonely / "missing") == 0  # nothing submitted is not a failure
+    assert autograde.grade(lonely / "missing") == 0  # nothing submitted is not a failure
 
 
 # --- every chapter through the sandboxed grader --------------------------------------------------------------
@@ -398,7 +398,7 @@ def _grade_source(stem: str, keep_solutions: bool) -> list[tuple[str, list]]:
             if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
 
 
-@pytest.mark.parametrize("assignment", cc.ASSIGNMENTS, ids=lambda a: a.stem)
+@pytest.mark.parametrize("assignment", assignments.ASSIGNMENTS, ids=lambda a: a.stem)
 def test_solutions_score_and_placeholders_do_not_through_the_sandbox(assignment):
     for grade_id, outputs in _grade_source(assignment.stem, keep_solutions=True):
         errors = [o for o in outputs if o.output_type == "error" or o.get("name") == "stderr"]
@@ -574,7 +574,7 @@ def test_without_bubblewrap_grading_is_refused_rather_than_weaker(monkeypatch, t
         sandbox.AnswerProcess([tmp_path])
     (tmp_path / "submitted" / "someone" / CHAPTER).mkdir(parents=True)
     (tmp_path / "submitted" / "someone" / CHAPTER / f"{CHAPTER}.ipynb").write_text("{}")
-    assert cc.grade(tmp_path) == 1
+    assert autograde.grade(tmp_path) == 1
 
 
 def test_a_submission_that_cannot_be_read_is_named_before_grading(tmp_path):
@@ -587,13 +587,14 @@ def test_a_submission_that_cannot_be_read_is_named_before_grading(tmp_path):
         return folder
 
     fine = submission("fine", lambda path: path.write_text(json.dumps(release)))
-    assert cc.screen(fine) is None
+    assert autograde.screen(fine) is None
     newer = json.loads(json.dumps(release))
     _new_schema(newer)
-    assert "SchemaTooNewError" in cc.screen(submission("schema", lambda path: path.write_text(json.dumps(newer))))
-    assert "plain file" in cc.screen(submission("link", lambda path: path.symlink_to(fine / f"{CHAPTER}.ipynb")))
+    schema = submission("schema", lambda path: path.write_text(json.dumps(newer)))
+    assert "SchemaTooNewError" in autograde.screen(schema)
+    assert "plain file" in autograde.screen(submission("link", lambda path: path.symlink_to(fine / f"{CHAPTER}.ipynb")))
     huge = submission("huge", lambda path: path.write_bytes(b""))
-    os.truncate(huge / f"{CHAPTER}.ipynb", cc.MAX_NOTEBOOK_BYTES + 1)
-    assert "over the limit" in cc.screen(huge)
+    os.truncate(huge / f"{CHAPTER}.ipynb", autograde.MAX_NOTEBOOK_BYTES + 1)
+    assert "over the limit" in autograde.screen(huge)
     deep = submission("deep", lambda path: path.write_text("[" * 100_000 + "]" * 100_000))
-    assert "cannot be graded" in cc.screen(deep)
+    assert "cannot be graded" in autograde.screen(deep)

@@ -32,7 +32,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from classroom import course as cc
+from classroom import assignments, source
 import tensoradbook as tab
 from classroom import library_policy as lp
 from tensoradbook.exercises import policy
@@ -101,12 +101,13 @@ sys.meta_path[:] = [f for f in sys.meta_path
 sys.path[:0] = [copy, repo]
 import tensoradbook
 from tensoradbook.exercises import policy
-from classroom import course, wire
+from classroom import source, wire
+from classroom.assignments import BY_STEM
 
 assert tensoradbook.__file__.startswith(copy + os.sep), tensoradbook.__file__
 assert policy.SANDBOX_STEM == stem, policy.SANDBOX_STEM
-assignment = course.BY_STEM[stem]
-cells = [("setup", course.setup_source(assignment))]
+assignment = BY_STEM[stem]
+cells = [("setup", source.setup_source(assignment))]
 for ex in assignment.exercises:
     cells += [(f"ex{ex.number} given", ex.given)] if ex.given else []
     cells += [(f"ex{ex.number}{part.label} solution", part.solution) for part in ex.parts]
@@ -142,12 +143,13 @@ stem, repo, record = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, repo)
 import tensoradbook
 from tensoradbook.exercises import policy
-from classroom import course, wire
+from classroom import source, wire
+from classroom.assignments import BY_STEM
 
 derive = tensoradbook.derive
 namespace = {"__name__": "__main__"}
-assignment = course.BY_STEM[stem]
-run_cells([("setup", course.setup_source(assignment))], namespace)
+assignment = BY_STEM[stem]
+run_cells([("setup", source.setup_source(assignment))], namespace)
 assert not policy._PATCHES, "enforce outside a notebook's kernel changed something"
 assert policy.enforce(stem, anywhere=True) and policy.enforce(stem, anywhere=True)
 patches = len(policy._PATCHES)
@@ -184,7 +186,7 @@ for ex in assignment.exercises:
         if callable(namespace.get(part.answer)):  # a function the student writes, which the checks call
             namespace[part.answer] = recorded(part.answer, namespace[part.answer])
             WRAPPED.append(part.answer)
-        run_cells([(f"ex{ex.number}{part.label} test", course.test_source(part))], namespace)
+        run_cells([(f"ex{ex.number}{part.label} test", source.test_source(part))], namespace)
 with open(record, "wb") as file:
     pickle.dump(CALLS, file)
 refused = 0
@@ -220,7 +222,7 @@ def copies(tmp_path_factory):
 # --- the table ----------------------------------------------------------------------------------------------
 
 def test_every_assignment_has_a_policy_that_forbids_the_checks():
-    assert set(policy.POLICIES) == set(cc.BY_STEM)
+    assert set(policy.POLICIES) == set(assignments.BY_STEM)
     assert set(policy.ALLOWED) <= set(policy.POLICIES) and set(policy.WATCHED) <= set(policy.POLICIES)
     for stem, names in policy.POLICIES.items():
         assert "tensoradbook.exercises" in names, stem
@@ -274,11 +276,11 @@ def test_the_message_names_the_function_the_assignment_and_why():
 
 
 def test_setup_cells_put_the_policy_in_place():
-    for assignment in cc.ASSIGNMENTS:
+    for assignment in assignments.ASSIGNMENTS:
         path = REPO / "course" / "source" / assignment.stem / f"{assignment.stem}.ipynb"
         setup = next("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
                      if c["metadata"]["nbgrader"]["grade_id"] == "setup")
-        assert setup == cc.setup_source(assignment)
+        assert setup == source.setup_source(assignment)
         assert setup.startswith("from tensoradbook.exercises.policy import enforce")
         assert setup.endswith(f'enforce("{assignment.stem}")')
 
@@ -345,8 +347,8 @@ def test_the_setup_cell_enforces_in_a_notebook_kernel_only():
     script = PRELUDE + textwrap.dedent(r'''
         sys.path.insert(0, sys.argv[1])
         from IPython.core.interactiveshell import InteractiveShell
-        from classroom import course
-        setup = course.setup_source(course.BY_STEM["05_elementwise_derivatives"])
+        from classroom import assignments, source
+        setup = source.setup_source(assignments.BY_STEM["05_elementwise_derivatives"])
         exec(setup, {"__name__": "grader"})
         import tensoradbook as tab
         plain = tab.derive("f[i] = x[i] ** 2", {"f": (2,), "x": (2,)})

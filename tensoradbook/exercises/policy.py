@@ -13,7 +13,7 @@ why (:class:`Group`); the error a student gets names the function, the assignmen
 It is enforced twice:
 
 * in the student's own kernel, as a courtesy, so that a student sees the error before submitting: the setup cell
-  of every assignment (``classroom/course.py``) calls :func:`enforce`, which puts a guard in front of every
+  of every assignment (``classroom/source.py``) calls :func:`enforce`, which puts a guard in front of every
   forbidden function and class, wherever the package re-exports it. The guard lets the library and the checks
   call it (a test cell's check still runs) and refuses a call that comes from the student's code, directly or
   through the library, with :class:`LibraryPolicyError`. Nothing outside a notebook's kernel changes (the grader
