@@ -22,6 +22,8 @@ import math
 import numbers
 import os
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -85,7 +87,7 @@ def receive(fd: int) -> dict:
     return parse(_read_exactly(fd, body_size(_read_exactly(fd, HEADER_SIZE))))
 
 
-# --- encoding (in the student's process) ----------------------------------------------------------------
+# --- the types of answers, each with its encoder and decoder ---------------------------------------------
 
 def _signature(fn) -> list | None:
     try:
@@ -94,51 +96,6 @@ def _signature(fn) -> list | None:
         return None
     return [[p.name, int(p.kind), p.default is not p.empty] for p in parameters]
 
-
-def encode(value, callables: list, depth: int = 0):
-    """``value`` as JSON data; a callable is appended to ``callables`` and sent as its position there."""
-    if depth > 100:
-        raise WireError("the answer is nested more than 100 levels deep")
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return {"t": "float", "v": float(value)} if not math.isfinite(value) else float(value)
-    if isinstance(value, numbers.Rational):  # Fraction, sympy's Rational
-        return {"t": "fraction", "v": [int(value.numerator), int(value.denominator)]}
-    if isinstance(value, numbers.Real):
-        return {"t": "float", "v": float(value)}
-    if isinstance(value, numbers.Complex):
-        return {"t": "complex", "v": [float(value.real), float(value.imag)]}
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in _NUMERIC_KINDS:
-            raise WireError(f"an array of {value.dtype} is not an answer; use numbers")
-        array = np.ascontiguousarray(value)
-        return {"t": "ndarray", "dtype": array.dtype.str, "shape": list(array.shape),
-                "data": base64.b64encode(array.tobytes()).decode()}
-    if isinstance(value, range):
-        return {"t": "range", "v": [value.start, value.stop, value.step]}
-    kind = type(value).__name__
-    if kind in ("Function", "Program") and type(value).__module__.startswith("tensoradbook."):
-        return {"t": "tensoradbook", "text": str(value), "shapes": {k: list(v) for k, v in value.shapes.items()}}
-    if isinstance(value, (tuple, list, set, frozenset)):
-        tag = "list" if isinstance(value, list) else "tuple" if isinstance(value, tuple) else "set"
-        items = [encode(item, callables, depth + 1) for item in value]
-        return items if tag == "list" else {"t": tag, "v": items}
-    if isinstance(value, dict):
-        return {"t": "dict", "v": [[encode(k, callables, depth + 1), encode(v, callables, depth + 1)]
-                                   for k, v in value.items()]}
-    if hasattr(value, "tolist") and callable(value.tolist):  # sympy matrices, numpy scalars
-        return encode(value.tolist(), callables, depth + 1)
-    if callable(value):
-        callables.append(value)
-        return {"t": "callable", "id": len(callables) - 1, "name": str(getattr(value, "__name__", kind))[:100],
-                "signature": _signature(value)}
-    return {"t": "unsupported", "type": kind[:100]}
-
-
-# --- decoding (in the grader) ---------------------------------------------------------------------------
 
 class UnsupportedAnswer:
     """An answer of a type that cannot cross as data; checks refuse it by its type name."""
@@ -169,8 +126,113 @@ class RemoteFunction:
         return f"<your function {self.__name__}>"
 
 
+def _array(value, inner, callables):
+    if value.dtype.kind not in _NUMERIC_KINDS:
+        raise WireError(f"an array of {value.dtype} is not an answer; use numbers")
+    array = np.ascontiguousarray(value)
+    return {"t": "ndarray", "dtype": array.dtype.str, "shape": list(array.shape),
+            "data": base64.b64encode(array.tobytes()).decode()}
+
+
+def _from_array(data, inner, call):
+    dtype = np.dtype(data["dtype"])
+    if dtype.kind not in _NUMERIC_KINDS or dtype.hasobject:
+        raise WireError(f"an array of {dtype} is not an answer")
+    shape = tuple(int(n) for n in data["shape"])
+    return np.frombuffer(base64.b64decode(data["data"]), dtype=dtype).reshape(shape).copy()
+
+
+def _is_tensoradbook(value) -> bool:
+    return type(value).__name__ in ("Function", "Program") and type(value).__module__.startswith("tensoradbook.")
+
+
+def _from_tensoradbook(data, inner, call):
+    import tensoradbook as tab  # only here: the sandbox's copy of this module runs without the library otherwise
+
+    return tab.parse(str(data["text"]), {str(k): tuple(int(n) for n in v) for k, v in data["shapes"].items()})
+
+
+def _callable(value, inner, callables):
+    callables.append(value)
+    return {"t": "callable", "id": len(callables) - 1,
+            "name": str(getattr(value, "__name__", type(value).__name__))[:100], "signature": _signature(value)}
+
+
+def _from_callable(data, inner, call):
+    if call is None:
+        raise WireError("a function where none can be called")
+    signature = data.get("signature")
+    return RemoteFunction(call, int(data["id"]), str(data.get("name", "function"))[:100],
+                          [[str(n), int(k), bool(d)] for n, k, d in signature] if signature else None)
+
+
+def _tagged(tag: str, value) -> dict:
+    return {"t": tag, "v": value}
+
+
+@dataclass(frozen=True)
+class AnswerType:
+    """One type an answer may have: which values it takes (``accepts``), their encoding
+    (``encode(value, inner, callables)``, ``inner`` encoding an item one level deeper) and, for an encoding tagged
+    ``{"t": tag, ...}``, its decoding (``decode(data, inner, call)``); plain JSON decodes as itself."""
+
+    tag: str | None
+    accepts: Callable[[object], bool]
+    encode: Callable
+    decode: Callable | None = None
+
+
+#: Every type of answer, in the order :func:`encode` tries them (a bool is an integer, an integer a fraction).
+TYPES = (
+    AnswerType(None, lambda v: v is None or isinstance(v, (bool, str)), lambda v, inner, _: v),
+    AnswerType(None, lambda v: isinstance(v, numbers.Integral), lambda v, inner, _: int(v)),
+    AnswerType("fraction", lambda v: isinstance(v, numbers.Rational),  # Fraction, sympy's Rational
+               lambda v, inner, _: _tagged("fraction", [int(v.numerator), int(v.denominator)]),
+               lambda d, inner, _: Fraction(int(d["v"][0]), int(d["v"][1]))),
+    AnswerType("float", lambda v: isinstance(v, numbers.Real),  # JSON has no inf or nan
+               lambda v, inner, _: float(v) if math.isfinite(v) else _tagged("float", float(v)),
+               lambda d, inner, _: float(d["v"])),
+    AnswerType("complex", lambda v: isinstance(v, numbers.Complex),
+               lambda v, inner, _: _tagged("complex", [float(v.real), float(v.imag)]),
+               lambda d, inner, _: complex(float(d["v"][0]), float(d["v"][1]))),
+    AnswerType("ndarray", lambda v: isinstance(v, np.ndarray), _array, _from_array),
+    AnswerType("range", lambda v: isinstance(v, range),
+               lambda v, inner, _: _tagged("range", [v.start, v.stop, v.step]),
+               lambda d, inner, _: range(*(int(n) for n in d["v"]))),
+    AnswerType("tensoradbook", _is_tensoradbook,
+               lambda v, inner, _: {"t": "tensoradbook", "text": str(v),
+                                    "shapes": {k: list(s) for k, s in v.shapes.items()}},
+               _from_tensoradbook),
+    AnswerType(None, lambda v: isinstance(v, list), lambda v, inner, _: [inner(item) for item in v]),
+    AnswerType("tuple", lambda v: isinstance(v, tuple), lambda v, inner, _: _tagged("tuple", [inner(i) for i in v]),
+               lambda d, inner, _: tuple(inner(item) for item in d["v"])),
+    AnswerType("set", lambda v: isinstance(v, (set, frozenset)),
+               lambda v, inner, _: _tagged("set", [inner(item) for item in v]),
+               lambda d, inner, _: {inner(item) for item in d["v"]}),
+    AnswerType("dict", lambda v: isinstance(v, dict),
+               lambda v, inner, _: _tagged("dict", [[inner(k), inner(x)] for k, x in v.items()]),
+               lambda d, inner, _: {inner(k): inner(x) for k, x in d["v"]}),
+    AnswerType(None, lambda v: callable(getattr(v, "tolist", None)),  # sympy matrices, numpy scalars
+               lambda v, inner, _: inner(v.tolist())),
+    AnswerType("callable", callable, _callable, _from_callable),
+    AnswerType("unsupported", lambda v: True, lambda v, inner, _: {"t": "unsupported", "type": type(v).__name__[:100]},
+               lambda d, inner, _: UnsupportedAnswer(str(d.get("type", "?"))[:100])),
+)
+_DECODERS = {t.tag: t.decode for t in TYPES if t.decode is not None}
+
+
+def encode(value, callables: list, depth: int = 0):
+    """``value`` as JSON data (in the student's process); a callable is appended to ``callables`` and sent as its
+    position there."""
+    if depth > 100:
+        raise WireError("the answer is nested more than 100 levels deep")
+    kind = next(t for t in TYPES if t.accepts(value))
+    return kind.encode(value, lambda item: encode(item, callables, depth + 1), callables)
+
+
 def decode(data, call=None, depth: int = 0):
-    """The value that :func:`encode` encoded; ``call(handle, args, kwargs)`` runs a remote function."""
+    """The value that :func:`encode` encoded (in the grader); ``call(handle, args, kwargs)`` runs a remote
+    function."""
     if depth > 101:
         raise WireError("nested too deeply")
     if data is None or isinstance(data, (bool, int, float, str)):
@@ -179,42 +241,12 @@ def decode(data, call=None, depth: int = 0):
         return [decode(item, call, depth + 1) for item in data]
     if not isinstance(data, dict) or not isinstance(data.get("t"), str):
         raise WireError(f"not an answer encoding: {type(data).__name__}")
-    tag, value = data["t"], data.get("v")
+    tag = data["t"]
+    if tag not in _DECODERS:
+        raise WireError(f"unknown answer type {tag!r}")
     try:
-        if tag == "float":
-            return float(value)
-        if tag == "fraction":
-            return Fraction(int(value[0]), int(value[1]))
-        if tag == "complex":
-            return complex(float(value[0]), float(value[1]))
-        if tag == "range":
-            return range(*(int(v) for v in value))
-        if tag in ("tuple", "set"):
-            items = [decode(item, call, depth + 1) for item in value]
-            return tuple(items) if tag == "tuple" else set(items)
-        if tag == "dict":
-            return {decode(k, call, depth + 1): decode(v, call, depth + 1) for k, v in value}
-        if tag == "ndarray":
-            dtype = np.dtype(data["dtype"])
-            if dtype.kind not in _NUMERIC_KINDS or dtype.hasobject:
-                raise WireError(f"an array of {dtype} is not an answer")
-            shape = tuple(int(n) for n in data["shape"])
-            return np.frombuffer(base64.b64decode(data["data"]), dtype=dtype).reshape(shape).copy()
-        if tag == "tensoradbook":
-            import tensoradbook as tab
-
-            return tab.parse(str(data["text"]), {str(k): tuple(int(n) for n in v)
-                                                 for k, v in data["shapes"].items()})
-        if tag == "callable":
-            if call is None:
-                raise WireError("a function where none can be called")
-            signature = data.get("signature")
-            return RemoteFunction(call, int(data["id"]), str(data.get("name", "function"))[:100],
-                                  [[str(n), int(k), bool(d)] for n, k, d in signature] if signature else None)
-        if tag == "unsupported":
-            return UnsupportedAnswer(str(data.get("type", "?"))[:100])
+        return _DECODERS[tag](data, lambda item: decode(item, call, depth + 1), call)
     except WireError:
         raise
     except (TypeError, ValueError, KeyError, IndexError, OverflowError, RecursionError) as error:
         raise WireError(f"a malformed {tag}: {error}") from None
-    raise WireError(f"unknown answer type {tag!r}")
