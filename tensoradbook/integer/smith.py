@@ -214,25 +214,28 @@ class _SmithRun:
     def _clear_pivot_row_and_column(self, a: int) -> bool:
         """One pass of lines 6-24: zero column ``a`` below the pivot, then row ``a`` right of it; whether any
         operation was done."""
-        S = self.S
+        below = self._clear_past_pivot(a, "rows")
+        right = self._clear_past_pivot(a, "cols")
+        return below or right
+
+    def _clear_past_pivot(self, a: int, axis: str) -> bool:
+        """Zero column ``a`` below the pivot by row operations (``axis`` "rows", lines 6-15) or row ``a`` right of
+        it by column operations ("cols", lines 16-24); whether any operation was done."""
+        S, rows = self.S, axis == "rows"
+
+        def entry(k: int) -> int:
+            return S[k][a] if rows else S[a][k]
+
         changing = False
-        for i in range(a + 1, self.n_rows):
-            if S[i][a] % S[a][a]:
-                self._combine("rows", a, i, S[a][a], S[i][a])
+        for k in range(a + 1, self.n_rows if rows else self.n_cols):
+            if entry(k) % S[a][a]:
+                self._combine(axis, a, k, S[a][a], entry(k))
                 changing = True
-            if S[i][a]:
-                f = S[i][a] // S[a][a]
-                self.do("rows", a, i, (1, 0, -f, 1), 13,
-                        f"Row {i} -= {f} * row {a}: zero S[{i}, {a}] (lines 12-15).")
-                changing = True
-        for j in range(a + 1, self.n_cols):
-            if S[a][j] % S[a][a]:
-                self._combine("cols", a, j, S[a][a], S[a][j])
-                changing = True
-            if S[a][j]:
-                f = S[a][j] // S[a][a]
-                self.do("cols", a, j, (1, 0, -f, 1), 22,
-                        f"Column {j} -= {f} * column {a}: zero S[{a}, {j}] (lines 21-24).")
+            if entry(k):
+                f = entry(k) // S[a][a]
+                self.do(axis, a, k, (1, 0, -f, 1), 13 if rows else 22,
+                        f"Row {k} -= {f} * row {a}: zero S[{k}, {a}] (lines 12-15)." if rows else
+                        f"Column {k} -= {f} * column {a}: zero S[{a}, {k}] (lines 21-24).")
                 changing = True
         return changing
 
