@@ -16,7 +16,6 @@ import os
 
 import ast
 import functools
-import html
 import io
 import math
 import re
@@ -33,7 +32,7 @@ from tensoradbook import IntegerSolutions, integer_inverse
 from tensoradbook.integer.matrix import as_exact_vector, as_int, as_int_matrix, matvec, shown
 from tensoradbook.integer.geometry import image_range
 
-from .base import WidgetBase
+from .base import MessageBox, WidgetBase
 
 # 6 x 4.5 inches at 80 dpi (480 x 360 pixels) keeps a redraw plus PNG encoding
 # well inside the 100 ms an interaction may take.
@@ -239,20 +238,6 @@ class SliderSteps:
             self.buttons[label].disabled = disabled
 
 
-class MessageBox(W.HTML):
-    """An inline message: red for errors, hidden while empty; ``.text`` holds the plain text."""
-
-    def __init__(self, color: str = "#b00020"):
-        super().__init__()
-        self._color = color
-        self.text = ""
-
-    def show(self, text: str) -> None:
-        self.text = text
-        self.value = (f'<div style="color:{self._color};font-weight:600">{html.escape(text)}</div>'
-                      if text else "")
-
-
 class Plot:
     """A matplotlib figure (Agg canvas, no pyplot) with one axes, rendered to PNG bytes.
 
@@ -331,7 +316,6 @@ class BetaExplorer(WidgetBase, W.VBox):
         self._inverse = integer_inverse(self._A)
         self._kernel = self._inverse.kernel if kernel is None else self._drawable_basis(kernel)
         self._beta: tuple[int, ...] = ()
-        self.errors = MessageBox()
         self.status_line = MessageBox(color="black")
         self.image = W.Image(format="png", layout=W.Layout(width=css_width(FIGSIZE[0])))
         self._ranges = image_range(self._A, self.shape)
@@ -371,11 +355,6 @@ class BetaExplorer(WidgetBase, W.VBox):
     def beta_range(self) -> list[tuple[int, int]]:
         """Per entry of beta, ``(min, max)`` of ``A alpha`` over the box: the sliders' ranges."""
         return list(self._ranges)
-
-    @property
-    def error(self) -> str:
-        """The current error message, "" if none."""
-        return self.errors.text
 
     @property
     def status(self) -> str:
@@ -444,16 +423,6 @@ class BetaExplorer(WidgetBase, W.VBox):
         if solutions is None:
             return None, self._inverse.solvability(self._beta).reason
         return IntegerSolutions(solutions.particular, self._kernel).within(self.shape), None
-
-
-class CodeMessageBox(MessageBox):
-    """A :class:`MessageBox` in monospace that keeps line breaks and spaces, so a parser's caret
-    line still points at the right character."""
-
-    def show(self, text: str) -> None:
-        self.text = text
-        self.value = (f'<pre style="color:{self._color};font-weight:600;margin:0;white-space:pre">'
-                      f'{html.escape(text)}</pre>' if text else "")
 
 
 def parse_shapes(text: str) -> dict[str, tuple[int, ...]]:

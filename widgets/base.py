@@ -23,6 +23,7 @@ The ``shows_errors`` guard of public setters, step buttons (``SliderSteps``) and
 
 from __future__ import annotations
 
+import html
 import warnings
 from contextlib import contextmanager
 
@@ -31,12 +32,46 @@ import ipywidgets as W
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+class MessageBox(W.HTML):
+    """An inline message: red for errors, hidden while empty; ``.text`` holds the plain text."""
+
+    def __init__(self, color: str = "#b00020"):
+        super().__init__()
+        self._color = color
+        self.text = ""
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self.value = (f'<div style="color:{self._color};font-weight:600">{html.escape(text)}</div>'
+                      if text else "")
+
+
+class CodeMessageBox(MessageBox):
+    """A :class:`MessageBox` in monospace that keeps line breaks and spaces, so a parser's caret
+    line still points at the right character."""
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self.value = (f'<pre style="color:{self._color};font-weight:600;margin:0;white-space:pre">'
+                      f'{html.escape(text)}</pre>' if text else "")
+
+
 class WidgetBase:
     """The re-entry guard: :meth:`showing` while controls display a state set from Python, and
     :meth:`on_user_change` for observers that must only hear the user; :meth:`preset_dropdown` for
     widgets with presets; the static picture in the widget's mime bundle."""
 
     _showing = False  # True while the widget writes its own controls
+    errors_box: type[MessageBox] = MessageBox  # a CodeMessageBox where a parser's caret must line up
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.errors = self.errors_box()
+
+    @property
+    def error(self) -> str:
+        """The current error message, "" if none."""
+        return self.errors.text
 
     def _repr_mimebundle_(self, **kwargs):
         """The live view and, beside it, a PNG of what the widget shows now, for the pages that have no kernel

@@ -30,8 +30,8 @@ from tensoradbook.integer.matrix import shown, matrix_latex
 from tensoradbook.lang.expr import If, Sum
 from tensoradbook.lang.printer import atom_text, bound_text, expr_text
 
-from .base import WidgetBase
-from ._common import CodeMessageBox, choose, function_entries, read_shapes, shapes_text, shows_errors
+from .base import CodeMessageBox, WidgetBase
+from ._common import choose, function_entries, read_shapes, shapes_text, shows_errors
 from ._program import Sweep, formula_html
 
 SECTION_6 = "sec. 6 example"
@@ -115,10 +115,11 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
     relative error of the dot-product test) and ``error`` ("" if none).
     """
 
+    errors_box = CodeMessageBox
+
     def __init__(self, text: str | None = None, shapes=None, preset: str | None = None):
         super().__init__()
         self._key = self._fn = self._grads = None
-        self.errors = CodeMessageBox()
         self.function_entry, self.shapes_entry, apply = function_entries(
             lambda: self._showing or self._apply(), self._apply, "Derive this function")
         self.preset_menu = self.preset_dropdown(PRESETS)
@@ -158,10 +159,6 @@ class DerivationExplorer(WidgetBase, PresetChoice, W.VBox):
     @property
     def check(self) -> dict[str, float]:
         return _check(*self._key)
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @property
     def argument(self) -> str:

@@ -46,8 +46,8 @@ from tensoradbook import codegen
 from tensoradbook.integer.matrix import shown
 from tensoradbook.ad.gradcheck import numeric_gradient, random_arguments
 
-from .base import WidgetBase
-from ._common import (CodeMessageBox, css_width, MessageBox, choose, function_entries, read_shapes, shapes_text,
+from .base import CodeMessageBox, MessageBox, WidgetBase
+from ._common import (css_width, choose, function_entries, read_shapes, shapes_text,
                       shows_errors)
 from .error_heatmap import error_heatmap, heatmap_width, shape_text
 from .explorer import PRESETS, SECTION_6, TOLERANCE, PresetChoice, function_text
@@ -334,6 +334,8 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
     random inputs.
     """
 
+    errors_box = CodeMessageBox  # bad input: function, shapes, scale, preset, target
+
     def __init__(self, text: str | None = None, shapes=None, preset: str | None = None, scale: int = 1,
                  target: str = "numba", seed: int = 0):
         super().__init__()
@@ -365,7 +367,6 @@ class GradientLab(WidgetBase, PresetChoice, W.VBox):
             lambda: self._showing or self._apply(), self._apply, "Use this function and these shapes",
             widths=("52em", "40em"))
 
-        self.errors = CodeMessageBox()     # bad input: function, shapes, scale, preset, target
         self._run_error = CodeMessageBox()  # what stopped the last run
         self._misfit = ""
         self._target_note = MessageBox(color="#8a5300")

@@ -43,8 +43,9 @@ from tensoradbook.lang.printer import expr_latex, expr_text
 from tensoradbook.ad.reverse import child_keys, local_partials, reverse_accumulate
 from tensoradbook.lang.simplify import ZERO
 
-from .base import WidgetBase
-from ._common import (CodeMessageBox, SliderSteps, canvas_png, css_width, figure_dpi, fitting_dpi, legend_pixels,
+from .base import CodeMessageBox, WidgetBase
+from .style import BLUE, BLUE_FILL, CURRENT, RED, RED_FILL
+from ._common import (SliderSteps, canvas_png, css_width, figure_dpi, fitting_dpi, legend_pixels,
                       shows_errors,
                       subscript)
 from .explorer import function_text
@@ -72,9 +73,6 @@ TOP = 0.8         # room for the title and the line naming a figure of the repor
 BOTTOM = 0.55     # room for the legend
 LABEL_CHARS = 16  # edge labels (local partials) longer than this are cut, the text below has them whole
 
-BLUE, BLUE_FILL = "#1f5fa8", "#dbe9f6"
-RED, RED_FILL = "#c0262d", "#fde0dd"
-CURRENT = "#ff8c00"
 _FORWARD_BOX = dict(boxstyle="round,pad=0.3", facecolor=BLUE_FILL, edgecolor=BLUE, linewidth=1.2)
 _LEGEND = [
     (Patch(facecolor=BLUE_FILL, edgecolor=BLUE), "part vⱼ (blue in Figs. 1, 2)"),
@@ -212,7 +210,25 @@ def layered_layout(keys, children, width) -> tuple[dict, dict]:
     for key in keys:
         for child in children[key]:
             parents[child].append(key)
-    first_seen = {}  # leaves left to right as a depth-first walk from the roots meets them
+    first_seen = _first_seen(keys, children, parents)
+    rows = [[] for _ in range(max(layer.values()) + 1)]
+    for key in sorted(keys, key=first_seen.get):
+        rows[layer[key]].append(key)
+    x = {}
+    _place(rows[0], {key: [] for key in rows[0]}, x, first_seen, width)
+    for _ in range(2):  # up from the leaves, then down from the root, then up again
+        for row in rows[1:]:
+            _place(row, children, x, first_seen, width)
+        for row in reversed(rows[:-1]):
+            _place(row, {key: [p for p in parents[key]] for key in row}, x, first_seen, width)
+    for row in rows[1:]:
+        _place(row, children, x, first_seen, width)
+    return x, layer
+
+
+def _first_seen(keys, children, parents) -> dict:
+    """The nodes numbered as a depth-first walk from the roots meets them: the leaves left to right."""
+    first_seen = {}
     for root in (key for key in keys if not parents[key]):
         stack = [root]
         while stack:
@@ -220,34 +236,23 @@ def layered_layout(keys, children, width) -> tuple[dict, dict]:
             if key not in first_seen:
                 first_seen[key] = len(first_seen)
                 stack.extend(reversed(children[key]))
-    rows = [[] for _ in range(max(layer.values()) + 1)]
-    for key in sorted(keys, key=first_seen.get):
-        rows[layer[key]].append(key)
+    return first_seen
 
-    x = {}
 
-    def place(row, neighbours):
-        wanted = {key: (sum(x[n] for n in neighbours[key]) / len(neighbours[key]) if neighbours[key]
-                        else x.get(key, 0.0)) for key in row}
-        row.sort(key=lambda key: (wanted[key], first_seen[key]))
-        placed, previous = [], None
-        for key in row:  # push right past the left neighbour's slot
-            left = wanted[key] if previous is None else max(wanted[key], placed[-1] + width(previous) + GAP)
-            placed.append(left)
-            previous = key
-        shift = sum(wanted.values()) / len(row) - sum(placed) / len(row)  # recentre on what was wanted
-        for key, left in zip(row, placed):
-            x[key] = left + shift
-
-    place(rows[0], {key: [] for key in rows[0]})
-    for _ in range(2):  # up from the leaves, then down from the root, then up again
-        for row in rows[1:]:
-            place(row, children)
-        for row in reversed(rows[:-1]):
-            place(row, {key: [p for p in parents[key]] for key in row})
-    for row in rows[1:]:
-        place(row, children)
-    return x, layer
+def _place(row, neighbours, x: dict, first_seen: dict, width) -> None:
+    """Order ``row`` by the mean x of each node's ``neighbours`` placed already and set its nodes' x in ``x``,
+    side by side, centred on where they were wanted."""
+    wanted = {key: (sum(x[n] for n in neighbours[key]) / len(neighbours[key]) if neighbours[key]
+                    else x.get(key, 0.0)) for key in row}
+    row.sort(key=lambda key: (wanted[key], first_seen[key]))
+    placed, previous = [], None
+    for key in row:  # push right past the left neighbour's slot
+        left = wanted[key] if previous is None else max(wanted[key], placed[-1] + width(previous) + GAP)
+        placed.append(left)
+        previous = key
+    shift = sum(wanted.values()) / len(row) - sum(placed) / len(row)  # recentre on what was wanted
+    for key, left in zip(row, placed):
+        x[key] = left + shift
 
 
 def _layout(keys, children) -> tuple[dict, tuple]:
@@ -389,10 +394,11 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
     :class:`SweepGraph`).
     """
 
+    errors_box = CodeMessageBox
+
     def __init__(self, text: str = DEFAULT, shapes=None):
         super().__init__()
         self._graph: SweepGraph | None = None
-        self.errors = CodeMessageBox()
         self.entry = W.Text(description="f:", placeholder="f[] = exp (x[] * y[]) + sin (x[])",
                              continuous_update=False, layout=W.Layout(width="40em"))
         # The text box reports on Enter or when it loses focus (continuous_update=False).
@@ -427,10 +433,6 @@ class GraphView(WidgetBase, SliderSteps, W.VBox):
     @property
     def current(self):
         return self._graph.sweep.steps[self.step - 1] if self.step else None
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @property
     def adjoints(self) -> dict[str, str]:

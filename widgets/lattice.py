@@ -14,10 +14,10 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from ._common import BetaExplorer, Plot, subscript, vector_text
+from .style import KERNEL
 
 _SOLUTION = dict(color="#1f77b4", edgecolor="black", linewidths=0.6, zorder=6)  # above I beta when they meet
 _PARTICULAR = dict(marker="*", markersize=15, color="#d62728", markeredgecolor="black", linestyle="none")
-_KERNEL = "#2ca02c"
 
 
 def _listing(points, limit: int = 8) -> str:
@@ -75,7 +75,7 @@ class KernelLattice(BetaExplorer):
             Line2D([], [], marker="o", color=_SOLUTION["color"], markeredgecolor="black",
                    linestyle="none", markersize=8),
             Line2D([], [], **_PARTICULAR),
-            Line2D([], [], color=_KERNEL, linewidth=2, marker=">", markevery=[1]),
+            Line2D([], [], color=KERNEL, linewidth=2, marker=">", markevery=[1]),
         ]
         self._legend_labels = ["points of the box", "box 0 ≤ α < shape", "solutions in the box", "Iβ",
                                "columns of K"]
@@ -121,7 +121,7 @@ class KernelLattice(BetaExplorer):
         self._arrows = [self._arrow(particular, direction, tip) for direction, tip in zip(kernel, tips)]
         self._line = None
         if self._dim == 2 and len(kernel) == 1:
-            self._line = ax.axline(particular, tips[0], color=_KERNEL, linewidth=0.8, linestyle=":", zorder=1)
+            self._line = ax.axline(particular, tips[0], color=KERNEL, linewidth=0.8, linestyle=":", zorder=1)
         # Keep the box, I beta and the arrow tips in view, at equal scale on every axis so the
         # kernel directions keep their true angles.
         spans = []
@@ -143,6 +143,6 @@ class KernelLattice(BetaExplorer):
     def _arrow(self, start, direction, tip):
         """An arrow for one kernel column, from I beta to I beta + K e_j."""
         if self._dim == 3:
-            return self._ax.quiver(*start, *direction, color=_KERNEL, linewidth=2, arrow_length_ratio=0.25)
+            return self._ax.quiver(*start, *direction, color=KERNEL, linewidth=2, arrow_length_ratio=0.25)
         return self._ax.annotate("", xy=tip, xytext=start, zorder=3,
-                                 arrowprops=dict(arrowstyle="-|>", color=_KERNEL, linewidth=2, mutation_scale=14))
+                                 arrowprops=dict(arrowstyle="-|>", color=KERNEL, linewidth=2, mutation_scale=14))

@@ -27,8 +27,9 @@ from dataclasses import replace
 import ipywidgets as W
 from PIL import Image, ImageDraw
 
-from .typeset import (BREAK, GREY, INK, LIGHT, MAX_WIDTH, RULE, SIZE, TEXT_WIDTH, Atom, Style, flow, glue,
-                      html_picture, row, space, stack, text_atom)
+from .style import GREY_TEXT, INK, LIGHT, RULE
+from .typeset import (BREAK, MAX_WIDTH, SIZE, TEXT_WIDTH, Atom, Style, flow, glue, html_picture, row, space, stack,
+                      text_atom)
 
 PAD = 12
 # ipywidgets' button colours (button_style), background and text
@@ -38,7 +39,7 @@ BUTTON_STYLES = {"": ("#eeeeee", INK), "primary": ("#2196f3", "white"), "success
 
 def picture_png(widget: W.Widget) -> bytes:
     """The static picture of ``widget`` as it stands: PNG bytes."""
-    picture = _picture(widget) or text_atom("(this widget shows nothing yet)", Style(color=GREY)).image
+    picture = _picture(widget) or text_atom("(this widget shows nothing yet)", Style(color=GREY_TEXT)).image
     page = Image.new("RGB", (picture.width + 2 * PAD, picture.height + 2 * PAD), "white")
     page.paste(picture, (PAD, PAD), picture)
     ImageDraw.Draw(page).rectangle((0, 0, page.width - 1, page.height - 1), outline=RULE)
@@ -65,12 +66,7 @@ def _picture(widget) -> Image.Image | None:
     if _hidden(widget):
         return None
     if isinstance(widget, W.Image):
-        if not widget.value:
-            return None
-        try:
-            return Image.open(io.BytesIO(widget.value)).convert("RGBA")
-        except OSError:  # a format Pillow does not read (SVG)
-            return None
+        return _image(widget)
     if isinstance(widget, (W.HTML, W.HTMLMath)):
         return html_picture(widget.value, math=isinstance(widget, W.HTMLMath))
     if isinstance(widget, W.Label):
@@ -81,21 +77,35 @@ def _picture(widget) -> Image.Image | None:
         index = widget.selected_index
         return _picture(widget.children[index]) if index is not None else None
     if isinstance(widget, W.Box):
-        horizontal = isinstance(widget, W.HBox)
-        parts, controls = [], []
-        for child in widget.children:
-            if _hidden(child):
-                continue
-            if _is_control(child):
-                controls.append(control_atom(child))
-                continue
-            parts.append(_controls(controls, horizontal))
-            controls = []
-            parts.append(_picture(child))
-        parts.append(_controls(controls, horizontal))
-        return row(parts) if horizontal else stack(parts)
+        return _box_picture(widget)
     atom = control_atom(widget)
     return atom.image if atom else None
+
+
+def _image(widget: W.Image) -> Image.Image | None:
+    if not widget.value:
+        return None
+    try:
+        return Image.open(io.BytesIO(widget.value)).convert("RGBA")
+    except OSError:  # a format Pillow does not read (SVG)
+        return None
+
+
+def _box_picture(widget: W.Box) -> Image.Image | None:
+    """A box's children in a row (an HBox) or a column, runs of controls flowed together."""
+    horizontal = isinstance(widget, W.HBox)
+    parts, controls = [], []
+    for child in widget.children:
+        if _hidden(child):
+            continue
+        if _is_control(child):
+            controls.append(control_atom(child))
+            continue
+        parts.append(_controls(controls, horizontal))
+        controls = []
+        parts.append(_picture(child))
+    parts.append(_controls(controls, horizontal))
+    return row(parts) if horizontal else stack(parts)
 
 
 def _controls(atoms, horizontal: bool) -> Image.Image | None:
@@ -132,7 +142,7 @@ def control_atom(widget) -> Atom | None:
         field = _box([str(widget.value)], Style())
     if not label:
         return field
-    return glue(text_atom(label, Style(color=GREY)), replace(field, gap=6))
+    return glue(text_atom(label, Style(color=GREY_TEXT)), replace(field, gap=6))
 
 
 def _box(lines, style: Style, suffix: str = "") -> Atom:
@@ -160,7 +170,7 @@ def _slider(widget) -> Atom:
     middle = height // 2
     draw.rounded_rectangle((radius, middle - 2, radius + length, middle + 2), radius=2, fill="#cfcfcf")
     x = radius + round(fraction * length)
-    draw.ellipse((x - radius, middle - radius, x + radius, middle + radius), fill="white", outline=GREY, width=2)
+    draw.ellipse((x - radius, middle - radius, x + radius, middle + radius), fill="white", outline=GREY_TEXT, width=2)
     try:
         readout = format(widget.value, widget.readout_format)
     except (ValueError, TypeError):

@@ -41,6 +41,7 @@ from tensoradbook.integer.geometry import (drawn_entries, hidden_entries, loop_b
                                            solutions_in_view)
 
 from ._common import BetaExplorer, css_width, Plot, SliderSteps, canvas_png, subscript, vector_text
+from .style import KERNEL
 
 _REGION = dict(facecolor="#9ecae1", edgecolor="#3182bd", alpha=0.5, linewidth=1.5)
 _POINTS = dict(color="#08306b", zorder=5)
@@ -49,7 +50,6 @@ _BOX = dict(color="#d62728", linewidth=1.5, zorder=2)  # the index box, red as i
 _GRID = dict(s=9, color="0.78", zorder=1)  # the integer points of the box
 _PARTICULAR = dict(marker="*", markersize=14, color="#d62728", markeredgecolor="black", linestyle="none",
                    zorder=6)
-_KERNEL = "#2ca02c"  # the solution line and the columns of K
 _HIDDEN = dict(color="#d62728", linestyle=":", linewidth=1.2)  # box limits of an entry of alpha not drawn
 
 _LINES = {  # what each kind of line shows, and how
@@ -373,6 +373,22 @@ class PolytopeView(SliderSteps, BetaExplorer):
         plot.set_background()
         return pair
 
+    def _solution_line(self, ax, start, tip, at) -> list:
+        """The real solutions, the line through I beta along K's one column, and on it the image of Sigma(beta)
+        over the reals from l to h as in fig. 3; ``at(z)`` is the point of I beta + K z drawn."""
+        artists = [ax.axline(start, tip, color=KERNEL, linestyle=":", linewidth=1.4, zorder=1, gid="alpha-line")]
+        lower, upper = self._bounds[0]
+        low, high = lower[0].constant, upper[0].constant
+        if low <= high:
+            ends = [at([low]), at([high])]
+            artists += ax.plot(*zip(*ends), color=_REGION["edgecolor"], linewidth=6, alpha=0.5,
+                               solid_capstyle="butt", zorder=2, gid="alpha-region")
+            for (x, y), name in zip(ends, "lh"):
+                artists.append(ax.annotate(name, (x, y), xytext=(7, -14 if name == "l" else 6),
+                                           textcoords="offset points", fontsize=13, fontweight="bold",
+                                           color=_REGION["edgecolor"], gid=f"alpha-{name}"))
+        return artists
+
     def _draw_alpha(self) -> None:
         """The alpha-space picture for this beta: the box, the solutions and the image of Sigma(beta)."""
         if self._alpha_plot is None:
@@ -397,19 +413,8 @@ class PolytopeView(SliderSteps, BetaExplorer):
 
             start = (float(p[a]), float(p[b]))
             tips = [at([int(j == i) for j in range(self._kappa)]) for i in range(self._kappa)]
-            if self._kappa == 1:  # the real solutions: the line through I beta along K
-                artists.append(ax.axline(start, tips[0], color=_KERNEL, linestyle=":", linewidth=1.4, zorder=1,
-                                         gid="alpha-line"))
-                lower, upper = self._bounds[0]
-                low, high = lower[0].constant, upper[0].constant
-                if low <= high:  # the image of Sigma(beta) over the reals, from l to h as in fig. 3
-                    ends = [at([low]), at([high])]
-                    artists += ax.plot(*zip(*ends), color=_REGION["edgecolor"], linewidth=6, alpha=0.5,
-                                       solid_capstyle="butt", zorder=2, gid="alpha-region")
-                    for (x, y), name in zip(ends, "lh"):
-                        artists.append(ax.annotate(name, (x, y), xytext=(7, -14 if name == "l" else 6),
-                                                   textcoords="offset points", fontsize=13, fontweight="bold",
-                                                   color=_REGION["edgecolor"], gid=f"alpha-{name}"))
+            if self._kappa == 1:
+                artists += self._solution_line(ax, start, tips[0], at)
             elif self._vertices:  # the image of the polygon Sigma(beta) over the reals (fig. 4a)
                 artists.append(ax.add_patch(Polygon([at([z0, z1]) for z0, z1 in self._vertices], closed=True,
                                                     gid="alpha-region", **_REGION)))
@@ -424,7 +429,7 @@ class PolytopeView(SliderSteps, BetaExplorer):
                 artists += ax.plot(*start, gid="alpha-particular", **_PARTICULAR)
                 for tip in tips:  # the columns of K as arrows from I beta (the tips may leave the view)
                     arrow = ax.annotate("", xy=tip, xytext=start, zorder=3, annotation_clip=False, gid="alpha-kernel",
-                                        arrowprops=dict(arrowstyle="-|>", color=_KERNEL, linewidth=2,
+                                        arrowprops=dict(arrowstyle="-|>", color=KERNEL, linewidth=2,
                                                         mutation_scale=14))
                     arrow.arrow_patch.set_clip_path(ax.patch)
                     artists.append(arrow)
@@ -434,13 +439,13 @@ class PolytopeView(SliderSteps, BetaExplorer):
                                gid="alpha-title"))
         legend = {
             "box": (Line2D([], [], **_BOX), "box 0 ≤ α < shape"),
-            "line": (Line2D([], [], color=_KERNEL, linestyle=":", linewidth=1.4), "α = Iβ + K z, z real"),
+            "line": (Line2D([], [], color=KERNEL, linestyle=":", linewidth=1.4), "α = Iβ + K z, z real"),
             "region": (Patch(**_REGION), "Σ(β) (reals) mapped to α"),
             "points": (Line2D([], [], marker="o", linestyle="none", **_POINTS), "α of the points of Σ(β)"),
             "outside": (Line2D([], [], marker="o", linestyle="none", markerfacecolor="white",
                                markeredgecolor=_POINTS["color"]), "solutions outside the box"),
             "particular": (Line2D([], [], **_PARTICULAR), "Iβ"),
-            "kernel": (Line2D([], [], color=_KERNEL, linewidth=2, marker=">", markevery=[1]), "columns of K"),
+            "kernel": (Line2D([], [], color=KERNEL, linewidth=2, marker=">", markevery=[1]), "columns of K"),
             "hidden": (Line2D([], [], **_HIDDEN), "box limits of " + ", ".join(f"α{subscript(h)}" for h in hidden)
                        + f" (fixed by α{subscript(a)}, α{subscript(b)})"),
         }

@@ -27,13 +27,14 @@ from matplotlib.path import Path as MplPath
 
 import tensoradbook as tab
 
-from .base import WidgetBase
-from ._common import (CodeMessageBox, SliderSteps, canvas_png, figure_dpi, fitting_dpi, function_entries,
+from .base import CodeMessageBox, WidgetBase
+from ._common import (SliderSteps, canvas_png, figure_dpi, fitting_dpi, function_entries,
                       legend_pixels, read_shapes, shapes_text, shows_errors)
 from ._program import Sweep, as_program, formula_html
 from .explorer import function_text
-from .graph import (BLUE, BLUE_FILL, CHAR, CURRENT, DELTA_OFFSET, DPI, LAYER, MARGIN, PAD, RED, RED_FILL, cut,
-                    default_shapes, layered_layout)
+from .graph import CHAR, DELTA_OFFSET, DPI, LAYER, MARGIN, PAD, cut, default_shapes, layered_layout
+from .style import (BLUE, BLUE_FILL, CURRENT, GREY_UNREACHED, GREY_UNREACHED_FILL, INPUT_FILL, INPUT_GREEN, OUTPUT_FILL,
+                    RED, RED_FILL)
 
 DEFAULT = ("m[] = max{k}_0^3 (x[k])\n"
            "e[i] = exp (x[i] - m[])\n"
@@ -46,12 +47,9 @@ HALF = 0.2         # half a box's height: where edges meet it
 SIDE = 0.09        # a contribution runs back this far to the right of its edge
 BOTTOM = 0.95      # room for the legend (three rows)
 TOP = 0.85         # from the top row's centre to the top: room for the title
-GREEN, GREEN_FILL = "#2e7d32", "#e3f1df"
-OUTPUT_FILL = "#b9d4ef"
-GREY = "0.55"
 BOX = "round,pad=0.3"
 _LEGEND = [
-    (Patch(facecolor=GREEN_FILL, edgecolor=GREEN), "input"),
+    (Patch(facecolor=INPUT_FILL, edgecolor=INPUT_GREEN), "input"),
     (Patch(facecolor=BLUE_FILL, edgecolor=BLUE), "intermediate"),
     (Patch(facecolor=OUTPUT_FILL, edgecolor=BLUE), "output"),
     (Line2D([], [], color=BLUE), "is read by"),
@@ -204,10 +202,11 @@ class ProgramGraph(WidgetBase, SliderSteps, W.VBox):
     ``error`` ("" if none).
     """
 
+    errors_box = CodeMessageBox
+
     def __init__(self, program=DEFAULT, shapes=None):
         super().__init__()
         self._graph: TensorGraph | None = None
-        self.errors = CodeMessageBox()
         self.program_entry, self.shapes_entry, apply = function_entries(
             lambda: self._showing or self._apply(), self._apply, "Draw this program's graph", label="program:")
         self.make_step_controls({"First": "the program", "Back": "previous definition of the sweep",
@@ -236,10 +235,6 @@ class ProgramGraph(WidgetBase, SliderSteps, W.VBox):
     @property
     def gradients(self) -> tab.ProgramGradients:
         return self._graph.gradients
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @property
     def n_steps(self) -> int:
@@ -344,10 +339,10 @@ class ProgramGraph(WidgetBase, SliderSteps, W.VBox):
         live = set(graph.adjoint_names)
         for name in graph.tensors:
             kind = graph.kind(name)
-            fill = GREEN_FILL if kind == "input" else OUTPUT_FILL if kind == "output" else BLUE_FILL
-            edge = GREEN if kind == "input" else BLUE
+            fill = INPUT_FILL if kind == "input" else OUTPUT_FILL if kind == "output" else BLUE_FILL
+            edge = INPUT_GREEN if kind == "input" else BLUE
             if name not in live:  # the output depends on it through no input: the sweep never reaches it
-                fill, edge = "0.93", GREY
+                fill, edge = GREY_UNREACHED_FILL, GREY_UNREACHED
             ax.text(*graph.position[name], graph.label(name), ha="center", va="center", fontsize=10, zorder=3,
                     bbox=dict(boxstyle=BOX, facecolor=fill, edgecolor=edge, linewidth=1.2))
         legend = legend_pixels(_LEGEND, dpi, ncol=3, fontsize=9, frameon=False)

@@ -15,7 +15,7 @@ from tensoradbook import smith_normal_form
 from tensoradbook.integer.matrix import as_int_matrix, matmul, matrix_latex
 
 from .base import WidgetBase
-from ._common import MessageBox, SliderSteps, matrix_text, parse_matrix, shows_errors
+from ._common import SliderSteps, matrix_text, parse_matrix, shows_errors
 
 MAX_SIZE = 8  # rows and columns; larger matrices do not fit on screen
 
@@ -32,7 +32,6 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
     def __init__(self, A=((2, 4, 4), (-6, 6, 12), (10, -4, -16))):
         super().__init__()
         self._result = None
-        self.errors = MessageBox()
         self.entry = W.Text(description="A =", placeholder="rows like 2 4 4; -6 6 12  or  [[2, 4], [6, 8]]",
                              continuous_update=False, layout=W.Layout(width="28em"))
         self.apply_button = W.Button(description="Apply", tooltip="Run Algorithm 1 on this matrix")
@@ -67,10 +66,6 @@ class SmithStepper(WidgetBase, SliderSteps, W.VBox):
     @property
     def current(self):
         return self._result.steps[self.step]
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @shows_errors
     def set_matrix(self, A) -> bool:

@@ -21,11 +21,12 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.mathtext import MathTextParser
 from PIL import Image, ImageColor, ImageDraw, ImageFont
 
+from .style import GREY_TEXT, INK, RULE
+
 SIZE = 14  # pixels: 10.5 pt at 96 pixels per inch
 TEXT_WIDTH = 760  # paragraphs wrap here
 MAX_WIDTH = 1000  # children side by side wider than this are stacked instead
 BLOCK_GAP = 8
-INK, GREY, LIGHT, RULE = "#1a1a1a", "#616161", "#9e9e9e", "#d0d0d0"
 _FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 
 
@@ -259,7 +260,7 @@ def _tex_atoms(tex: str, style: Style, width: int) -> list[Atom]:
         return [whole]
     pieces = [_mathtext(piece, style) for piece in _operator_pieces(_SIZED.sub("", tex))]
     if any(p is None for p in pieces):
-        return [text_atom(tex, replace(style, mono=True, color=GREY))]
+        return [text_atom(tex, replace(style, mono=True, color=GREY_TEXT))]
     return pieces
 
 
@@ -465,23 +466,12 @@ class _Writer:
 
     def text(self, text: str, style: Style) -> None:
         if style.pre:
-            for k, line in enumerate(text.split("\n")):
-                if k:
-                    self.atoms.append(BREAK)
-                    self.space = False
-                if line:
-                    self.add(text_atom(line, style), style)
+            self.preformatted(text, style)
             return
         parts = _MATH_TEXT.split(text) if self.math else [text]
         for k, part in enumerate(parts):
             if k % 2 == 0:
-                for word in re.split(r"(\s+)", part):
-                    if not word:
-                        continue
-                    if word.isspace():
-                        self.space = True
-                    else:
-                        self.add(text_atom(word, style), style)
+                self.words(part, style)
             elif part.startswith("$$"):
                 self.flush()
                 self.atoms = math_atoms(part[2:-2].strip(), style, self.width - 24, display=True)
@@ -491,6 +481,25 @@ class _Writer:
                 if atoms:
                     self.add(atoms[0], style)
                     self.atoms += atoms[1:]
+
+    def preformatted(self, text: str, style: Style) -> None:
+        """Text whose line breaks and spaces stay as they are."""
+        for k, line in enumerate(text.split("\n")):
+            if k:
+                self.atoms.append(BREAK)
+                self.space = False
+            if line:
+                self.add(text_atom(line, style), style)
+
+    def words(self, text: str, style: Style) -> None:
+        """Text without math: a word per atom, a line may break where it has spaces."""
+        for word in re.split(r"(\s+)", text):
+            if not word:
+                continue
+            if word.isspace():
+                self.space = True
+            else:
+                self.add(text_atom(word, style), style)
 
     def walk(self, node: Node, style: Style) -> None:
         for child in node.children:
@@ -512,32 +521,12 @@ class _Writer:
             self.flush()
             self.blocks.append(self.table(node, style))
         elif tag == "details" and "open" not in node.attrs:  # closed: only its summary shows
-            self.flush()
-            summary = next((c for c in node.children if isinstance(c, Node) and c.tag == "summary"), None)
-            self.add(text_atom("▸", style), style)
-            self.space = True
-            if summary is not None:
-                self.walk(summary, _styled(style, summary))
-            self.flush()
+            self.closed_details(node, style)
         elif tag in ("ul", "ol"):
             self.flush()
-            items = [c for c in node.children if isinstance(c, Node) and c.tag == "li"]
-            for k, item in enumerate(items, start=1):
-                marker = text_atom(f"{k}." if tag == "ol" else "•", style)
-                self.atoms = [marker]
-                self.space = True
-                self.walk(item, _styled(style, item))
-                self.flush(indent=16, hanging=marker.width + space(style))
+            self.list_items(node, style)
         elif tag in ("sub", "sup"):
-            text = "".join(c for c in node.children if isinstance(c, str))
-            table = _SUBSCRIPTS if tag == "sub" else _SUPERSCRIPTS
-            shifted = text.translate(table)
-            if all(ch != orig or ch.isspace() for ch, orig in zip(shifted, text)):
-                self.add(text_atom(shifted, style), style)
-            else:  # no Unicode form: smaller, shifted
-                small = text_atom(text, replace(style, size=max(10, style.size - 3)))
-                small.ascent += -4 if tag == "sub" else 4
-                self.add(small, style)
+            self.script(node, style)
         elif tag in _BLOCKS:
             self.flush()
             self.walk(node, style)
@@ -545,18 +534,39 @@ class _Writer:
         else:
             self.walk(node, style)
 
+    def closed_details(self, node: Node, style: Style) -> None:
+        """A closed ``details``: a marker and its summary."""
+        self.flush()
+        summary = next((c for c in node.children if isinstance(c, Node) and c.tag == "summary"), None)
+        self.add(text_atom("▸", style), style)
+        self.space = True
+        if summary is not None:
+            self.walk(summary, _styled(style, summary))
+        self.flush()
+
+    def list_items(self, node: Node, style: Style) -> None:
+        """The items of a ``ul`` or ``ol``, each a paragraph hanging after its bullet or number."""
+        items = [c for c in node.children if isinstance(c, Node) and c.tag == "li"]
+        for k, item in enumerate(items, start=1):
+            marker = text_atom(f"{k}." if node.tag == "ol" else "•", style)
+            self.atoms = [marker]
+            self.space = True
+            self.walk(item, _styled(style, item))
+            self.flush(indent=16, hanging=marker.width + space(style))
+
+    def script(self, node: Node, style: Style) -> None:
+        """A ``sub`` or ``sup``: in Unicode's sub- or superscript letters where it has them all."""
+        text = "".join(c for c in node.children if isinstance(c, str))
+        shifted = text.translate(_SUBSCRIPTS if node.tag == "sub" else _SUPERSCRIPTS)
+        if all(ch != orig or ch.isspace() for ch, orig in zip(shifted, text)):
+            self.add(text_atom(shifted, style), style)
+        else:  # no Unicode form: smaller, shifted
+            small = text_atom(text, replace(style, size=max(10, style.size - 3)))
+            small.ascent += -4 if node.tag == "sub" else 4
+            self.add(small, style)
+
     def table(self, node: Node, style: Style) -> Image.Image | None:
-        rows = []
-
-        def collect(parent: Node, inherited: Style) -> None:
-            for child in parent.children:
-                if isinstance(child, Node) and child.tag == "tr":
-                    rows.append([(cell, _styled(_styled(inherited, child), cell)) for cell in child.children
-                                 if isinstance(cell, Node) and cell.tag in ("td", "th")])
-                elif isinstance(child, Node) and child.tag in ("thead", "tbody", "tfoot"):
-                    collect(child, _styled(inherited, child))
-
-        collect(node, style)
+        rows = _table_rows(node, style)
         pictures = []
         for cells in rows:
             line = []
@@ -567,28 +577,45 @@ class _Writer:
                 align = re.search(r"text-align\s*:\s*(\w+)", cell.attrs.get("style", ""))
                 line.append((stack(writer.blocks, gap=2), align[1] if align else "left", cell.tag == "th"))
             pictures.append(line)
-        columns = max((len(r) for r in pictures), default=0)
-        if not columns:
-            return None
-        hpad, vpad = 10, 4
-        widths = [max((r[k][0].width for r in pictures if k < len(r) and r[k][0] is not None), default=0)
-                  for k in range(columns)]
-        heights = [max((c.height for c, _, _ in r if c is not None), default=SIZE) for r in pictures]
-        out = Image.new("RGBA", (sum(widths) + 2 * hpad * columns, sum(heights) + 2 * vpad * len(rows) + 1),
-                        (0, 0, 0, 0))
-        draw = ImageDraw.Draw(out)
-        y = 0
-        for r, height in zip(pictures, heights):
-            x = 0
-            for k, (cell, align, _) in enumerate(r):
-                if cell is not None:
-                    offset = {"right": widths[k] - cell.width, "center": (widths[k] - cell.width) // 2}.get(align, 0)
-                    out.alpha_composite(cell, (x + hpad + offset, y + vpad))
-                x += widths[k] + 2 * hpad
-            y += height + 2 * vpad
-            header = r and all(th for _, _, th in r)
-            draw.line((0, y, out.width, y), fill=GREY if header else "#e6e6e6", width=1)
-        return out
+        return _table_picture(pictures)
+
+
+def _table_rows(node: Node, style: Style) -> list[list[tuple[Node, Style]]]:
+    """A table's rows (also inside thead, tbody and tfoot), each its cells with their styles."""
+    rows = []
+    for child in node.children:
+        if isinstance(child, Node) and child.tag == "tr":
+            rows.append([(cell, _styled(_styled(style, child), cell)) for cell in child.children
+                         if isinstance(cell, Node) and cell.tag in ("td", "th")])
+        elif isinstance(child, Node) and child.tag in ("thead", "tbody", "tfoot"):
+            rows += _table_rows(child, _styled(style, child))
+    return rows
+
+
+def _table_picture(pictures: list) -> Image.Image | None:
+    """The table of the cells' ``(picture, alignment, is a header)`` row by row, a rule under each row."""
+    columns = max((len(r) for r in pictures), default=0)
+    if not columns:
+        return None
+    hpad, vpad = 10, 4
+    widths = [max((r[k][0].width for r in pictures if k < len(r) and r[k][0] is not None), default=0)
+              for k in range(columns)]
+    heights = [max((c.height for c, _, _ in r if c is not None), default=SIZE) for r in pictures]
+    out = Image.new("RGBA", (sum(widths) + 2 * hpad * columns, sum(heights) + 2 * vpad * len(pictures) + 1),
+                    (0, 0, 0, 0))
+    draw = ImageDraw.Draw(out)
+    y = 0
+    for r, height in zip(pictures, heights):
+        x = 0
+        for k, (cell, align, _) in enumerate(r):
+            if cell is not None:
+                offset = {"right": widths[k] - cell.width, "center": (widths[k] - cell.width) // 2}.get(align, 0)
+                out.alpha_composite(cell, (x + hpad + offset, y + vpad))
+            x += widths[k] + 2 * hpad
+        y += height + 2 * vpad
+        header = r and all(th for _, _, th in r)
+        draw.line((0, y, out.width, y), fill=GREY_TEXT if header else "#e6e6e6", width=1)
+    return out
 
 
 def html_picture(text: str, math: bool) -> Image.Image | None:

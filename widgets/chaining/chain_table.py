@@ -10,7 +10,8 @@ from tensoradbook import chaining as jc
 from tensoradbook.integer.matrix import as_int
 from .._common import (SliderSteps, shows_errors)
 
-from .shared import GREEN, RULE_NAMES, SECTION_5, _number, step_formula
+from ..style import GREEN, GREY_INFEASIBLE
+from .shared import RULE_NAMES, SECTION_5, _number, step_formula
 from .controls import _ChainWidget
 
 
@@ -177,7 +178,7 @@ class ChainTable(SliderSteps, _ChainWidget):
                           "tie: the first in the paper's order (k ascending; MxM, GxM, MxG) is kept")
             else:
                 status = "costlier"
-            colour = GREEN if c.kept else "#8c959f" if not c.feasible else "black"
+            colour = GREEN if c.kept else GREY_INFEASIBLE if not c.feasible else "black"
             split = "" if j == i else str(c.k)
             rows.append(f"<tr style='color:{colour}'><td>{split}</td><td>{c.label}</td>"
                         f"<td>{step_formula(chain, c.op, j, i, c.k)}</td>"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipywidgets as W
 from tensoradbook import chaining as jc
 from ..base import WidgetBase
-from .._common import (MessageBox, choose, shows_errors)
+from .._common import (choose, shows_errors)
 
 from .shared import CHAIN_PRESETS, RULE_NAMES, UNLIMITED, read_chain, read_memory
 
@@ -28,7 +28,6 @@ class _ChainWidget(WidgetBase, W.VBox):
 
     def _init_controls(self) -> None:
         self._state: dict = {}
-        self.errors = MessageBox()
         self.preset_menu = self.preset_dropdown(CHAIN_PRESETS, "22em")
         self.entry = W.Textarea(description="chain:", rows=4, continuous_update=False,
                                  placeholder="q, then one line 'm n |E|' per factor, F₁ first",
@@ -66,10 +65,6 @@ class _ChainWidget(WidgetBase, W.VBox):
     @property
     def rule(self) -> str:
         return self._state["rule"]
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     def set_chain(self, chain, memory=...) -> bool:
         """Use ``chain`` (a Chain, its file text or ``(m, n, |E|)`` triples), optionally with a new tape bound."""

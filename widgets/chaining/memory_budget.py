@@ -12,7 +12,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from tensoradbook import chaining as jc
 from .._common import AXES_RECT, FIGSIZE, Plot, canvas_png, css_width
 
-from .shared import BLUE, GREEN, RED, SECTION_4, _compact, _number
+from ..style import BLUE, GREEN, RED
+from .shared import SECTION_4, _compact, _number
 from .controls import _ChainWidget
 
 

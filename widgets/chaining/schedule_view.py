@@ -16,7 +16,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from tensoradbook import chaining as jc
 from .._common import canvas_png, css_width, figure_dpi, fitting_dpi, subscript
 
-from .shared import BLUE, BLUE_FILL, GREY, GREY_FILL, RED, RULE_NAMES, SECTION_5, TAPE_RAMP, _compact, _number, own_cost
+from ..style import BLUE, BLUE_FILL, GREY_SCHEDULE, GREY_SCHEDULE_FILL, RED
+from .shared import RULE_NAMES, SECTION_5, TAPE_RAMP, _compact, _number, own_cost
 from .controls import _ChainWidget
 
 
@@ -145,7 +146,7 @@ class ScheduleView(_ChainWidget):
 
         def add(text, kind, tape, span, level, parent):
             colour = (BLUE_FILL if kind == "tangent" else TAPE_RAMP(norm(tape)) if kind == "adjoint" else
-                      GREY_FILL if kind == "product" else "white")
+                      GREY_SCHEDULE_FILL if kind == "product" else "white")
             boxes.append(dict(text=text, kind=kind, tape=tape, span=span, level=level, parent=parent, colour=colour))
             return len(boxes) - 1
 
@@ -194,7 +195,7 @@ class ScheduleView(_ChainWidget):
             for v in range(1, q + 1):  # F_q on the left, as in F'_q ... F'_1
                 f = chain.factor(v)
                 ax.text(left + COLUMN * (q - v + 0.5), height - 0.3, f"F{subscript(v)}: {f.n}→{f.m}\n"
-                        f"|E|={_number(f.edges)}", ha="center", va="center", fontsize=9, color=GREY)
+                        f"|E|={_number(f.edges)}", ha="center", va="center", fontsize=9, color=GREY_SCHEDULE)
             bar = fig.colorbar(ScalarMappable(norm=Normalize(0, chain.total_edges), cmap=TAPE_RAMP),
                                orientation="horizontal", cax=fig.add_axes((0.3, 0.45 / height, 0.4, 0.12 / height)))
             bar.set_label("tape of an adjoint sweep (edges)", fontsize=9)
@@ -220,14 +221,14 @@ class ScheduleView(_ChainWidget):
         canvas.restore_region(background)
         edges = LineCollection([((centre(boxes[box["parent"]]["span"]), middle(boxes[box["parent"]]["level"])),
                                  (centre(box["span"]), middle(box["level"]))) for box in boxes[1:]],
-                               colors=GREY, linewidths=1)
+                               colors=GREY_SCHEDULE, linewidths=1)
         ax.add_collection(edges)
         ax.draw_artist(edges)
         edges.remove()
         frame = np.asarray(canvas.buffer_rgba())  # the canvas's own pixels: boxes are blended in place
         for box in boxes:  # over the edges: each box's pixels, centred on its place
-            pixels = box_pixels(box["text"], box["colour"], {"tangent": BLUE, "adjoint": RED}.get(box["kind"], GREY),
-                                dpi)
+            edge = {"tangent": BLUE, "adjoint": RED}.get(box["kind"], GREY_SCHEDULE)
+            pixels = box_pixels(box["text"], box["colour"], edge, dpi)
             rows, columns = pixels.shape[:2]
             top = round(frame.shape[0] - middle(box["level"]) * dpi - rows / 2)  # array rows count from the top
             left_edge = round(centre(box["span"]) * dpi - columns / 2)

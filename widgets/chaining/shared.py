@@ -13,10 +13,6 @@ from tensoradbook import chaining as jc
 
 
 
-GREEN = "#1a7f37"
-BLUE, BLUE_FILL = "#1f5fa8", "#dbe9f6"
-RED = "#c0262d"
-GREY, GREY_FILL = "#57606a", "#eef0f2"
 # Light to dark: a small tape pale yellow, a tape at the bound dark orange-red.
 TAPE_RAMP = ListedColormap(colormaps["YlOrRd"](np.linspace(0.08, 0.8, 256)))
 

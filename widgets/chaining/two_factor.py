@@ -12,9 +12,10 @@ from matplotlib.figure import Figure
 from tensoradbook import chaining as jc
 from tensoradbook.integer.matrix import as_int
 from ..base import WidgetBase
-from .._common import MessageBox, canvas_png, choose, css_width, figure_dpi, shows_errors
+from .._common import canvas_png, choose, css_width, figure_dpi, shows_errors
 
-from .shared import (BAR_FIGSIZE, BLUE, GREEN, SIZE_LABELS, SIZE_NAMES, SLIDER_MAX, TWO_FACTOR_PRESETS, _number,
+from ..style import BLUE, GREEN
+from .shared import (BAR_FIGSIZE, SIZE_LABELS, SIZE_NAMES, SLIDER_MAX, TWO_FACTOR_PRESETS, _number,
                      check_size)
 
 
@@ -36,7 +37,6 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
     def __init__(self, preset: str | None = None, **sizes):
         super().__init__()
         self._sizes: dict[str, int] = {}
-        self.errors = MessageBox()
         self.preset_menu = self.preset_dropdown(TWO_FACTOR_PRESETS, "24em")
         self.sliders = {name: W.IntSlider(min=1, max=SLIDER_MAX[name], value=1, description=SIZE_LABELS[name],
                                            continuous_update=True, style={"description_width": "5em"},
@@ -88,10 +88,6 @@ class TwoFactorExplorer(WidgetBase, W.VBox):
     @property
     def plan(self):
         return self._plan
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @shows_errors
     def set_preset(self, name: str) -> bool:

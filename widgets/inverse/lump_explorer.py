@@ -17,9 +17,10 @@ from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import as_int, shown
 from tensoradbook.inverse import examples
 from ..base import NamedPreset, WidgetBase
-from .._common import FIGSIZE, MessageBox, css_width, figure_dpi, choose, shows_errors
+from .._common import FIGSIZE, css_width, figure_dpi, choose, shows_errors
 
-from .shared import GREY, RED, _CELL, _TABLE, blit_png, number, numbers
+from ..style import GREY_EDGE, RED
+from .shared import _CELL, _TABLE, blit_png, number, numbers
 from .register_machine import _registers
 
 
@@ -62,7 +63,6 @@ class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
     def __init__(self, preset: str = next(iter(LUMP_PRESETS)), order="program"):
         super().__init__()
         self._program = self._preset = None
-        self.errors = MessageBox()
         self.preset_menu = W.Dropdown(options=list(LUMP_PRESETS), description="program:",
                                        style={"description_width": "5.5em"}, layout=W.Layout(width="27em"))
         self.on_user_change(self.preset_menu, self.set_preset)
@@ -86,7 +86,7 @@ class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
         self._figure = Figure(figsize=FIGSIZE, dpi=figure_dpi())
         self._canvas = FigureCanvasAgg(self._figure)
         self._ax = self._figure.add_axes((0.11, 0.16, 0.52, 0.74))
-        self._figure.legend([Patch(facecolor=_LUMP_COLOURS[0], edgecolor=GREY),
+        self._figure.legend([Patch(facecolor=_LUMP_COLOURS[0], edgecolor=GREY_EDGE),
                              Patch(facecolor="white", edgecolor="black", linewidth=2.2),
                              Line2D([], [], color=RED, linestyle="--")],
                             ["live values, by lump", "a cut: exactly n live", "n registers"],
@@ -115,10 +115,6 @@ class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
     @order.setter
     def order(self, value) -> None:
         self.set_order(value)
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @property
     def x(self) -> np.ndarray:
@@ -234,7 +230,7 @@ class LumpExplorer(WidgetBase, NamedPreset, W.VBox):
         colours = ["white"] + [_LUMP_COLOURS[lump.index % len(_LUMP_COLOURS)]
                                for lump in program.lumps for _ in lump.vertices]
         artists = list(ax.bar(range(len(live)), live, width=0.7, color=colours,
-                              edgecolor=["black" if p in cuts else GREY for p in range(len(live))],
+                              edgecolor=["black" if p in cuts else GREY_EDGE for p in range(len(live))],
                               linewidth=[2.2 if p in cuts else 0.8 for p in range(len(live))]))
         below = ax.get_xaxis_transform()  # x in data, y in axes fractions: names just under the axis
         for position, name in enumerate(["x"] + list(program.order)):

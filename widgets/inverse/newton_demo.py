@@ -16,9 +16,10 @@ from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
 from tensoradbook.inverse import examples
 from ..base import NamedPreset, WidgetBase
-from .._common import MessageBox, css_width, figure_dpi, choose, move_sliders, shows_errors
+from .._common import css_width, figure_dpi, choose, move_sliders, shows_errors
 
-from .shared import BLUE, ORANGE, RED, _CELL, _TABLE, blit_png, numbers, parse_vector
+from ..style import BLUE, ORANGE, RED
+from .shared import _CELL, _TABLE, blit_png, numbers, parse_vector
 
 
 #: Systems F(x) = 0 as register programs, with a starting point.
@@ -59,7 +60,6 @@ class NewtonDemo(WidgetBase, NamedPreset, W.VBox):
         h = _difference_step(h)
         self._program = self._preset = self._x0 = None
         self._inverse = self._differences = None
-        self.errors = MessageBox()
         self._status = W.HTML()
         self.preset_menu = W.Dropdown(options=list(NEWTON_PRESETS), description="F(x) = 0:",
                                        style={"description_width": "5em"}, layout=W.Layout(width="30em"))
@@ -102,10 +102,6 @@ class NewtonDemo(WidgetBase, NamedPreset, W.VBox):
     @property
     def finite_differences(self) -> ia.NewtonResult:
         return self._differences
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @property
     def status(self) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 from tensoradbook import inverse as ia
 from tensoradbook.inverse import examples
 from ..base import NamedPreset, WidgetBase
-from .._common import MessageBox, SliderSteps, choose, shows_errors
+from .._common import SliderSteps, choose, shows_errors
 
 from .shared import _CELL, _TABLE, number, numbers, parse_vector
 
@@ -91,7 +91,6 @@ class RegisterMachine(WidgetBase, NamedPreset, SliderSteps, W.VBox):
         self._program = self._sweep = self._x = self._seed = None
         self._preset = self._mode = None
         self._timeline: list[tuple[str, int | None]] = []
-        self.errors = MessageBox()
         self.preset_menu = W.Dropdown(options=list(FIG2_PRESETS), description="p, q:",
                                        style={"description_width": "3em"}, layout=W.Layout(width="24em"))
         self._mode_buttons = W.ToggleButtons(options=[(MODE_NAMES[m][0], m) for m in MODE_NAMES],
@@ -150,10 +149,6 @@ class RegisterMachine(WidgetBase, NamedPreset, SliderSteps, W.VBox):
     @property
     def n_steps(self) -> int:
         return len(self._timeline)
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @property
     def state(self) -> dict:

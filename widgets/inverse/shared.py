@@ -14,10 +14,6 @@ from .._common import canvas_png
 
 
 
-BLUE, BLUE_FILL = "#1f5fa8", "#dbe9f6"
-ORANGE = "#e07b00"
-RED = "#c0262d"
-GREY = "#9a9a9a"
 _TABLE = "style='border-collapse:collapse;font-family:monospace;font-size:1em'"
 _CELL = "style='padding:0.15em 0.4em;border-bottom:1px solid #ddd;text-align:right'"  # 9 columns fit 1280 px at scale 2
 

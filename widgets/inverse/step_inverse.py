@@ -15,10 +15,11 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.ticker import NullLocator
 from tensoradbook import inverse as ia
 from tensoradbook.integer.matrix import shown
-from ..base import WidgetBase
-from .._common import MessageBox, css_width, figure_dpi, fitting_dpi, move_sliders, shows_errors
+from ..base import MessageBox, WidgetBase
+from .._common import css_width, figure_dpi, fitting_dpi, move_sliders, shows_errors
 
-from .shared import BLUE, BLUE_FILL, ORANGE, RED, blit_png, number
+from ..style import BLUE, BLUE_FILL, ORANGE, RED
+from .shared import blit_png, number
 
 
 #: The five panels of Fig. 1: title, node labels (inputs at the bottom, outputs on top), whether the
@@ -116,7 +117,6 @@ class StepInverse(WidgetBase, W.VBox):
         super().__init__()
         self._a = self._b = None
         self.matrix_view: dict = {}
-        self.errors = MessageBox()
         self._status = MessageBox(color="black")
         self.sliders = {}
         for name, (low, high, step) in (("a", (-_LIMIT_RANGE, _LIMIT_RANGE, 0.01)), ("b", (-2.0, 2.0, 0.05))):
@@ -159,10 +159,6 @@ class StepInverse(WidgetBase, W.VBox):
     @property
     def condition(self) -> float:
         return float(np.linalg.cond(self.matrix_view["J"])) if self.matrix_view["J^-1"] is not None else math.inf
-
-    @property
-    def error(self) -> str:
-        return self.errors.text
 
     @property
     def status(self) -> str:
