@@ -11,8 +11,6 @@ from matplotlib.colors import ListedColormap
 from tensoradbook import chaining as jc
 
 
-
-
 # Light to dark: a small tape pale yellow, a tape at the bound dark orange-red.
 TAPE_RAMP = ListedColormap(colormaps["YlOrRd"](np.linspace(0.08, 0.8, 256)))
 

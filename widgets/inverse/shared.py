@@ -12,8 +12,6 @@ from tensoradbook.integer.matrix import shown
 from .._common import canvas_png
 
 
-
-
 _TABLE = "style='border-collapse:collapse;font-family:monospace;font-size:1em'"
 _CELL = "style='padding:0.15em 0.4em;border-bottom:1px solid #ddd;text-align:right'"  # 9 columns fit 1280 px at scale 2
 
