@@ -15,7 +15,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from classroom.paths import REPO
+
 #: Where the fetched assets live: next to the interpreter that runs the book.
 ASSETS = Path(sys.prefix) / "share" / "tensoradbook" / "assets"
 

@@ -22,13 +22,12 @@ import sys
 import threading
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-NOTEBOOK_DIR = REPO / "notebooks"
+from classroom.paths import ASSETS_URL, NOTEBOOKS, REPO
+
 DECKS = REPO / "build" / "slides"
 SLIDES_DIR = Path(__file__).resolve().parent / "voila_slides"
-ASSETS = "assets"
 # jupyter-server-mathjax's trimmed MathJax 2.7: its one combined configuration, and only its STIX-Web fonts.
-MATHJAX_URL = f"{ASSETS}/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+MATHJAX_URL = f"{ASSETS_URL}/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 MATHJAX_CONFIG = ('MathJax.Hub.Config({"HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, '
                   'preferredFont: null}, "fast-preview": {disabled: true}});')
 WIDTH, HEIGHT = 1280, 720
@@ -42,12 +41,12 @@ def exporter():
     return SlidesExporter(
         template_name="deck",
         extra_template_basedirs=[str(SLIDES_DIR)],
-        reveal_url_prefix=f"{ASSETS}/reveal.js",
+        reveal_url_prefix=f"{ASSETS_URL}/reveal.js",
         reveal_transition="none",
         mathjax_url=MATHJAX_URL,
-        require_js_url=f"{ASSETS}/require.js",
-        jquery_url=f"{ASSETS}/jquery.min.js",
-        widget_renderer_url=f"{ASSETS}/embed-amd.js",
+        require_js_url=f"{ASSETS_URL}/require.js",
+        jquery_url=f"{ASSETS_URL}/jquery.min.js",
+        widget_renderer_url=f"{ASSETS_URL}/embed-amd.js",
         mermaid_js_url="",
         mermaid_layout_elk_js_url="",
         jupyter_widgets_base_url="",
@@ -55,7 +54,7 @@ def exporter():
 
 
 def chapters() -> list[str]:
-    return [p.stem for p in sorted(NOTEBOOK_DIR.glob("*.ipynb"))]
+    return [p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
 
 
 def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
@@ -64,7 +63,7 @@ def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
 
     from classroom.assets import asset, mathjax_dir, package_dir
 
-    assets = directory / ASSETS
+    assets = directory / ASSETS_URL
     if assets.exists():
         shutil.rmtree(assets)
     shutil.copytree(mathjax_dir(), assets / "mathjax")
@@ -76,11 +75,11 @@ def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
         shutil.copy2(SLIDES_DIR / "static" / name, assets / name)
     from classroom.site import icon_fonts_css  # Font Awesome for widget icons (GradientLab's Run), as the site has
 
-    deck = {"assets": ASSETS, "mathjax_config": MATHJAX_CONFIG, "icon_fonts": icon_fonts_css()}
+    deck = {"assets": ASSETS_URL, "mathjax_config": MATHJAX_CONFIG, "icon_fonts": icon_fonts_css()}
     export = exporter()
     written = []
     for stem in stems:
-        notebook = nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4)
+        notebook = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
         body, _ = export.from_notebook_node(notebook, resources={"deck": deck, "metadata": {"name": stem}})
         path = directory / f"{stem}.html"
         path.write_text(body, encoding="utf-8")

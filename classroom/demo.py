@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from classroom.paths import NOTEBOOKS, REPO
+
 DEMO_DIR = REPO / "demos"
-NOTEBOOK_DIR = REPO / "notebooks"
 SCALE_ENV = "TENSORADBOOK_WIDGET_SCALE"
 DEFAULT_SCALE = "2"  # tensoradbook.widgets.PRESENTATION_SCALE, without importing the widgets here
 
@@ -131,7 +131,7 @@ DEMOS = [
 def _chapter_title(stem: str) -> str:
     import nbformat
 
-    notebook = nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4)
+    notebook = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
     return notebook.cells[0].source.splitlines()[0].lstrip("# ").strip()
 
 
@@ -272,9 +272,9 @@ def slides_options(chapter: str, base_url: str = "/") -> list[str]:
 
 
 def chapter_path(chapter: str) -> Path:
-    path = NOTEBOOK_DIR / f"{chapter.removesuffix('.ipynb')}.ipynb"
+    path = NOTEBOOKS / f"{chapter.removesuffix('.ipynb')}.ipynb"
     if not path.exists():
-        names = ", ".join(p.stem for p in sorted(NOTEBOOK_DIR.glob("*.ipynb")))
+        names = ", ".join(p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb")))
         raise SystemExit(f"error: no chapter {chapter!r} in notebooks/; the chapters are: {names}")
     return path
 

@@ -40,7 +40,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from classroom.paths import REPO
+
 HUB = REPO / "hub"
 DEFAULT_SETTINGS = HUB / "course.toml"
 #: The environment variable that names another settings file (the tests and the benchmark use their own).

@@ -35,7 +35,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from classroom.paths import REPO
+
 SOURCE = REPO / "tensoradbook"
 POLICY_MODULE = "exercises/policy.py"
 #: The line of policy.py that the copy changes: the copy knows which assignment it was written for.

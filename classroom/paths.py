@@ -13,3 +13,8 @@ COURSE = REPO / "course"
 EXERCISES = COURSE / "exercises"
 #: The environment variable that points nbgrader's exchange elsewhere (read by course/nbgrader_config.py).
 EXCHANGE_ENV = "TENSORADBOOK_EXCHANGE"
+#: The folder under which the site's, the decks' and the demos' pages find the assets they load (a URL segment).
+ASSETS_URL = "assets"
+#: A widget's view in a notebook's outputs, and the widgets' state in its metadata.
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"

@@ -49,9 +49,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import wire
+from classroom import wire
+from classroom.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "answer_worker.py"
 #: Where the worker's two files are mounted inside the sandbox (nothing else of ``classroom`` is).
 INSIDE = "/tmp/.tensoradbook-grading"

@@ -51,10 +51,9 @@ from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from classroom.assets import asset
+from classroom.paths import ASSETS_URL, NOTEBOOKS, REPO, WIDGET_STATE_MIME, WIDGET_VIEW_MIME
 from classroom.solutions import with_solutions
 
-REPO = Path(__file__).resolve().parent.parent
-NOTEBOOKS = REPO / "notebooks"
 SITE = REPO / "site"
 TEMPLATES = Path(__file__).resolve().parent / "site_templates"
 START_PAGE = "00_start_here"
@@ -63,14 +62,13 @@ BINDER_PROVIDERS = {"github.com": "gh", "gitlab.com": "gl"}
 BOOK_TITLE = "Automatic differentiation for tensor algebras"
 
 #: Where each asset goes under site/assets/, and where the pages find it (relative to site/).
-ASSETS = "assets"
-REQUIRE_JS = f"{ASSETS}/require.js"
-JQUERY = f"{ASSETS}/jquery.min.js"
-EMBED_AMD = f"{ASSETS}/embed-amd.js"
+REQUIRE_JS = f"{ASSETS_URL}/require.js"
+JQUERY = f"{ASSETS_URL}/jquery.min.js"
+EMBED_AMD = f"{ASSETS_URL}/embed-amd.js"
 # MathJax 3 in one file (every TeX package, SVG output: no font to fetch, no extension to load), for the math of
 # widget views drawn live; the page's own math is typeset already (site_math.js), so it typesets only what they
 # ask for, without its menu.
-MATHJAX_URL = f"{ASSETS}/mathjax/tex-svg-full.js"
+MATHJAX_URL = f"{ASSETS_URL}/mathjax/tex-svg-full.js"
 MATHJAX_CONFIG = """window.MathJax = {
   tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true},
   svg: {fontCache: "global"},
@@ -94,8 +92,6 @@ ICON_FONTS = {  # the font's full name -> (CSS family, weight)
     "Font Awesome 5 Brands Regular": ("Font Awesome 5 Brands", 400),
 }
 
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURE_CLASS = "site-widget-picture"
 #: The badge on every widget picture: the page cannot move its controls.
 STATIC_BADGE = "static picture — run the chapter to use it"
@@ -247,7 +243,8 @@ def rewrite_links(page: str, stems: set[str]) -> str:
 
     def replace(m: re.Match) -> str:
         href = html.unescape(m["href"])
-        if not href or href.startswith(("#", "/", ASSETS + "/", "index.html")) or re.match(r"[a-z][a-z0-9+.-]*:", href):
+        if (not href or href.startswith(("#", "/", ASSETS_URL + "/", "index.html"))
+                or re.match(r"[a-z][a-z0-9+.-]*:", href)):
             return m[0]
         target, _, anchor = href.partition("#")
         name = Path(target).name
@@ -337,7 +334,7 @@ def make_exporter() -> HTMLExporter:
 def _has_picture(output) -> bool:
     """A widget's output that carries its static picture."""
     data = output.get("data", {})
-    return WIDGET_VIEW in data and "image/png" in data
+    return WIDGET_VIEW_MIME in data and "image/png" in data
 
 
 def _shorten(text: str, length: int = ALT_LENGTH) -> str:
@@ -383,7 +380,7 @@ def widget_alt(output, models: dict) -> str:
     """A widget picture's alt text: the widget's class and what its controls and text say."""
     plain = "".join(output.get("data", {}).get("text/plain", ""))
     cls = re.match(r"\s*(\w+)\(", plain)
-    words = _widget_text(output["data"][WIDGET_VIEW]["model_id"], models, set())
+    words = _widget_text(output["data"][WIDGET_VIEW_MIME]["model_id"], models, set())
     return _shorten(f"Static picture of the {cls[1] if cls else 'interactive'} widget"
                     + (f": {'; '.join(' '.join(w.split()) for w in words)}" if words else ""))
 
@@ -392,7 +389,7 @@ def show_widget_pictures(nb, binder: str | None) -> int:
     """Replace each widget output that carries a picture by :func:`widget_picture_html` (in place); a notebook
     left without widget views loses its stored widget state, so its page loads no widget manager. Returns how
     many outputs were replaced."""
-    models = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    models = nb.metadata.get("widgets", {}).get(WIDGET_STATE_MIME, {}).get("state", {})
     replaced = 0
     for cell in nb.cells:
         for output in cell.get("outputs", []):
@@ -401,7 +398,7 @@ def show_widget_pictures(nb, binder: str | None) -> int:
                 output["data"] = {"text/html": html_}
                 output["metadata"] = {}
                 replaced += 1
-    if not any(WIDGET_VIEW in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])):
+    if not any(WIDGET_VIEW_MIME in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])):
         nb.metadata.pop("widgets", None)
     return replaced
 
@@ -493,13 +490,13 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder: Repositor
         raise SystemExit(f"error: no notebooks in {notebooks}")
     stems = {c.stem for c in book}
     # The old folder is deleted as a whole: only one that this module built (or an empty one) may go.
-    if output.exists() and any(output.iterdir()) and not (output / ASSETS / "site.css").is_file():
+    if output.exists() and any(output.iterdir()) and not (output / ASSETS_URL / "site.css").is_file():
         raise SystemExit(f"error: {output} is not a site built by classroom.site; refusing to replace it")
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
     staging.chmod(0o755)  # mkdtemp's 0700 would hide the site from a web server running as another user
     try:
-        copy_assets(staging / ASSETS)
+        copy_assets(staging / ASSETS_URL)
         icon_fonts = None  # the widget manager's assets, once a page draws widget views
         exporter = make_exporter()
         for i, chapter in enumerate(book):
@@ -509,11 +506,11 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder: Repositor
             describe_figures(nb)
             live = "widgets" in nb.metadata
             if live and icon_fonts is None:
-                icon_fonts = copy_widget_assets(staging / ASSETS)
+                icon_fonts = copy_widget_assets(staging / ASSETS_URL)
             resources = {
                 "metadata": {"name": chapter.title},
                 "site": {
-                    "assets": ASSETS,
+                    "assets": ASSETS_URL,
                     "live_widgets": live,
                     "mathjax_url": MATHJAX_URL,
                     "mathjax_config": MATHJAX_CONFIG,
@@ -575,7 +572,7 @@ def _outputs(path: Path) -> list[dict]:
 
 def widget_view_count(path: Path) -> int:
     """How many widget views a notebook stores without their picture (each one is drawn live on its page)."""
-    return sum(WIDGET_VIEW in o.get("data", {}) and not _has_picture(o) for o in _outputs(path))
+    return sum(WIDGET_VIEW_MIME in o.get("data", {}) and not _has_picture(o) for o in _outputs(path))
 
 
 def widget_picture_count(path: Path) -> int:

@@ -27,9 +27,8 @@ from pathlib import Path
 
 import nbformat
 
-REPO = Path(__file__).resolve().parent.parent
-NOTEBOOK_DIR = REPO / "notebooks"
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+from classroom.paths import NOTEBOOKS, WIDGET_VIEW_MIME
+
 
 #: A slide's height for its cells: 720 pixels less the slide's padding and some slack for the estimate.
 BUDGET_PX = 620
@@ -43,7 +42,7 @@ WIDTH_PX = 1200
 
 
 def _shows_widget(cell) -> bool:
-    return any(WIDGET_MIME in output.get("data", {}) for output in cell.get("outputs", []))
+    return any(WIDGET_VIEW_MIME in output.get("data", {}) for output in cell.get("outputs", []))
 
 
 def _setup_only(cell) -> bool:
@@ -79,7 +78,7 @@ def _prose_height(markdown: str) -> int:
 def _output_height(output) -> int:
     data = output.get("data", {})
     if "image/png" in data:  # a figure, or a widget's picture of itself, under its controls
-        return _png_height(data["image/png"]) + (60 if WIDGET_MIME in data else 0)
+        return _png_height(data["image/png"]) + (60 if WIDGET_VIEW_MIME in data else 0)
     if "text/html" in data:
         html = "".join(data["text/html"])
         return 30 + 30 * html.count("<tr") if "<tr" in html else _prose_height(html)
@@ -147,7 +146,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m classroom.slides", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only report chapters whose slide types differ")
     args = parser.parse_args(argv)
-    stale = [p.name for p in sorted(NOTEBOOK_DIR.glob("*.ipynb")) if apply(p, write=not args.check)]
+    stale = [p.name for p in sorted(NOTEBOOKS.glob("*.ipynb")) if apply(p, write=not args.check)]
     verb = "differ" if args.check else "updated"
     print(f"{verb}: {', '.join(stale)}" if stale else "every chapter's slide types are up to date")
     return 1 if args.check and stale else 0

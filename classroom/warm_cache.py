@@ -42,7 +42,8 @@ from importlib.metadata import version
 from multiprocessing import get_context
 from pathlib import Path
 
-from classroom.demo import DEMOS, NOTEBOOK_DIR, REPO
+from classroom.demo import DEMOS
+from classroom.paths import NOTEBOOKS, REPO
 from tensoradbook.codegen.cache import untrusted
 
 STAMP = ".warm-stamp.json"
@@ -68,7 +69,7 @@ def jobs(only=None) -> list[Job]:
     """Every chapter with code, then every demo; with ``only``, those of these stems (each must name one)."""
     import nbformat
 
-    chapters = [Job(path.stem, path) for path in sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+    chapters = [Job(path.stem, path) for path in sorted(NOTEBOOKS.glob("*.ipynb"))
                 if any(cell.cell_type == "code" for cell in nbformat.read(path, as_version=4).cells)]
     every = chapters + [Job(demo.stem) for demo in DEMOS]
     if only is None:
@@ -225,7 +226,7 @@ def warm(directory, only=None, workers: int | None = None) -> dict:
     start = time.perf_counter()
     failed = {}
     with tempfile.TemporaryDirectory(prefix="tensoradbook-warm-") as scratch:
-        for helper in NOTEBOOK_DIR.glob("*.py"):  # bookdata.py: the chapters import it from their folder
+        for helper in NOTEBOOKS.glob("*.py"):  # bookdata.py: the chapters import it from their folder
             shutil.copy(helper, scratch)
         context = get_context("spawn")  # fresh workers: nothing of this process (a cache, a warning) carries over
         with ProcessPoolExecutor(workers or min(os.cpu_count(), len(selected)), mp_context=context, initializer=_enter,

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import nbformat
 import pytest
 
-from classroom import site
+from classroom import paths, site
 from tests import browser_support
 
 REPO = Path(__file__).resolve().parent.parent
@@ -371,10 +371,10 @@ def live_site(tmp_path_factory) -> Path:
 
     widget = W.VBox([W.IntSlider(3, description="n"), W.HTMLMath(r"The sum is $\sum_{k=1}^{n} k = 6$.")])
     data = embed_data(views=[widget])
-    nb = nbformat.v4.new_notebook(metadata={"widgets": {site.WIDGET_STATE: data["manager_state"]}})
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {paths.WIDGET_STATE_MIME: data["manager_state"]}})
     nb.cells = [nbformat.v4.new_markdown_cell("# 01 — Live\n\nA widget drawn from its state, beside $x^2$."),
                 nbformat.v4.new_code_cell("w", outputs=[nbformat.v4.new_output("display_data", data={
-                    site.WIDGET_VIEW: data["view_specs"][0], "text/plain": "VBox(...)"})])]
+                    paths.WIDGET_VIEW_MIME: data["view_specs"][0], "text/plain": "VBox(...)"})])]
     folder = tmp_path_factory.mktemp("live")
     (folder / "notebooks").mkdir()
     nbformat.write(nb, folder / "notebooks" / "01_live.ipynb")

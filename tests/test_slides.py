@@ -7,9 +7,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from classroom import slides
+from classroom import paths, slides
 
-CHAPTERS = sorted(slides.NOTEBOOK_DIR.glob("*.ipynb"))
+CHAPTERS = sorted(paths.NOTEBOOKS.glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

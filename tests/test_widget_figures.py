@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 import tensoradbook.widgets as tw
-from classroom import site
+from classroom import paths, site
 from tensoradbook.widgets import picture, typeset
 from tensoradbook.widgets.base import WIDGET_VIEW
 from tensoradbook.widgets.graph import FIG1, sweep_picture
@@ -115,19 +115,19 @@ def test_tex_helpers():
 def test_site_shows_the_picture_with_a_badge():
     png = base64.b64encode(picture.picture_png(tw.SmithStepper([[2, 4], [6, 8]]))).decode()
     view = {WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": "m1"}, "text/plain": "SmithStepper(…)"}
-    nb = nbformat.v4.new_notebook(metadata={"widgets": {site.WIDGET_STATE: {"state": {}}}})
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {paths.WIDGET_STATE_MIME: {"state": {}}}})
     nb.cells = [nbformat.v4.new_code_cell("SmithStepper(A)", outputs=[
         nbformat.v4.new_output("display_data", data={**view, "image/png": png})])]
     assert site.show_widget_pictures(nb, site.parse_repository("a/b").binder_url("04a_integer_equations")) == 1
     page, _ = site.make_exporter().from_notebook_node(nb, resources={"site": {
-        "assets": site.ASSETS, "mathjax_config": "", "icon_fonts": "", "binder_url": "", "prev": None,
+        "assets": paths.ASSETS_URL, "mathjax_config": "", "icon_fonts": "", "binder_url": "", "prev": None,
         "next": None}})
     assert f'class="{site.PICTURE_CLASS}"' in page and f"data:image/png;base64,{png}" in page
     assert "static picture — <a " in page and "run the chapter</a> to use it" in page
     assert 'alt="Static picture of the SmithStepper widget' in page
-    assert WIDGET_VIEW not in page and site.WIDGET_STATE not in page, "no widget left to draw live"
+    assert WIDGET_VIEW not in page and paths.WIDGET_STATE_MIME not in page, "no widget left to draw live"
     # a view without its picture is still drawn live from the stored state
-    live = nbformat.v4.new_notebook(metadata={"widgets": {site.WIDGET_STATE: {"state": {}}}})
+    live = nbformat.v4.new_notebook(metadata={"widgets": {paths.WIDGET_STATE_MIME: {"state": {}}}})
     live.cells = [nbformat.v4.new_code_cell("w", outputs=[nbformat.v4.new_output("display_data", data=view)])]
     assert site.show_widget_pictures(live, "https://mybinder.org/") == 0 and "widgets" in live.metadata
 
