@@ -137,49 +137,16 @@ def grade(course: Path = COURSE, only: str | None = None, force: bool = False, e
     state_path = course / GRADING_STATE
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     rows, graded, tried = list(extra_rows), [], 0
-    bound = submission_bound()
     for assignment_id, students in found.items():
-        for student in students:
-            _stamp(course / "submitted" / student / assignment_id)
-        digests = {s: submission_digest(course, assignment_id, s) for s in students}
-        known = state.setdefault(assignment_id, {})
-        todo = [s for s in students if force or known.get(s) != digests[s]
-                or not _graded_since(course, assignment_id, s, 0)]
-        print(f"{assignment_id}: {len(students)} submission(s), {len(todo)} to grade"
-              + (f" ({', '.join(todo)})" if todo else ": none new or changed since graded (FORCE=1 regrades)"))
-        if not todo:
-            continue
+        todo, digests = _to_grade(course, assignment_id, students, state.setdefault(assignment_id, {}), force)
         tried += len(todo)
-        if assignment_id in BY_STEM and not ((course / "gradebook.db").exists()
-                                             and (course / "release" / assignment_id).is_dir()):
-            # autograde needs the assignment and its tests in the gradebook: `make assignments` was not run here
-            nbgrader("generate_assignment", assignment_id, "--force", course=course, check=False)
-        unreadable = {s: why for s in todo if (why := screen(course / "submitted" / s / assignment_id))}
-        rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded", "detail": why}
-                 for s, why in unreadable.items()]
-        readable = [s for s in todo if s not in unreadable]
-        # --force regrades what is in autograded/ already; the exclusion keeps nbgrader to the new submissions
-        start = time.time() - 1  # file times have a coarse clock on some file systems
-        if readable:
-            batch = nbgrader("autograde", assignment_id, "--create", "--force", *excluding(students, readable),
-                             course=course, check=False, timeout=len(readable) * bound)
-            unfinished = [s for s in readable if not _graded_since(course, assignment_id, s, start)]
-            if batch.returncode != 0 and len(unfinished) > 1:  # one of them ended the run: each alone, then
-                for s in unfinished:
-                    nbgrader("autograde", assignment_id, "--create", "--force", *excluding(students, [s]),
-                             course=course, check=False, timeout=bound)
-        done = [s for s in readable if _graded_since(course, assignment_id, s, start)]
-        rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded",
-                  "detail": "nbgrader autograde failed on this submission (its log above says why)"}
-                 for s in readable if s not in done]
-        if done:
-            nbgrader("generate_feedback", assignment_id, "--force", *excluding(students, done), course=course,
-                     check=False)
-        known.update({s: digests[s] for s in done})
-        for s in todo:
-            if s not in done:
+        if todo:
+            done = _grade_assignment(course, assignment_id, students, todo, rows)
+            known = state[assignment_id]
+            known.update({s: digests[s] for s in done})
+            for s in set(todo) - set(done):
                 known.pop(s, None)
-        graded += [(assignment_id, s) for s in done]
+            graded += [(assignment_id, s) for s in done]
     state_path.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
     grades = course / "grades.csv"
     exported = nbgrader("export", f"--to={grades}", course=course, check=False).returncode == 0
@@ -187,20 +154,9 @@ def grade(course: Path = COURSE, only: str | None = None, force: bool = False, e
         export_lms(grades, course / "export")
     # the report covers every graded submission, this run's and the earlier ones still current
     current = [(a, s) for a, students in found.items() for s in students if s in state.get(a, {})]
-    rows += _sandbox_events(course, current)
-    report = course / "grading_report.csv"
-    with open(report, "w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=REPORT_FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
-    failed = [r for r in rows if r["kind"] == "not graded"]
-    flagged = sorted({(r["assignment"], r["student"]) for r in rows if r["kind"] != "not graded"})
-    print(f"Graded {len(graded)} submission(s); {len(failed)} could not be graded; {len(flagged)} with events "
-          f"(timeouts, exits, flags) in {report}.")
-    for row in failed:
-        print(f"  not graded: {row['student']} / {row['assignment']}: {row['detail']}")
+    failed = _report(course, rows + _sandbox_events(course, current), len(graded))
     if tried and not graded:
-        print(f"error: no submission could be graded: nbgrader autograde failed on all {len(failed)} of them "
+        print(f"error: no submission could be graded: nbgrader autograde failed on all {failed} of them "
               f"(see its log above).", file=sys.stderr)
         return 1
     if not exported:
@@ -209,6 +165,69 @@ def grade(course: Path = COURSE, only: str | None = None, force: bool = False, e
     print(f"Feedback is in {course / 'feedback'}/<student>/<assignment>/ and the grades are in {grades} "
           f"(for Canvas and Moodle: {course / 'export'}/).")
     return 0
+
+
+def _to_grade(course: Path, assignment_id: str, students: list[str], known: dict,
+              force: bool) -> tuple[list[str], dict[str, str]]:
+    """Which of an assignment's submissions to grade (new, changed, never graded, or all with ``force``), and
+    every submission's digest."""
+    for student in students:
+        _stamp(course / "submitted" / student / assignment_id)
+    digests = {s: submission_digest(course, assignment_id, s) for s in students}
+    todo = [s for s in students
+            if force or known.get(s) != digests[s] or not _graded_since(course, assignment_id, s, 0)]
+    print(f"{assignment_id}: {len(students)} submission(s), {len(todo)} to grade"
+          + (f" ({', '.join(todo)})" if todo else ": none new or changed since graded (FORCE=1 regrades)"))
+    return todo, digests
+
+
+def _grade_assignment(course: Path, assignment_id: str, students: list[str], todo: list[str],
+                      rows: list[dict]) -> list[str]:
+    """Autograde the submissions ``todo`` of one assignment and write their feedback; returns those graded, and
+    adds a report row to ``rows`` for each that could not be."""
+    if assignment_id in BY_STEM and not ((course / "gradebook.db").exists()
+                                         and (course / "release" / assignment_id).is_dir()):
+        # autograde needs the assignment and its tests in the gradebook: `make assignments` was not run here
+        nbgrader("generate_assignment", assignment_id, "--force", course=course, check=False)
+    unreadable = {s: why for s in todo if (why := screen(course / "submitted" / s / assignment_id))}
+    rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded", "detail": why}
+             for s, why in unreadable.items()]
+    readable = [s for s in todo if s not in unreadable]
+    # --force regrades what is in autograded/ already; the exclusion keeps nbgrader to the new submissions
+    start = time.time() - 1  # file times have a coarse clock on some file systems
+    if readable:
+        bound = submission_bound()
+        batch = nbgrader("autograde", assignment_id, "--create", "--force", *excluding(students, readable),
+                         course=course, check=False, timeout=len(readable) * bound)
+        unfinished = [s for s in readable if not _graded_since(course, assignment_id, s, start)]
+        if batch.returncode != 0 and len(unfinished) > 1:  # one of them ended the run: each alone, then
+            for s in unfinished:
+                nbgrader("autograde", assignment_id, "--create", "--force", *excluding(students, [s]),
+                         course=course, check=False, timeout=bound)
+    done = [s for s in readable if _graded_since(course, assignment_id, s, start)]
+    rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded",
+              "detail": "nbgrader autograde failed on this submission (its log above says why)"}
+             for s in readable if s not in done]
+    if done:
+        nbgrader("generate_feedback", assignment_id, "--force", *excluding(students, done), course=course,
+                 check=False)
+    return done
+
+
+def _report(course: Path, rows: list[dict], graded: int) -> int:
+    """Write course/grading_report.csv and say what it holds; returns how many submissions could not be graded."""
+    report = course / "grading_report.csv"
+    with open(report, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=REPORT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    failed = [r for r in rows if r["kind"] == "not graded"]
+    flagged = sorted({(r["assignment"], r["student"]) for r in rows if r["kind"] != "not graded"})
+    print(f"Graded {graded} submission(s); {len(failed)} could not be graded; {len(flagged)} with events "
+          f"(timeouts, exits, flags) in {report}.")
+    for row in failed:
+        print(f"  not graded: {row['student']} / {row['assignment']}: {row['detail']}")
+    return len(failed)
 
 
 def _sandbox_events(course: Path, graded: list[tuple[str, str]]) -> list[dict]:

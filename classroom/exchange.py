@@ -283,18 +283,17 @@ def _check_folder(st: os.stat_result, uid: int, what: str) -> None:
                       "another's name")
 
 
-def read_entry(inbound_fd: int, entry: Entry, uid: int) -> tuple[dict[str, bytes], float]:
-    """The files of an entry (relative path -> contents) and the latest change time among them, read only when
-    all of it is the student's own (see the module's text); :class:`Refused` otherwise."""
-    files: dict[str, bytes] = {}
-    changed = 0.0
-    total = 0
+class _EntryReader:
+    """The walk of one entry: its files (relative path -> contents), the latest change time among them and their
+    total size, each folder and file checked to be the student's own (see the module's text)."""
 
-    def walk(fd: int, prefix: str, depth: int) -> None:
-        nonlocal changed, total
+    def __init__(self, uid: int):
+        self.uid, self.files, self.changed, self.total = uid, {}, 0.0, 0
+
+    def walk(self, fd: int, prefix: str, depth: int) -> None:
         here = os.fstat(fd)
-        _check_folder(here, uid, f"folder {prefix or '.'}")
-        changed = max(changed, here.st_ctime)
+        _check_folder(here, self.uid, f"folder {prefix or '.'}")
+        self.changed = max(self.changed, here.st_ctime)
         for name in sorted(os.listdir(fd)):
             if name in IGNORED or name.endswith(".pyc"):
                 continue
@@ -303,58 +302,74 @@ def read_entry(inbound_fd: int, entry: Entry, uid: int) -> tuple[dict[str, bytes
             if stat.S_ISLNK(seen.st_mode):
                 raise Refused(f"{rel} is a link")
             if stat.S_ISDIR(seen.st_mode):
-                if depth >= MAX_DEPTH:
-                    raise Refused(f"{rel}: folders deeper than {MAX_DEPTH}")
-                try:
-                    child = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=fd)
-                except OSError:
-                    raise Refused(f"{rel} changed while it was read") from None
-                try:
-                    if (os.fstat(child).st_ino, os.fstat(child).st_dev) != (seen.st_ino, seen.st_dev):
-                        raise Refused(f"{rel} changed while it was read")
-                    walk(child, f"{rel}/", depth + 1)
-                finally:
-                    os.close(child)
+                self._folder(fd, name, seen, rel, depth)
             elif stat.S_ISREG(seen.st_mode):
-                try:
-                    child = os.open(name, _FILE, dir_fd=fd)
-                except OSError:
-                    raise Refused(f"{rel} changed while it was read (a link swapped in?)") from None
-                try:
-                    st = os.fstat(child)
-                    if (st.st_ino, st.st_dev) != (seen.st_ino, seen.st_dev) or not stat.S_ISREG(st.st_mode):
-                        raise Refused(f"{rel} changed while it was read")
-                    if st.st_uid != uid:
-                        raise Refused(f"{rel} is owned by {_owner(st.st_uid)}, not by the student it names")
-                    if st.st_nlink != 1:
-                        raise Refused(f"{rel} has {st.st_nlink} hard links (a link to another file)")
-                    if st.st_size > MAX_FILE_BYTES:
-                        raise Refused(f"{rel} is larger than {MAX_FILE_BYTES // 2 ** 20} MiB")
-                    if len(files) >= MAX_FILES:
-                        raise Refused(f"more than {MAX_FILES} files")
-                    with os.fdopen(os.dup(child), "rb") as f:
-                        data = f.read(MAX_FILE_BYTES + 1)
-                    total += len(data)
-                    if len(data) > MAX_FILE_BYTES or total > MAX_ENTRY_BYTES:
-                        raise Refused(f"larger than {MAX_ENTRY_BYTES // 2 ** 20} MiB")
-                    files[rel] = data
-                    changed = max(changed, st.st_ctime)
-                finally:
-                    os.close(child)
+                self._file(fd, name, seen, rel)
             else:
                 raise Refused(f"{rel} is neither a file nor a folder")
 
+    def _folder(self, fd: int, name: str, seen: os.stat_result, rel: str, depth: int) -> None:
+        if depth >= MAX_DEPTH:
+            raise Refused(f"{rel}: folders deeper than {MAX_DEPTH}")
+        try:
+            child = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError:
+            raise Refused(f"{rel} changed while it was read") from None
+        try:
+            if (os.fstat(child).st_ino, os.fstat(child).st_dev) != (seen.st_ino, seen.st_dev):
+                raise Refused(f"{rel} changed while it was read")
+            self.walk(child, f"{rel}/", depth + 1)
+        finally:
+            os.close(child)
+
+    def _file(self, fd: int, name: str, seen: os.stat_result, rel: str) -> None:
+        try:
+            child = os.open(name, _FILE, dir_fd=fd)
+        except OSError:
+            raise Refused(f"{rel} changed while it was read (a link swapped in?)") from None
+        try:
+            st = os.fstat(child)
+            _check_file(st, seen, rel, self.uid)
+            if len(self.files) >= MAX_FILES:
+                raise Refused(f"more than {MAX_FILES} files")
+            with os.fdopen(os.dup(child), "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+            self.total += len(data)
+            if len(data) > MAX_FILE_BYTES or self.total > MAX_ENTRY_BYTES:
+                raise Refused(f"larger than {MAX_ENTRY_BYTES // 2 ** 20} MiB")
+            self.files[rel] = data
+            self.changed = max(self.changed, st.st_ctime)
+        finally:
+            os.close(child)
+
+
+def _check_file(st: os.stat_result, seen: os.stat_result, rel: str, uid: int) -> None:
+    """An open file of an entry: the one listed, plain, the student's, with no other hard link, not too large."""
+    if (st.st_ino, st.st_dev) != (seen.st_ino, seen.st_dev) or not stat.S_ISREG(st.st_mode):
+        raise Refused(f"{rel} changed while it was read")
+    if st.st_uid != uid:
+        raise Refused(f"{rel} is owned by {_owner(st.st_uid)}, not by the student it names")
+    if st.st_nlink != 1:
+        raise Refused(f"{rel} has {st.st_nlink} hard links (a link to another file)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise Refused(f"{rel} is larger than {MAX_FILE_BYTES // 2 ** 20} MiB")
+
+
+def read_entry(inbound_fd: int, entry: Entry, uid: int) -> tuple[dict[str, bytes], float]:
+    """The files of an entry (relative path -> contents) and the latest change time among them, read only when
+    all of it is the student's own (see the module's text); :class:`Refused` otherwise."""
     try:
         top = os.open(entry.name, _DIR | os.O_NOFOLLOW, dir_fd=inbound_fd)
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENOTDIR):
             raise Refused("it is not a folder (a link?)") from None
         raise Refused(f"it cannot be read ({error.strerror})") from None
+    reader = _EntryReader(uid)
     try:
-        walk(top, "", 0)
+        reader.walk(top, "", 0)
     finally:
         os.close(top)
-    stamp = files.get("timestamp.txt")
+    stamp = reader.files.get("timestamp.txt")
     if stamp is None:
         raise Refused("it has no timestamp.txt (not as nbgrader submit leaves it)")
     try:
@@ -363,7 +378,7 @@ def read_entry(inbound_fd: int, entry: Entry, uid: int) -> tuple[dict[str, bytes
         raise Refused("its timestamp.txt holds no time") from None
     if written != entry.when:
         raise Refused(f"its timestamp.txt says {stamp.decode(errors='replace').strip()!r}, its name {entry.stamp!r}")
-    return files, changed
+    return reader.files, reader.changed
 
 
 def _existing(folder: Path) -> dict[str, bytes] | None:
@@ -403,13 +418,61 @@ def _place(course: Path, student: str, assignment: str, files: dict[str, bytes],
     return True
 
 
+def _listed_entry(inbound_fd: int, name: str, roster: set[str], uids: dict[str, int], now: datetime) -> Entry:
+    """The entry ``name`` of the inbound folder when it may be a submission: a submission's name, of a student on
+    the class list and of this machine (``uids`` learns their uid), a folder of theirs, its time not in the future;
+    :class:`Refused` otherwise."""
+    entry = parse_name(name)
+    if entry.student not in roster:
+        raise Refused(f"{entry.student!r} is not on the class list")
+    try:
+        uids.setdefault(entry.student, pwd.getpwnam(entry.student).pw_uid)
+    except KeyError:
+        raise Refused(f"{entry.student!r} is no user of this machine") from None
+    _check_folder(os.stat(name, dir_fd=inbound_fd, follow_symlinks=False), uids[entry.student], "the folder")
+    if (entry.when - now).total_seconds() > CLOCK_SKEW:
+        raise Refused(f"its time {entry.stamp!r} is in the future")
+    return entry
+
+
+def _take(course: Path, entry: Entry, files: dict[str, bytes], changed: float, groupshared: bool) -> list[dict]:
+    """An entry's files placed in the course folder; the report row when they changed after the entry's time."""
+    copied = _place(course, entry.student, entry.assignment, files, groupshared)
+    print(f"collect: {entry.student} / {entry.assignment} ({entry.stamp}): "
+          + ("collected" if copied else "already collected"), flush=True)
+    late = datetime.fromtimestamp(changed, UTC).replace(tzinfo=None)
+    if (late - entry.when).total_seconds() <= CLOCK_SKEW:
+        return []
+    detail = (f"{entry.name}: its files changed at {late:%Y-%m-%d %H:%M:%S} UTC, after its time {entry.stamp}: "
+              "edited after it was submitted, or its name backdated (graded as it is now, with its name's time)")
+    print(f"collect: suspicious: {detail}", flush=True)
+    return [_row(entry.assignment, entry.student, SUSPICIOUS, detail)]
+
+
+def _collect_latest(course: Path, inbound_fd: int, entries: list[Entry], uid: int, groupshared: bool,
+                    refuse) -> list[dict]:
+    """The latest of one student's entries for one assignment that can be taken, placed in the course folder (each
+    later one refused on the way, ``refuse(assignment, student, name, why)``); its report rows."""
+    for entry in sorted(entries, key=lambda e: e.when, reverse=True):
+        try:
+            files, changed = read_entry(inbound_fd, entry, uid)
+        except Refused as why:
+            refuse(entry.assignment, entry.student, entry.name, str(why))
+            continue
+        except OSError as error:  # a folder its student made unreadable, or gone meanwhile
+            refuse(entry.assignment, entry.student, entry.name, f"it cannot be read ({error.strerror or error})")
+            continue
+        return _take(course, entry, files, changed, groupshared)
+    return []
+
+
 def collect(settings, assignments: list[str], *, now: datetime | None = None) -> list[dict]:
     """Collect the latest submission taken of every student on the class list for each of ``assignments`` from
     the exchange's inbound into the course folder (see the module's text); returns the report rows of the entries
     refused and of those taken that look edited after their time. Runs as the instructor, never as root."""
     if os.geteuid() == 0:
         raise RuntimeError("the collect runs as the instructor, not as root (it writes into the course folder); "
-                           "classroom.course.hub_grade starts it so")
+                           "classroom.course_hub.hub_grade starts it so")
     now = now or datetime.now(UTC).replace(tzinfo=None)
     roster = {s.username for s in settings.students()}
     wanted = set(assignments)
@@ -433,49 +496,14 @@ def collect(settings, assignments: list[str], *, now: datetime | None = None) ->
             if len(parts) > 1 and parts[1] not in wanted:
                 continue  # another assignment's, or not one of this course's
             try:
-                entry = parse_name(name)
+                entry = _listed_entry(inbound_fd, name, roster, uids, now)
             except Refused as why:
                 refuse(parts[1] if len(parts) > 1 else "", parts[0], name, str(why))
                 continue
-            if entry.student not in roster:
-                refuse(entry.assignment, entry.student, name, f"{entry.student!r} is not on the class list")
-                continue
-            try:
-                uids.setdefault(entry.student, pwd.getpwnam(entry.student).pw_uid)
-            except KeyError:
-                refuse(entry.assignment, entry.student, name, f"{entry.student!r} is no user of this machine")
-                continue
-            try:
-                _check_folder(os.stat(name, dir_fd=inbound_fd, follow_symlinks=False), uids[entry.student],
-                              "the folder")
-                if (entry.when - now).total_seconds() > CLOCK_SKEW:
-                    raise Refused(f"its time {entry.stamp!r} is in the future")
-            except Refused as why:
-                refuse(entry.assignment, entry.student, name, str(why))
-                continue
             candidates[(entry.student, entry.assignment)].append(entry)
         groupshared = len(settings.instructors) > 1
-        for (student, assignment), entries in sorted(candidates.items()):
-            for entry in sorted(entries, key=lambda e: e.when, reverse=True):
-                try:
-                    files, changed = read_entry(inbound_fd, entry, uids[student])
-                except Refused as why:
-                    refuse(assignment, student, entry.name, str(why))
-                    continue
-                except OSError as error:  # a folder its student made unreadable, or gone meanwhile
-                    refuse(assignment, student, entry.name, f"it cannot be read ({error.strerror or error})")
-                    continue
-                copied = _place(settings.course, student, assignment, files, groupshared)
-                print(f"collect: {student} / {assignment} ({entry.stamp}): "
-                      + ("collected" if copied else "already collected"), flush=True)
-                late = datetime.fromtimestamp(changed, UTC).replace(tzinfo=None)
-                if (late - entry.when).total_seconds() > CLOCK_SKEW:
-                    detail = (f"{entry.name}: its files changed at {late:%Y-%m-%d %H:%M:%S} UTC, after its time "
-                              f"{entry.stamp}: edited after it was submitted, or its name backdated (graded as "
-                              "it is now, with its name's time)")
-                    print(f"collect: suspicious: {detail}", flush=True)
-                    rows.append(_row(assignment, student, SUSPICIOUS, detail))
-                break
+        for (student, _), entries in sorted(candidates.items()):
+            rows += _collect_latest(settings.course, inbound_fd, entries, uids[student], groupshared, refuse)
     finally:
         os.close(inbound_fd)
     return rows

@@ -409,6 +409,13 @@ class NotebookGrader:
                     "without it."]))
             return
         self.ran.append((cell.source, grade_id))
+        self._report_reply(cell, grade_id, reply, show)
+        if show:
+            cell.outputs += _reply_outputs(reply)
+
+    def _report_reply(self, cell, grade_id: str, reply: dict, show: bool) -> None:
+        """The report's events of a cell the sandbox ran: refused uses, the library it used (an answer cell),
+        output past the limit."""
         for flag in reply.get("flags", []):
             self._event(grade_id, "refused", flag)
         if show:
@@ -417,17 +424,21 @@ class NotebookGrader:
                 self._event(grade_id, "library", "uses " + ", ".join(used[:20]))
         if reply.get("dropped"):
             self._event(grade_id, "output", f"printed {reply['dropped']} characters past the limit (not kept)")
-        if not show:
-            return
-        for name in ("stdout", "stderr"):
-            text = reply.get(name, "")
-            if name == "stdout" and reply.get("dropped"):
-                text += f"\n[... {reply['dropped']} more characters of output not kept]\n"
-            if text:
-                cell.outputs.append(_stream(name, text))
-        error = reply.get("error")
-        if error:
-            cell.outputs.append(_error(error["ename"], error["evalue"], error["traceback"]))
+
+
+def _reply_outputs(reply: dict) -> list:
+    """The outputs of a cell the sandbox ran: what it printed (and how much more was not kept), its error."""
+    outputs = []
+    for name in ("stdout", "stderr"):
+        text = reply.get(name, "")
+        if name == "stdout" and reply.get("dropped"):
+            text += f"\n[... {reply['dropped']} more characters of output not kept]\n"
+        if text:
+            outputs.append(_stream(name, text))
+    error = reply.get("error")
+    if error:
+        outputs.append(_error(error["ename"], error["evalue"], error["traceback"]))
+    return outputs
 
 
 def trusted_sources(db_url: str, notebook: str, assignment: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""nbgrader's exchange on the class server (classroom/exchange.py, classroom.course.hub_grade), tried as students
+"""nbgrader's exchange on the class server (classroom/exchange.py, classroom.course_hub.hub_grade), tried as students
 and an instructor would try it.
 
 One course for the module, set up as ``make hub`` sets it up (``hub.setup``, without starting JupyterHub: the
