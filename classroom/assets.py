@@ -8,6 +8,7 @@ and the reveal.js script from Voila's own wheel; npm brings what no PyPI package
 
 from __future__ import annotations
 
+import base64
 import shutil
 import subprocess
 import sys
@@ -111,3 +112,49 @@ def install_voila_templates() -> None:
 if __name__ == "__main__":
     fetch()
     install_voila_templates()
+
+
+# The widget manager's icons (a Button's icon="play") use Font Awesome 5, whose font files the fetched
+# html-manager (only dist/embed-amd.js) does not carry; Voila's wheel ships the same fonts (FA 5.15) under
+# hashed names. Found by the font's own name, they are declared again at the end of each page that draws widget
+# views: the last @font-face with the same family and weight wins, so the manager's own rule (which points at
+# files that are not there) is never used. They are inlined as data: URLs, since chromium refuses a font file
+# from another file:// page (CORS), and a site opened from a USB stick is on file://.
+ICON_FONTS = {  # the font's full name -> (CSS family, weight)
+    "Font Awesome 5 Free Solid": ("Font Awesome 5 Free", 900),
+    "Font Awesome 5 Free Regular": ("Font Awesome 5 Free", 400),
+    "Font Awesome 5 Brands Regular": ("Font Awesome 5 Brands", 400),
+}
+
+
+def find_icon_fonts() -> dict[str, Path]:
+    """Font Awesome 5's woff files (by :data:`ICON_FONTS` name) from the installed Voila templates."""
+    try:
+        from fontTools.ttLib import TTFont  # matplotlib's dependency
+    except ImportError:
+        return {}
+    found: dict[str, Path] = {}
+    for woff in sorted((Path(sys.prefix) / "share" / "jupyter" / "voila" / "templates").glob("*/static/*.woff")):
+        try:
+            with TTFont(woff, lazy=True) as font:
+                name = font["name"].getDebugName(4)
+        except Exception:  # noqa: BLE001 -- not a font fontTools reads: not one of ours
+            continue
+        if name in ICON_FONTS and name not in found:
+            found[name] = woff
+    return found
+
+
+def icon_fonts_css() -> str:
+    """The CSS that declares the icon fonts, each inlined (empty if none is found)."""
+    found = find_icon_fonts()
+    if len(found) < len(ICON_FONTS):
+        missing = ", ".join(sorted(set(ICON_FONTS) - set(found)))
+        print(f"warning: no {missing} font in Voila's templates: widget icons may not show", file=sys.stderr)
+    css = []
+    for name, path in found.items():
+        family, weight = ICON_FONTS[name]
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        css.append(f'@font-face {{ font-family: "{family}"; font-style: normal; font-weight: {weight}; '
+                   f'font-display: block; src: url(data:font/woff;base64,{data}) format("woff"); }}')
+    return "\n".join(css)

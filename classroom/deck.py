@@ -22,6 +22,10 @@ import sys
 import threading
 from pathlib import Path
 
+import nbformat
+from nbconvert import SlidesExporter
+
+from classroom.assets import asset, icon_fonts_css, mathjax_dir, package_dir
 from classroom.paths import ASSETS_URL, NOTEBOOKS, REPO
 
 DECKS = REPO / "build" / "slides"
@@ -36,8 +40,6 @@ LOAD_TIMEOUT_MS = 120_000
 
 
 def exporter():
-    from nbconvert import SlidesExporter
-
     return SlidesExporter(
         template_name="deck",
         extra_template_basedirs=[str(SLIDES_DIR)],
@@ -59,10 +61,6 @@ def chapters() -> list[str]:
 
 def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
     """Write ``<stem>.html`` for each chapter into ``directory``, with the assets its decks load."""
-    import nbformat
-
-    from classroom.assets import asset, mathjax_dir, package_dir
-
     assets = directory / ASSETS_URL
     if assets.exists():
         shutil.rmtree(assets)
@@ -73,8 +71,7 @@ def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
         shutil.copy2(asset(package, relative), assets / Path(relative).name)
     for name in ("tensoradbook-slides.css", "tensoradbook-slides.js"):
         shutil.copy2(SLIDES_DIR / "static" / name, assets / name)
-    from classroom.site import icon_fonts_css  # Font Awesome for widget icons (GradientLab's Run), as the site has
-
+    # Font Awesome for widget icons (GradientLab's Run), as the site has
     deck = {"assets": ASSETS_URL, "mathjax_config": MATHJAX_CONFIG, "icon_fonts": icon_fonts_css()}
     export = exporter()
     written = []

@@ -59,6 +59,8 @@ from nbformat.v4 import new_output
 from traitlets import Float, Integer, List, Unicode
 
 from . import wire
+from .assets import MissingAsset
+from .mathjax import typeset_math
 from .sandbox import AnswerProcess, AnswerProcessDied, AnswerTampering, AnswerTimeout
 
 #: Names whose use in an answer cell is reported to the instructor (they are rarely part of an answer).
@@ -546,21 +548,19 @@ if NbGraderPreprocessor is not None:
             return cell, resources
 
     class TypesetFeedback(HTMLExporter):
-        """nbgrader's feedback page with its math typeset into SVG, as the static site's (classroom/site.py, MathJax
+        """nbgrader's feedback page with its math typeset into SVG, as the static site's (classroom/mathjax.py, MathJax
         3 from npm in node), and without the CDN MathJax that nbgrader's feedback template loads: the page shows its
         formulas offline and from file://, whoever made it (make grade, the Formgrader's Generate Feedback). Without
         node or the fetched MathJax (``make install``) the page keeps its TeX and the CDN, with a warning."""
 
         def from_notebook_node(self, nb, resources=None, **kw):
-            from classroom import assets, site
-
             page, resources = super().from_notebook_node(nb, resources, **kw)
             with tempfile.TemporaryDirectory() as folder:
                 path = Path(folder) / "feedback.html"
                 path.write_text(re.sub(r"<script[^>]*mathjax[^>]*>.*?</script>", "", page, flags=re.S | re.I))
                 try:
-                    site.typeset_math([path])
-                except (SystemExit, assets.MissingAsset) as error:
+                    typeset_math([path])
+                except (SystemExit, MissingAsset) as error:
                     self.log.warning("the feedback's math is left to MathJax from its CDN: %s", error)
                     return page, resources
                 return path.read_text(), resources

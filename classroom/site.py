@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import base64
 import html
 import json
 import re
@@ -50,7 +49,8 @@ from markupsafe import Markup
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-from classroom.assets import asset
+from classroom.assets import asset, icon_fonts_css
+from classroom.mathjax import MATHJAX_CONFIG, MATHJAX_HUB, MATHJAX_URL, typeset_math
 from classroom.paths import ASSETS_URL, NOTEBOOKS, REPO, WIDGET_STATE_MIME, WIDGET_VIEW_MIME
 from classroom.solutions import with_solutions
 
@@ -65,33 +65,6 @@ BOOK_TITLE = "Automatic differentiation for tensor algebras"
 REQUIRE_JS = f"{ASSETS_URL}/require.js"
 JQUERY = f"{ASSETS_URL}/jquery.min.js"
 EMBED_AMD = f"{ASSETS_URL}/embed-amd.js"
-# MathJax 3 in one file (every TeX package, SVG output: no font to fetch, no extension to load), for the math of
-# widget views drawn live; the page's own math is typeset already (site_math.js), so it typesets only what they
-# ask for, without its menu.
-MATHJAX_URL = f"{ASSETS_URL}/mathjax/tex-svg-full.js"
-MATHJAX_CONFIG = """window.MathJax = {
-  tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true},
-  svg: {fontCache: "global"},
-  options: {enableMenu: false},
-  startup: {typeset: false}
-};"""
-# The widget manager typesets a view's math with MathJax 2's call, MathJax.Hub.Queue(["Typeset", hub, element]).
-MATHJAX_HUB = "MathJax.Hub = {Queue: (call) => MathJax.startup.promise.then(() => MathJax.typesetPromise([call[2]]))};"
-#: Typesets the pages' TeX at build time (node, with MathJax 3 from classroom.assets).
-SITE_MATH = Path(__file__).resolve().parent / "site_math.js"
-
-# The widget manager's icons (a Button's icon="play") use Font Awesome 5, whose font files the fetched
-# html-manager (only dist/embed-amd.js) does not carry; Voila's wheel ships the same fonts (FA 5.15) under
-# hashed names. Found by the font's own name, they are declared again at the end of each page that draws widget
-# views: the last @font-face with the same family and weight wins, so the manager's own rule (which points at
-# files that are not there) is never used. They are inlined as data: URLs, since chromium refuses a font file
-# from another file:// page (CORS), and a site opened from a USB stick is on file://.
-ICON_FONTS = {  # the font's full name -> (CSS family, weight)
-    "Font Awesome 5 Free Solid": ("Font Awesome 5 Free", 900),
-    "Font Awesome 5 Free Regular": ("Font Awesome 5 Free", 400),
-    "Font Awesome 5 Brands Regular": ("Font Awesome 5 Brands", 400),
-}
-
 PICTURE_CLASS = "site-widget-picture"
 #: The badge on every widget picture: the page cannot move its controls.
 STATIC_BADGE = "static picture — run the chapter to use it"
@@ -282,39 +255,6 @@ def copy_widget_assets(assets: Path) -> str:
     return icon_fonts_css()
 
 
-def find_icon_fonts() -> dict[str, Path]:
-    """Font Awesome 5's woff files (by :data:`ICON_FONTS` name) from the installed Voila templates."""
-    try:
-        from fontTools.ttLib import TTFont  # matplotlib's dependency
-    except ImportError:
-        return {}
-    found: dict[str, Path] = {}
-    for woff in sorted((Path(sys.prefix) / "share" / "jupyter" / "voila" / "templates").glob("*/static/*.woff")):
-        try:
-            with TTFont(woff, lazy=True) as font:
-                name = font["name"].getDebugName(4)
-        except Exception:  # noqa: BLE001 -- not a font fontTools reads: not one of ours
-            continue
-        if name in ICON_FONTS and name not in found:
-            found[name] = woff
-    return found
-
-
-def icon_fonts_css() -> str:
-    """The CSS that declares the icon fonts, each inlined (empty if none is found)."""
-    found = find_icon_fonts()
-    if len(found) < len(ICON_FONTS):
-        missing = ", ".join(sorted(set(ICON_FONTS) - set(found)))
-        print(f"warning: no {missing} font in Voila's templates: widget icons may not show", file=sys.stderr)
-    css = []
-    for name, path in found.items():
-        family, weight = ICON_FONTS[name]
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        css.append(f'@font-face {{ font-family: "{family}"; font-style: normal; font-weight: {weight}; '
-                   f'font-display: block; src: url(data:font/woff;base64,{data}) format("woff"); }}')
-    return "\n".join(css)
-
-
 def make_exporter() -> HTMLExporter:
     """nbconvert's lab template (through ``site_templates/site``) with every script loaded from site/assets/."""
     return HTMLExporter(
@@ -458,21 +398,6 @@ def describe_figures(nb) -> None:
         for output in cell.get("outputs", []):
             if any(k.startswith("image/") for k in output.get("data", {})):
                 output.setdefault("metadata", {})["alt"] = figure_alt(cell.source, before)
-
-
-def typeset_math(pages: list[Path]) -> None:
-    """Typeset the TeX of ``pages`` in place (:data:`SITE_MATH`); warns of each formula MathJax rejects."""
-    node = shutil.which("node")
-    if node is None:
-        raise SystemExit("error: the site's math is typeset with node at build time: apt-get install -y nodejs")
-    done = subprocess.run([node, str(SITE_MATH), str(asset("mathjax", "es5")), *map(str, pages)],
-                          capture_output=True, text=True, timeout=600, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"error: typesetting the math failed:\n{done.stderr.strip()}")
-    for line in done.stdout.splitlines():
-        report = json.loads(line)
-        for tex in report["errors"]:
-            print(f"warning: {Path(report['page']).name}: MathJax rejects ${tex}$", file=sys.stderr)
 
 
 def _nav(chapter: Chapter | None) -> dict | None:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import nbformat
 import pytest
 
-from classroom import paths, site
+from classroom import mathjax, paths, site
 from tests import browser_support
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,7 +185,7 @@ def test_math_is_typeset_at_build_time(built):
         missing = set(re.findall(r'xlink:href="#([^"]+)"', text)) - set(re.findall(r'\bid="([^"]+)"', text))
         assert not missing, f"{page.name}: glyphs used and not defined: {sorted(missing)[:5]}"
         if page.stem != "index" and not site.widget_view_count(site.NOTEBOOKS / f"{page.stem}.ipynb"):
-            assert site.MATHJAX_URL not in text and "require.js" not in text, f"{page.name} loads MathJax"
+            assert mathjax.MATHJAX_URL not in text and "require.js" not in text, f"{page.name} loads MathJax"
 
 
 def test_every_image_has_alt_text(built):

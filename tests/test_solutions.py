@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from classroom import assignments, source
-from classroom import paths, site
+from classroom import mathjax, paths, site
 from classroom.solutions import solutions, with_solutions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def test_the_site_renders_the_solution_collapsed():
     nb = with_solutions(nbformat.read(REPO / "notebooks" / "04a_integer_equations.ipynb", as_version=4),
                         "04a_integer_equations")
     page, _ = site.make_exporter().from_notebook_node(nb, resources={"metadata": {"name": "04a"}, "site": {
-        "assets": paths.ASSETS_URL, "mathjax_config": site.MATHJAX_CONFIG, "icon_fonts": "", "binder_url": "",
+        "assets": paths.ASSETS_URL, "mathjax_config": mathjax.MATHJAX_CONFIG, "icon_fonts": "", "binder_url": "",
         "prev": None, "next": None}})
     assert page.count('<details class="site-solution">') == 5
     assert "<details open" not in page
