@@ -143,11 +143,11 @@ grade: install
 	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course grade $(CHAPTER) $(if $(filter 1,$(FORCE)),--force)
 
 demo: install
-	$(VPY) -m classroom.demo serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))
+	$(VPY) -m classroom.voila_serve serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))
 
 slides: install
 	@test -n "$(CHAPTER)" || { echo "usage: make slides CHAPTER=06a_kernels (a name from notebooks/)"; exit 2; }
-	$(VPY) -m classroom.demo slides --ip $(IP) --port $(PORT) --scale $(SCALE) --chapter $(CHAPTER)
+	$(VPY) -m classroom.voila_serve slides --ip $(IP) --port $(PORT) --scale $(SCALE) --chapter $(CHAPTER)
 
 slides-pdf: install
 	$(VPY) -m classroom.deck pdf $(CHAPTER)

@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.gradients import machine  # noqa: E402
 from classroom import demo as demos  # noqa: E402
 from classroom import voila_room  # noqa: E402
+from classroom import voila_serve  # noqa: E402
 from tests.browser_support import free_port  # noqa: E402
 
 VISIT_TIMEOUT_S = 600  # a parallel group on two cores starts many kernels at once
@@ -185,7 +186,7 @@ def main() -> None:
           f"cap {max_kernels} kernels; {options.times} visits per demo in turn and in groups of {options.group}")
     warm_start = time.perf_counter()
     demos.warm()
-    demos.refresh_template()
+    voila_serve.refresh_template()
     warm_s = time.perf_counter() - warm_start
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -194,8 +195,8 @@ def main() -> None:
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     options_ = voila_room.room_options(max_kernels, 1, voila_room.CULL_IDLE_MINUTES, scale)
     log = open(Path(runtime) / "voila.log", "w+")  # noqa: SIM115 -- open while the server runs
-    process = subprocess.Popen(demos.voila_command(demos.DEMO_DIR, "127.0.0.1", port, options_), cwd=REPO, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    command = voila_serve.voila_command(demos.DEMO_DIR, "127.0.0.1", port, options_)
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         server = psutil.Process(process.pid)
         preheated = len(demos.DEMOS)  # one per demo; the gallery's page is denied a preheated kernel

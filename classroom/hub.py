@@ -40,6 +40,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from classroom import exchange
 from classroom.paths import REPO
 
 HUB = REPO / "hub"
@@ -284,16 +285,12 @@ def ensure_user(name: str, comment: str = "", groups: tuple[str, ...] = ()) -> p
 def _chown_tree(path: Path, uid: int, gid: int) -> None:
     """The tree to ``uid``:``gid``, inside folders the instructors can change: never through a link, never a file
     with another hard link (:func:`classroom.exchange.chown_tree`)."""
-    from classroom import exchange
-
     exchange.chown_tree(path, uid, gid)
 
 
 def _mkdir(path: Path, mode: int, uid: int = 0, gid: int = 0) -> None:
     """The folder, its owner and its mode (past the umask), set on the folder itself: a link that an instructor
     put in its place (the course's folder in the exchange is theirs) is refused, never followed."""
-    from classroom import exchange
-
     exchange.ensure_folder(path, mode, uid, gid)
 
 
@@ -320,8 +317,6 @@ def setup_course(settings: HubSettings) -> None:
     The folder is the instructors' once made: root writes into it only on a descriptor of the folder, a new file
     renamed over the old one (never written through a link an instructor put there), and hands over what it made
     without following links (:mod:`classroom.exchange`)."""
-    from classroom import exchange
-
     user = pwd.getpwnam(settings.instructors[0])
     staff = grp.getgrnam(settings.staff_group).gr_gid
     shared = len(settings.instructors) > 1

@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 from classroom import wire
+from classroom.library_policy import sandbox_package
 from classroom.paths import REPO
 
 WORKER = Path(__file__).resolve().parent / "answer_worker.py"
@@ -139,8 +140,6 @@ def policy_package(assignment: str | None) -> Path | None:
     in it: :func:`classroom.library_policy.sandbox_package`), or None for no assignment (the whole library)."""
     if assignment is None:
         return None
-    from .library_policy import sandbox_package
-
     return sandbox_package(assignment, _policy_copies())
 
 

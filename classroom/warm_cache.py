@@ -43,6 +43,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from classroom.demo import DEMOS
+from classroom.demo import warm as warm_demos
 from classroom.paths import NOTEBOOKS, REPO
 from tensoradbook.codegen.cache import untrusted
 
@@ -122,8 +123,6 @@ def _enter(directory: str, scratch: str) -> None:
 
 def _run(job: Job) -> tuple[Job, float]:
     if job.path is None:
-        from classroom.demo import warm as warm_demos
-
         (seconds,) = warm_demos([demo for demo in DEMOS if demo.stem == job.stem]).values()
         return job, seconds
     copy = Path.cwd() / job.path.name

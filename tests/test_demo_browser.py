@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from classroom import demo as demos
+from classroom import voila_serve
 from tests.browser_support import chromium, free_port, offline_context, server
 
 pytestmark = pytest.mark.browser
@@ -35,7 +36,7 @@ def _voila(tmp_path_factory, name: str, target: Path, extra=()):
     env = dict(os.environ, **{demos.SCALE_ENV: demos.DEFAULT_SCALE}, BROWSER="true",
                JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    command = demos.voila_command(target, "127.0.0.1", port, list(extra))
+    command = voila_serve.voila_command(target, "127.0.0.1", port, list(extra))
     command[0] = sys.executable
     return server(command, f"http://127.0.0.1:{port}/", tmp / "voila.log", cwd=REPO, env=env), port
 

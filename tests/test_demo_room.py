@@ -27,6 +27,7 @@ import pytest
 
 from classroom import demo as demos
 from classroom import voila_room
+from classroom import voila_serve
 from tests.browser_support import chromium, free_port, offline_context, server
 from tests.test_demo_browser import _interact, _view
 
@@ -42,14 +43,14 @@ GONE_TIMEOUT_S = 60
 
 def _room(tmp_path_factory, name: str, target: Path, max_kernels: int, pool: int):
     """A Voila server with the room's options on ``target``: (the running server, its URL, its log's path)."""
-    demos.refresh_template()
+    voila_serve.refresh_template()
     tmp = tmp_path_factory.mktemp(name)
     port = free_port()
     env = dict(os.environ, **{demos.SCALE_ENV: demos.DEFAULT_SCALE}, BROWSER="true",
                JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     options = voila_room.room_options(max_kernels, pool, voila_room.CULL_IDLE_MINUTES, demos.DEFAULT_SCALE)
-    command = demos.voila_command(target, "127.0.0.1", port, options)
+    command = voila_serve.voila_command(target, "127.0.0.1", port, options)
     command[0] = sys.executable
     url = f"http://127.0.0.1:{port}"
     ready = f"{url}/voila/templates/lab/static/voila.js"  # not a page: on one notebook, a page takes a kernel

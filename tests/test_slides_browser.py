@@ -22,6 +22,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from classroom import deck
 from classroom import demo as demos
+from classroom import voila_serve
 from tests.browser_support import free_port, launch_chromium, offline_context, server
 
 pytestmark = pytest.mark.browser
@@ -154,8 +155,8 @@ def test_live_slides_fit(browser, tmp_path_factory):
     env = dict(os.environ, **{demos.SCALE_ENV: demos.DEFAULT_SCALE}, BROWSER="true",
                JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    options = demos.slides_options(LIVE_CHAPTER)
-    command = demos.voila_command(demos.chapter_path(LIVE_CHAPTER), "127.0.0.1", port, options)
+    options = voila_serve.slides_options(LIVE_CHAPTER)
+    command = voila_serve.voila_command(voila_serve.chapter_path(LIVE_CHAPTER), "127.0.0.1", port, options)
     command[0] = sys.executable
     # ready when it serves the template's script: "/" itself would execute the chapter once more
     ready = f"http://127.0.0.1:{port}/voila/templates/{SLIDES_TEMPLATE_DIR.name}/static/tensoradbook-slides.js"

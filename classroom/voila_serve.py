@@ -1,0 +1,120 @@
+"""Lecture demos and slides on Voila: ``make demo`` (the gallery, or ``CHAPTER=...`` one chapter) and
+``make slides CHAPTER=...`` (a chapter as reveal.js slides with live widgets, offline).
+
+``serve`` is made for a room (:mod:`classroom.voila_room`): a page's kernel ends when the page closes and an
+idle one after ``--cull-idle`` minutes, ``--pool`` kernels per demo are preheated (the page is drawn before
+anyone asks for it), at most ``--max-kernels`` run at once (a page beyond them says the server is full), and
+the demo template draws controls, labels and tables at ``--scale`` as the widgets draw their figures. The demos
+themselves are classroom/demo.py's, warmed first; the slides' speaker view shows the static deck
+(classroom/deck.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from classroom import deck, voila_room
+from classroom.assets import DEMO_TEMPLATE, SLIDES_TEMPLATE, SLIDES_TEMPLATE_DIR, VOILA_TEMPLATES
+from classroom.demo import DEFAULT_SCALE, DEMO_DIR, SCALE_ENV, warm
+from classroom.paths import NOTEBOOKS, REPO
+
+
+# JupyterLab extensions that expect JupyterLab itself (nbgrader's menus, Notebook 7's) and fail inside Voila.
+LAB_ONLY_EXTENSIONS = ["@jupyter/nbgrader", "@jupyter-notebook/lab-extension"]
+
+
+def voila_command(target: Path, ip: str, port: int, extra: list[str] = ()) -> list[str]:
+    """The Voila command line for a notebook or a folder of them, on ``ip:port`` (the demo template unless
+    ``extra`` names another)."""
+    template = [] if any(e.startswith("--template=") for e in extra) else [f"--template={DEMO_TEMPLATE}"]
+    return [sys.executable, "-m", "voila", str(target), "--no-browser", f"--Voila.ip={ip}", f"--port={port}",
+            "--Voila.port_retries=0", f"--VoilaConfiguration.extension_denylist={json.dumps(LAB_ONLY_EXTENSIONS)}",
+            *template, *extra]
+
+
+def refresh_template() -> None:
+    """Copy the demo template (``classroom/voila_demo``) where Voila finds it, as ``make install`` does, where it
+    differs: an edit to it is served without installing again."""
+    source, installed = REPO / "classroom" / "voila_demo", VOILA_TEMPLATES / DEMO_TEMPLATE
+    for path in source.iterdir():
+        target = installed / path.name
+        if not target.exists() or target.read_bytes() != path.read_bytes():
+            installed.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+
+
+def slides_options(chapter: str, base_url: str = "/") -> list[str]:
+    """Voila's options for a chapter as reveal.js slides from local assets (see classroom.assets). The speaker
+    view's previews of the current and next slide show the chapter's static deck (classroom.deck, written into the
+    template's static folder here): pointed at the live page, each preview would start a kernel and run the chapter."""
+    if not (SLIDES_TEMPLATE_DIR / "static" / "revealjs" / "dist" / "reveal.css").exists():
+        raise SystemExit(f"error: {SLIDES_TEMPLATE_DIR} is incomplete: run `make install`")
+    static = f"{base_url}voila/templates/{SLIDES_TEMPLATE}/static"
+    deck.build([chapter], SLIDES_TEMPLATE_DIR / "static" / "deck")
+    resources = json.dumps({"reveal": {"url_prefix": f"{static}/revealjs", "theme": "white", "transition": "none"},
+                            "speaker_deck": f"{static}/deck/{chapter}.html"})
+    # The chapter runs in a preheated kernel as soon as Voila starts, not when the page is opened: what it computes
+    # or compiles (Numba, on a cold cache) is done before the lecture, and the page waits for the browser only.
+    return [f"--template={SLIDES_TEMPLATE}", f"--VoilaConfiguration.resources={resources}",
+            "--preheat_kernel=True", "--pool_size=1", voila_room.SHUTDOWN_ON_CLOSE]
+
+
+def chapter_path(chapter: str) -> Path:
+    path = NOTEBOOKS / f"{chapter.removesuffix('.ipynb')}.ipynb"
+    if not path.exists():
+        names = ", ".join(p.stem for p in sorted(NOTEBOOKS.glob("*.ipynb")))
+        raise SystemExit(f"error: no chapter {chapter!r} in notebooks/; the chapters are: {names}")
+    return path
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m classroom.voila_serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["serve", "slides"])
+    parser.add_argument("--ip", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8866)
+    parser.add_argument("--chapter", default="")
+    parser.add_argument("--scale", default=os.environ.get(SCALE_ENV) or DEFAULT_SCALE,
+                        help="the widgets' presentation scale (figure size, dpi and fonts together)")
+    parser.add_argument("--max-kernels", type=int, default=0,
+                        help="serve: the most kernels at once, preheated ones included (default: what 3/4 of "
+                             "this machine's memory holds); a page beyond them is told the server is full")
+    parser.add_argument("--pool", type=int, default=1,
+                        help="serve: preheated kernels kept ready per demo (0: start one per page)")
+    parser.add_argument("--cull-idle", type=float, default=None, metavar="MINUTES",
+                        help="serve: end a kernel whose page sent nothing for this long (default: 20)")
+    args = parser.parse_args(argv)
+    os.environ[SCALE_ENV] = args.scale  # for the warm-up here and for every kernel Voila starts
+    if args.command == "slides":
+        path = chapter_path(args.chapter or "00_start_here")
+        command = voila_command(path, args.ip, args.port, slides_options(path.stem))
+        url = f"http://{args.ip}:{args.port}/"
+        print(f"Slides of {path.stem}: open {url} once the chapter has run (Space and the arrows visit every "
+              "slide, S opens the speaker view with notes; Ctrl-C to stop)")
+    else:
+        print("Warming the kernels' disk cache (quick when it is warm already)...")
+        warm()
+        refresh_template()
+        max_kernels = args.max_kernels or voila_room.default_max_kernels()
+        cull = voila_room.CULL_IDLE_MINUTES if args.cull_idle is None else args.cull_idle
+        room = voila_room.room_options(max_kernels, args.pool, cull, args.scale)
+        print(f"At most {max_kernels} kernels ({args.pool} preheated per demo); idle ones end after {cull:g} min")
+        if args.chapter:
+            path = chapter_path(args.chapter)
+            command = voila_command(path, args.ip, args.port, room)
+            url = f"http://{args.ip}:{args.port}/"
+            print(f"Demo of chapter {path.stem}: open {url} (Ctrl-C to stop)")
+        else:
+            command = voila_command(DEMO_DIR, args.ip, args.port, room)
+            url = f"http://{args.ip}:{args.port}/voila/render/index.ipynb"
+            print(f"Demo gallery: open {url} (Ctrl-C to stop)")
+    sys.stdout.flush()
+    os.execv(sys.executable, command)  # Voila in this process: Ctrl-C stops it and its kernels
+
+
+if __name__ == "__main__":
+    main()
