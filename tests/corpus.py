@@ -112,21 +112,9 @@ def build(tree, ranges, sizes):
     if kind == "number":
         return Number(tree[1])
     if kind == "element":
-        _, argument, coefficient_maps = tree
-        indices = []
-        extent = sizes.setdefault(argument, [1] * DIMS[argument])
-        for k, coefficients in enumerate(coefficient_maps):
-            low, high = _range(coefficients, ranges)
-            indices.append(Affine.of(coefficients, -low))
-            extent[k] = max(extent[k], high - low + 1)
-        return Element(argument, tuple(indices))
+        return _element(tree, ranges, sizes)
     if kind == "unary":
-        arg = build(tree[2], ranges, sizes)
-        if tree[1] == "sqrt1p":  # sqrt(1 + u ** 2): smooth everywhere
-            return Unary("sqrt", Binary("+", Number(1), Binary("**", arg, Number(2))))
-        if tree[1] == "exp":
-            return Unary("exp", Binary("*", Number(0.5), arg))
-        return Unary(tree[1], arg)
+        return _unary(tree[1], build(tree[2], ranges, sizes))
     if kind == "binary":
         left, right = build(tree[2], ranges, sizes), build(tree[3], ranges, sizes)
         if tree[1] == "/":  # keep the denominator away from zero
@@ -142,6 +130,26 @@ def build(tree, ranges, sizes):
     inner[name] = (0, high)
     upper = Affine.index(upper_name) if upper_name else Affine.constant_value(high)
     return Sum(name, (Affine.constant_value(0),), (upper,), build(body, inner, sizes))
+
+
+def _element(tree, ranges, sizes) -> Element:
+    """An element read from the description, its argument grown to hold every index it reaches."""
+    _, argument, coefficient_maps = tree
+    indices = []
+    extent = sizes.setdefault(argument, [1] * DIMS[argument])
+    for k, coefficients in enumerate(coefficient_maps):
+        low, high = _range(coefficients, ranges)
+        indices.append(Affine.of(coefficients, -low))
+        extent[k] = max(extent[k], high - low + 1)
+    return Element(argument, tuple(indices))
+
+
+def _unary(name: str, arg):
+    if name == "sqrt1p":  # sqrt(1 + u ** 2): smooth everywhere
+        return Unary("sqrt", Binary("+", Number(1), Binary("**", arg, Number(2))))
+    if name == "exp":
+        return Unary("exp", Binary("*", Number(0.5), arg))
+    return Unary(name, arg)
 
 
 def random_functions():

@@ -280,9 +280,7 @@ class Grammar:
         """A value expression; ``positive``: > 0 for arguments in [0.5, 1.5]."""
         rng = self.rng
         if depth >= MAX_DEPTH or rng.random() < 0.1 + 0.15 * depth:
-            if rng.random() < 0.75:
-                return self.element(scope), ATOM
-            return rng.choice(POSITIVE_NUMBERS + ([] if positive else ["0", "0.0"])), ATOM
+            return self.leaf(scope, positive)
         kinds = ["function", "function", "+", "+", "*", "*", "/", "**", "**", "if", "if", "select"]
         if scope.sums < MAX_NESTED_SUMS:
             kinds += ["sum", "sum"]
@@ -291,19 +289,11 @@ class Grammar:
         kind = rng.choice(kinds)
         unsafe = not positive and rng.random() < 0.03  # now and then a NaN or an infinity
         sub = self.expression
-        if kind == "sum":
-            return self.sum(scope, depth, positive)
-        if kind == "if":
-            return self.condition(scope, depth, positive)
-        if kind == "select":
-            return self.selection(scope, depth, positive)
+        structured = {"sum": self.sum, "if": self.condition, "select": self.selection}
+        if kind in structured:
+            return structured[kind](scope, depth, positive)
         if kind == "function":
-            name = rng.choice(POSITIVE_FUNCTIONS if positive else FUNCTIONS)
-            # log and sqrt see a positive argument, and so do the others where the value must be positive
-            argument = sub(scope, depth + 1, positive=(name in POSITIVE_DOMAIN or positive) and not unsafe)
-            if name in ("asin", "acos"):  # their domain is [-1, 1]
-                argument = (f"tanh ({argument[0]})", ATOM)
-            return f"{name}{rng.choice([' ', ''])}({argument[0]})", ATOM
+            return self.function(scope, depth, positive, unsafe)
         if kind == "neg":
             return f"-{rng.choice(['', ' '])}{self.wrap(sub(scope, depth + 1, False), UNARY)}", UNARY
         if kind in ("+", "-"):
@@ -313,7 +303,27 @@ class Grammar:
             left = sub(scope, depth + 1, positive)
             right = sub(scope, depth + 1, positive or (kind == "/" and not unsafe))
             return f"{self.wrap(left, MUL)} {kind} {self.wrap(right, UNARY)}", MUL
-        # a power: an int exponent takes any base, anything else a positive one
+        return self.power(scope, depth, positive, unsafe)
+
+    def leaf(self, scope: _Scope, positive: bool) -> tuple[str, int]:
+        """An element or a number."""
+        rng = self.rng
+        if rng.random() < 0.75:
+            return self.element(scope), ATOM
+        return rng.choice(POSITIVE_NUMBERS + ([] if positive else ["0", "0.0"])), ATOM
+
+    def function(self, scope: _Scope, depth: int, positive: bool, unsafe: bool) -> tuple[str, int]:
+        rng = self.rng
+        name = rng.choice(POSITIVE_FUNCTIONS if positive else FUNCTIONS)
+        # log and sqrt see a positive argument, and so do the others where the value must be positive
+        argument = self.expression(scope, depth + 1, positive=(name in POSITIVE_DOMAIN or positive) and not unsafe)
+        if name in ("asin", "acos"):  # their domain is [-1, 1]
+            argument = (f"tanh ({argument[0]})", ATOM)
+        return f"{name}{rng.choice([' ', ''])}({argument[0]})", ATOM
+
+    def power(self, scope: _Scope, depth: int, positive: bool, unsafe: bool) -> tuple[str, int]:
+        """An int exponent takes any base, anything else a positive one."""
+        rng, sub = self.rng, self.expression
         choice = rng.random()
         if choice < 0.4 and not positive:
             base, exponent = sub(scope, depth + 1, False), (rng.choice(INT_EXPONENTS), ATOM)
