@@ -562,7 +562,7 @@ def greedy_order(pred_start, preds, is_output, n):
 
 
 @_jit
-def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, arg1, consts, value,  # noqa: C901
+def build(sequence, cuts, pred_start, preds, member_start, members, ops, arg0, arg1, consts, value,  # noqa: C901 -- see below
           is_output, home, n):
     """The instruction arrays of the lumps between consecutive cuts (see :class:`Instructions`).
 
