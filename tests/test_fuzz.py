@@ -292,6 +292,35 @@ def test_found_cases(case):
     assert not checker.failures, checker.report("found cases", 1)
 
 
+def _derived(fn, case: Case):
+    """The gradients of ``fn``, or None where the grammar allows a refusal (Case.derivable): the forward is still
+    checked."""
+    try:
+        return tab.derive(fn)
+    except ExpressionError:
+        if case.derivable:
+            raise
+        return None
+
+
+def _assert_finite_differences_agree(fn, args: dict, grads, seed: int) -> None:
+    """Directional derivatives by central differences agree with the gradients at some step of FD_STEPS."""
+    differences: dict[str, list[float]] = {}
+    for step in FD_STEPS:
+        pairs = directional_derivatives(fn, args, grads=grads, seed=seed, step=step)
+        for name, (numeric, _) in pairs.items():
+            differences.setdefault(name, []).append(numeric)
+        wrong = {name: pair for name, pair in pairs.items()
+                 if abs(pair[0] - pair[1]) > FD_TOLERANCE * max(1.0, *map(abs, pair))}
+        if not wrong:
+            break
+    if _has_jumps(fn):
+        # a step (ceil, floor, round, sign, a comparison of values) crossed within every step size: differences
+        # that change with the step measure the jump, not the gradient; those that settle must still agree
+        wrong = {name: pair for name, pair in wrong.items() if _settled(differences[name][-2:])}
+    assert not wrong, f"finite differences, then the gradients: {wrong}"
+
+
 class Checker:
     """Runs the properties on cases; :attr:`failures` keeps what failed, :attr:`phase` where."""
 
@@ -330,12 +359,7 @@ class Checker:
         self.phase = "print and parse back"
         _assert_reads_back(fn)
         self.phase = "derive"
-        try:
-            grads = tab.derive(fn)
-        except ExpressionError:
-            if case.derivable:
-                raise
-            grads = None  # a refusal the grammar allows (Case.derivable): the forward is still checked
+        grads = _derived(fn, case)
         self.phase = "print and parse back"
         for g in grads.functions.values() if grads else ():
             _assert_derivative_reads_back(g)
@@ -362,20 +386,7 @@ class Checker:
         if not finite:
             return False
         self.phase = "finite differences"
-        differences: dict[str, list[float]] = {}
-        for step in FD_STEPS:
-            pairs = directional_derivatives(fn, args, grads=grads, seed=seed, step=step)
-            for name, (numeric, _) in pairs.items():
-                differences.setdefault(name, []).append(numeric)
-            wrong = {name: pair for name, pair in pairs.items()
-                     if abs(pair[0] - pair[1]) > FD_TOLERANCE * max(1.0, *map(abs, pair))}
-            if not wrong:
-                break
-        if _has_jumps(fn):
-            # a step (ceil, floor, round, sign, a comparison of values) crossed within every step size: differences
-            # that change with the step measure the jump, not the gradient; those that settle must still agree
-            wrong = {name: pair for name, pair in wrong.items() if _settled(differences[name][-2:])}
-        assert not wrong, f"finite differences, then the gradients: {wrong}"
+        _assert_finite_differences_agree(fn, args, grads, seed)
         # only finite cases: the CUDA simulator runs Python's math, which raises where a GPU gives inf or nan
         for target in targets:
             self.phase = target
