@@ -59,7 +59,8 @@ class CodeMessageBox(MessageBox):
 class WidgetBase:
     """The re-entry guard: :meth:`showing` while controls display a state set from Python, and
     :meth:`on_user_change` for observers that must only hear the user; :meth:`preset_dropdown` for
-    widgets with presets; the static picture in the widget's mime bundle."""
+    widgets with presets; the static picture in the widget's mime bundle; the ``errors`` box (of the kind
+    ``errors_box``) and :attr:`error`, its text."""
 
     _showing = False  # True while the widget writes its own controls
     errors_box: type[MessageBox] = MessageBox  # a CodeMessageBox where a parser's caret must line up
