@@ -405,6 +405,8 @@ UNREACHED = {
     ("targets.py", "to_host"): "runs when a module is called",
     ("targets.py", "element_loop"): "the base class's NotImplementedError: every target has its own",
     ("targets.py", "scratch"): "only the numba target plans BLAS, with scratch arrays: the base's None is a default",
+    ("targets.py", "scatter_loop"): "a gather target's NotImplementedError (tests/test_codegen_structure.py)",
+    ("targets.py", "accumulate"): "a gather target's NotImplementedError (tests/test_codegen_structure.py)",
     ("targets.py", "target_named"): "an unknown target's ValueError (tests/test_kernels.py)",
     ("thresholds.py", "__init__"): "runs when the module is imported, before coverage starts",
     ("printer.py", "write"): "the TypeError for a node that is not an expression: no parsed function has one",
@@ -412,6 +414,7 @@ UNREACHED = {
     ("spellings.py", "_operators"): "builds the spelling tables when the module is imported",
     ("spellings.py", "_one_at_a_time"): "builds the spelling tables when the module is imported",
     ("spellings.py", "_numpy_call"): "builds the spelling tables when the module is imported",
+    ("spellings.py", "_parsed"): "parses the spelling tables when the module is imported",
     ("spellings.py", "spelled"): "the KeyError for an operation without a spelling (tests/test_spellings.py)",
 }
 

@@ -31,6 +31,7 @@ from tensoradbook.lang.simplify import hoist_invariants
 from corpus import PATTERNS, conditional_functions, moderate_arguments, random_functions, renamed_functions
 
 from ptx_support import ptx_probe
+from test_codegen_structure import brackets
 
 REPO = Path(__file__).resolve().parents[1]
 SECTION_6 = ("f[i; j] = exp (-sum{k}_0^4 (((a[i; k] + b[j; k]) ** 2 * c[i; i] + d[i + k] ** 3)))",
@@ -234,7 +235,7 @@ def test_generated_code_stays_flat_for_long_chains(vector):
     writer.share(chain)
     result = writer.value(chain)
     source = "\n".join(writer.lines + [f"_result = {result}"])
-    assert max(map(printer._nesting, source.splitlines())) <= codegen.thresholds.MAX_NESTING.value + 5
+    assert max(map(brackets, source.splitlines())) <= codegen.thresholds.MAX_NESTING.value + 5
     namespace = {"math": math, "np": np, "x": np.array(0.5) if vector else np.array([0.5])}
     exec(compile(source, "<generated>", "exec"), namespace)
     expected = 0.5

@@ -50,14 +50,12 @@ def fuse(module: Module, target: Target) -> Module:
 
 
 def _fusible(node, kernels: dict) -> Kernel | None:
-    """The kernel ``node`` launches, where it may join a fused run: typed, serial, called on named arrays, few
-    enough of them."""
+    """The kernel ``node`` launches, where it may join a fused run: typed, serial, called on few enough arrays
+    (a launch's arguments are always the names of arrays, :class:`~.kernel_ir.Launch`)."""
     if not isinstance(node, Launch) or node.kernel not in kernels or len(node.args) > MAX_CALL_ARGUMENTS:
         return None
     kernel = kernels[node.kernel]
-    if kernel.parallel or not kernel.typed or not all(arg.isidentifier() for arg in node.args):
-        return None
-    return kernel
+    return None if kernel.parallel or not kernel.typed else kernel
 
 
 def _fused_body(body: tuple, kernels: dict, fused: dict) -> tuple:

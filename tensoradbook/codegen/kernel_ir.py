@@ -1,4 +1,4 @@
-"""The kernel representation: a generated module as values, planned once and rendered per target.
+"""The kernel representation: a generated module as values, planned for a target and rendered in its spelling.
 
 Planning (:mod:`.module`) decides what a module computes and how: which definitions are BLAS products, which
 gathers come first, which kernels run on rows of lanes or in parallel, which arrays are scratch, what the
@@ -163,7 +163,8 @@ class Allocate:
 
 @dataclass(frozen=True)
 class Launch:
-    """The kernel ``kernel`` run over ``size`` elements on the arrays ``args``."""
+    """The kernel ``kernel`` run over ``size`` elements on the arrays named ``args`` (names, never expressions: a
+    fused kernel takes them as its parameters, :mod:`.fusion`)."""
 
     kernel: str
     args: tuple[str, ...]

@@ -29,7 +29,6 @@ and the entry points (:func:`_compute` per tensor; the backward pass by :func:`_
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
 from ..ad.derive import Gradients
@@ -39,8 +38,8 @@ from ..lang.expr import Binary, Element, Expr, If, Select, Sum, Unary, memory_st
 from ..lang.function import Function
 from ..lang.names import all_names, apart
 from ..lang.program import Program, definitions_of
-from ..lang.printer import expr_text, to_text
-from ..lang.simplify import decided_on, gates_as_bounds, peel_gates
+from ..lang.printer import to_text
+from ..lang.simplify import decided_on, gates_as_bounds
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
                           plain_index, reads_plainly, split_contractions)
 from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, BroadcastKernel, ElementLoop, Entry, FillKept,
@@ -267,30 +266,10 @@ def scatter_kernel(grads: Gradients, target: Target, name: str = "scatter") -> K
     writer.active |= set(fn.indices)
     for argument, parts in grads.contributions.items():
         for part in parts:
-            _scatter_part(writer, target, grads.functions[argument].name, part)
+            writer.contribution(grads.functions[argument].name, part, target.accumulate)
     exact = any(compares(part.adjoint) for parts in grads.contributions.values() for part in parts)
     loop = ScatterLoop(size_of(shape), (Unflatten(fn.indices, shape),), (Printed(tuple(writer.lines)),))
     return Kernel(name, params, parameter_shapes, False, exact, (loop,))
-
-
-def _scatter_part(writer: KernelPrinter, target: Target, gradient: str, part) -> None:
-    """One occurrence's adjoint added into the element of ``gradient`` it reads, inside its liberated sums."""
-    inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
-    writer.line(f"# {expr_text(part.element)}{inside}")
-    with ExitStack() as loops:
-        for s in part.scope:
-            low, high = writer.bound(s.lower, lower=True), writer.bound(s.upper, lower=False)
-            loops.enter_context(writer.block(f"for {py_name(s.index)} in range({low}, {high} + 1):"))
-            loops.enter_context(writer.binding(s.index))
-        # the element is written only where its gates hold: elsewhere its index may leave the gradient
-        gates, adjoint = peel_gates(part.adjoint)
-        for condition, holds in gates:
-            text = writer.condition(condition)
-            loops.enter_context(writer.block(f"if {text}:" if holds else f"if not ({text}):"))
-        writer.share(adjoint)
-        value = writer.value(adjoint)
-        index = [writer.affine(a) for a in part.element.indices]
-        writer.line(target.accumulate(py_name(gradient), writer.element(gradient, index), index, value))
 
 
 def _header(fns: list[Function]) -> Header:

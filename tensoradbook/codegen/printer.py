@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import keyword
 from collections.abc import Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
 
 from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, free_indices, postorder,
                          substitute)
 from ..lang.names import fresh_name
 from ..lang.ops import REDUCTIONS
-from ..lang.simplify import atom_as_bound
+from ..lang.printer import expr_text
+from ..lang.simplify import atom_as_bound, peel_gates
 from .sharing import Sharing, shared
-from .spellings import ACCUMULATE, CUDA, NUMPY, NUMPY_ACCUMULATE, SCALAR, spelled
+from .spellings import ACCUMULATE, CUDA, NUMPY, NUMPY_ACCUMULATE, SCALAR, nesting, read_twice, spelled
 from .thresholds import MAX_NESTING
 
 # Names the generated code uses itself; user names that clash get a suffix.
@@ -115,13 +116,28 @@ def lane_range(atoms: list[Atom], lane: str) -> tuple[list[Affine], list[Affine]
     return firsts, lasts
 
 
+class Stored(str):
+    """The code reading a value the printer stored (a temporary, or a lane of one: ``nesting`` its subscript's
+    brackets), never stored again. The printer knows it by its type, which only :meth:`KernelPrinter.store` and a
+    reduction's total give, never by its spelling."""
+
+    nesting: int
+
+    def __new__(cls, code: str, nesting: int = 0):
+        stored = super().__new__(cls, code)
+        stored.nesting = nesting
+        return stored
+
+
 @dataclass(frozen=True)
 class _Scope:
     """A block of the code being written: the texts of the values computed in it, by their keys (valid in it and
-    in the blocks inside it), and the row of lanes its statements run on."""
+    in the blocks inside it), how deeply brackets nest in each (:meth:`KernelPrinter.nested`), and the row of lanes
+    its statements run on."""
 
     known: dict[int, str]
     lanes: Lanes | None
+    nests: dict[int, int] = field(default_factory=dict)
 
 
 class KernelPrinter:
@@ -144,6 +160,7 @@ class KernelPrinter:
         self.sharing = sharing or Sharing()
         self.lines: list[str] = []
         self.declarations: list[str] = []  # the per-lane arrays, allocated once before the kernel's loops
+        self.declared: set[str] = set()  # the temporaries those arrays are
         self.indent = depth  # of the outermost block
         self.scopes = [_Scope({}, lane)]  # the blocks open, innermost last
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
@@ -178,12 +195,18 @@ class KernelPrinter:
         """``name op text``, as a row of lanes when ``lanes``; returns how to read ``name`` back."""
         if not lanes:
             self.line(f"{name} {op} {text}")
-            return name
-        if op == "=" and f"{name} = np.empty({self.width})" not in self.declarations:
-            self.declarations.append(f"{name} = np.empty({self.width})")
+            return Stored(name)
+        if op == "=":
+            self.declare(name)
         with self.block(self.lanes.loop()):
             self.line(f"{name}[{self.lanes.slot()}] {op} {text}")
-        return f"{name}[{self.lanes.slot()}]"
+        return Stored(f"{name}[{self.lanes.slot()}]", nesting=1)
+
+    def declare(self, name: str) -> None:
+        """A per-lane array ``name``, allocated once before the kernel's loops."""
+        if name not in self.declared:
+            self.declared.add(name)
+            self.declarations.append(f"{name} = np.empty({self.width})")
 
     def key(self, node: Expr) -> int:
         """A number per distinct subexpression (:class:`.sharing.SubexpressionKeys`)."""
@@ -221,14 +244,13 @@ class KernelPrinter:
     # -- integer parts ---------------------------------------------------------------------
     def affine(self, a: Affine, floor: bool = True) -> str:
         """``a`` as integer code; with a denominator, floor (or, ``floor=False``, ceiling) division."""
-        parts = []
+        parts = []  # (whether subtracted, the term's code)
         for name, c in a.terms:
-            term = py_name(name) if abs(c) == 1 else f"{abs(c)} * {py_name(name)}"
-            parts.append(("- " if c < 0 else "+ ") + term)
+            parts.append((c < 0, py_name(name) if abs(c) == 1 else f"{abs(c)} * {py_name(name)}"))
         if a.constant or not parts:
-            parts.append(("- " if a.constant < 0 else "+ ") + str(abs(a.constant)))
-        text = " ".join(parts)
-        text = text[2:] if text.startswith("+ ") else "-" + text[2:]
+            parts.append((a.constant < 0, str(abs(a.constant))))
+        (negative, first), rest = parts[0], parts[1:]
+        text = ("-" if negative else "") + first + "".join(f" {'-' if neg else '+'} {term}" for neg, term in rest)
         if a.denominator == 1:
             return text
         if floor:
@@ -260,6 +282,14 @@ class KernelPrinter:
 
     def conjunction(self, parts: list[str]) -> str:
         return " and ".join(parts)
+
+    def condition_nesting(self, atoms: tuple[Atom, ...]) -> int:
+        """The brackets of :meth:`condition`'s code: a modulus's around its affine (an atom's affine is integral, no
+        floor division), in those :meth:`conjunction` puts around each part."""
+        return self.part_brackets + max((int(bool(atom.modulus) and not atom.inequality) for atom in atoms),
+                                        default=0)
+
+    part_brackets = 0  # the brackets conjunction() puts around each part
 
     def element(self, name: str, indices) -> str:
         """``x[...]`` for index texts; a 0-d tensor is stored as one element."""
@@ -308,16 +338,67 @@ class KernelPrinter:
         if method is None or isinstance(node, (Number, Element)):
             raise TypeError(f"not an expression node: {node!r}")
         text = method(node)
+        depth = text.nesting if isinstance(text, Stored) else self.nesting_of(node)
         # a temporary for what is used twice, and where brackets nest deeply (see MAX_NESTING)
-        if (self.sharing.is_repeated(node) or MAX_NESTING.exceeded(_nesting(text))) and not text.startswith("_"):
+        if not isinstance(text, Stored) and (self.sharing.is_repeated(node) or MAX_NESTING.exceeded(depth)):
             text = self.store(self.temp("t"), text, self.varies(node))
+            depth = text.nesting
         self.scopes[-1].known[self.key(node)] = text
+        self.scopes[-1].nests[self.key(node)] = depth
+
+    def nested(self, node: Expr) -> int:
+        """How deeply brackets nest in the code of ``node`` (written already, so known in an open block). Counted
+        over the expression and the spellings, not read from the text written."""
+        if isinstance(node, Number):
+            return self.number_nesting(node)
+        if isinstance(node, Element):
+            return self.element_nesting(node)
+        key = self.key(node)
+        return next(scope.nests[key] for scope in reversed(self.scopes) if key in scope.nests)
+
+    def nesting_of(self, node: Expr) -> int:
+        """How deeply brackets nest in the code of the operation ``node`` over its operands' code: its spelling's
+        own brackets around each operand (:func:`~.spellings.nesting`) over the operand's; one pair for a select
+        and a repeated product. An operand read several times is a name (:meth:`named`)."""
+        children = node.children()
+        if isinstance(node, Binary) and node.op == "**" and _repeated_product(node):
+            return 1 + self.named_nesting(node.left)
+        if isinstance(node, (Unary, Binary)):
+            template = self.template(node.op)
+            own, around = nesting(template)
+            operand = self.named_nesting if read_twice(template) else self.nested
+            return max(own, *(around.get(k, 0) + operand(child) for k, child in enumerate(children)))
+        operands = (node.left, node.right, *children) if isinstance(node, Select) else children
+        condition = self.condition_nesting(node.condition) if isinstance(node, If) else 0
+        return 1 + max(condition, *(self.nested(child) for child in operands))
+
+    def named_nesting(self, node: Expr) -> int:
+        """The brackets of :meth:`named`'s code for ``node``: an element read again, else a temporary's (a lane's
+        subscript where ``node`` varies between lanes)."""
+        if self.scalar_reads and isinstance(node, Element):
+            return self.nested(node)
+        if self.text(node) is not None and isinstance(self.text(node), Stored):
+            return self.text(node).nesting
+        return int(self.varies(node))
 
     def _print_Number(self, node: Number) -> str:
         return f"({float(node.value)!r})" if node.value < 0 else repr(float(node.value))
 
+    def number_nesting(self, node: Number) -> int:
+        """The brackets of :meth:`_print_Number`'s code."""
+        return int(node.value < 0)
+
     def _print_Element(self, node: Element) -> str:
         return self.element(node.name, [self.affine(a) for a in node.indices])
+
+    def element_nesting(self, node: Element) -> int:
+        """The brackets of :meth:`element`'s code: the subscript's, around the deepest index's (a floor division's
+        one pair, :meth:`affine`) in the subscript's :attr:`index_brackets`."""
+        if not node.indices:
+            return 1
+        return 1 + self.index_brackets + max(int(a.denominator != 1) for a in node.indices)
+
+    index_brackets = 0  # the brackets element() puts around each index of a subscript
 
     def template(self, op: str) -> str:
         """The code of operation ``op`` as a format string over its operands' texts."""
@@ -326,7 +407,7 @@ class KernelPrinter:
     def _print_Unary(self, node: Unary) -> str:
         template = self.template(node.op)
         operand = self.value(node.arg)
-        if template.count("{0}") > 1:  # sign and round on CUDA read their operand several times
+        if read_twice(template):  # sign and round on CUDA read their operand several times
             operand = self.named(operand, node.arg)
         return template.format(operand)
 
@@ -335,18 +416,17 @@ class KernelPrinter:
         reading an element loads one number (:attr:`scalar_reads`), it is read again where it is needed: a copy per
         lane costs a loop and an array for nothing (a kernel summing 200 squares of reads took 34 s to compile with
         them); a vector printer's read is a gather of a whole grid, kept once."""
-        if text.startswith("_") or text.isidentifier() or (self.scalar_reads and isinstance(node, Element)):
+        if isinstance(text, Stored) or (self.scalar_reads and isinstance(node, Element)):
             return text
         return self.store(self.temp("t"), text, self.varies(node))
 
     def _print_Binary(self, node: Binary) -> str:
         left = self.value(node.left)
-        exponent = node.right.value if isinstance(node.right, Number) else None
-        if node.op == "**" and exponent in (2, 3):  # repeated products: no pow call (also for 2.0 and 3.0)
+        if node.op == "**" and _repeated_product(node):  # no pow call (also for 2.0 and 3.0)
             left = self.named(left, node.left)
-            return "(" + " * ".join([left] * int(exponent)) + ")"
+            return "(" + " * ".join([left] * int(node.right.value)) + ")"
         template, right = self.template(node.op), self.value(node.right)
-        if template.count("{0}") > 1:  # max and min read their operands several times
+        if read_twice(template):  # max and min read their operands several times
             left, right = self.named(left, node.left), self.named(right, node.right)
         return template.format(left, right)
 
@@ -374,11 +454,11 @@ class KernelPrinter:
         reduction = REDUCTIONS[node.op]
         start = _identity_text(reduction.identity, "math.inf")
         if fresh and lanes:
-            self.declarations.append(f"{total} = np.empty({self.width})")
+            self.declare(total)
             self.line(f"{total}[:] = {start}")
         elif fresh:
             self.line(f"{total} = {start}")
-        with self.block(f"for {py_name(node.index)} in range({low}, {high} + 1):", self.gated(gates)):
+        with self.block(self.range_loop(node.index, low, high), self.gated(gates)):
             if lanes and node.op == "sum" and isinstance(node.body, Sum) and node.body.op == "sum":
                 return self._print_Sum(node.body, into=total, lanes=lanes)
             term = self.value(node.body)
@@ -386,6 +466,31 @@ class KernelPrinter:
                 return self.store(total, term, lanes, op="+=")
             running = f"{total}[{self.lanes.slot()}]" if lanes else total
             return self.store(total, ACCUMULATE[node.op].format(running, self.named(term, node.body)), lanes)
+
+    def range_loop(self, index: str, low: str, high: str) -> str:
+        """The header of a loop of ``index`` from ``low`` to ``high``, both included."""
+        return f"for {py_name(index)} in range({low}, {high} + 1):"
+
+    def contribution(self, gradient: str, part, accumulate) -> None:
+        """Eq. 40 for one occurrence (a :class:`~tensoradbook.ad.contribution.Contribution`): its adjoint added,
+        by the target's ``accumulate`` (gradient array, element, index codes, value), into the element of
+        ``gradient`` it reads, inside its liberated sums, where its gates hold (elsewhere the element's index may
+        leave the gradient)."""
+        inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
+        self.line(f"# {expr_text(part.element)}{inside}")
+        with ExitStack() as loops:
+            for s in part.scope:
+                low, high = self.bound(s.lower, lower=True), self.bound(s.upper, lower=False)
+                loops.enter_context(self.block(self.range_loop(s.index, low, high)))
+                loops.enter_context(self.binding(s.index))
+            gates, adjoint = peel_gates(part.adjoint)
+            for condition, holds in gates:
+                text = self.condition(condition)
+                loops.enter_context(self.block(f"if {text}:" if holds else f"if not ({text}):"))
+            self.share(adjoint)
+            value = self.value(adjoint)
+            index = [self.affine(a) for a in part.element.indices]
+            self.line(accumulate(py_name(gradient), self.element(gradient, index), index, value))
 
     def gated(self, gates) -> Lanes | None:
         """The lanes where a term meets ``gates`` (:func:`lane_gated`); None (the enclosing ones) without gates."""
@@ -437,6 +542,10 @@ class ScalarPrinter(KernelPrinter):
             return super().element(name, indices)
         return super().element(name, [f"np.uint64({index})" for index in indices])
 
+    @property
+    def index_brackets(self) -> int:
+        return int(self.lanes is None)
+
 
 class CudaPrinter(ScalarPrinter):
     """Numba CUDA: one output element per GPU thread, with the device functions of the operation table."""
@@ -445,6 +554,8 @@ class CudaPrinter(ScalarPrinter):
 
     def element(self, name: str, indices) -> str:  # signed subscripts: a GPU thread has no loop to vectorise
         return KernelPrinter.element(self, name, indices)
+
+    index_brackets = 0
 
 
 class VectorPrinter(KernelPrinter):
@@ -457,6 +568,8 @@ class VectorPrinter(KernelPrinter):
     def conjunction(self, parts: list[str]) -> str:
         return " & ".join(f"({p})" for p in parts)
 
+    part_brackets = 1
+
     def element(self, name: str, indices) -> str:
         shape = self.shapes[name]
         if not shape:
@@ -464,9 +577,17 @@ class VectorPrinter(KernelPrinter):
         indices = [f"np.clip({i}, 0, {n - 1})" for i, n in zip(indices, shape)]
         return f"{py_name(name)}[{', '.join(indices)}]"
 
+    index_brackets = 1
+
+    def element_nesting(self, node: Element) -> int:
+        return 2 if not node.indices else super().element_nesting(node)  # x[()]
+
     def _print_Number(self, node: Number) -> str:
         # numpy scalars: 1e308 ** 7.25 is inf and 1.0 / 0 is inf, as in the reference
         return f"np.float64({float(node.value)!r})"
+
+    def number_nesting(self, node: Number) -> int:
+        return 1
 
     def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=False, fresh=True) -> str:
         index = py_name(node.index)  # no lanes here: no gates, and every sum its own total
@@ -475,16 +596,16 @@ class VectorPrinter(KernelPrinter):
         combine = NUMPY_ACCUMULATE[node.op]
         self.line(f"{total} = np.full(_GRID, {identity})")
         if all(a.is_constant for a in node.lower + node.upper):
-            with self.block(f"for {index} in range({low}, {high} + 1):"):
+            with self.block(self.range_loop(node.index, low, high)):
                 self.line(f"{total} = {combine}({total}, {self.value(node.body)})")
-            return total
+            return Stored(total)
         lo, hi = self.temp("lo"), self.temp("hi")
         self.line(f"{lo}, {hi} = {low}, {high}")
         with self.block(f"for {index} in range(np.min({lo}), np.max({hi}) + 1):"):
             body = self.value(node.body)
             inside = f"({lo} <= {index}) & ({index} <= {hi})"
             self.line(f"{total} = {combine}({total}, np.where({inside}, {body}, {identity}))")
-        return total
+        return Stored(total)
 
     def choose(self, condition: str, then: str, otherwise: str) -> str:
         return f"np.where({condition}, {then}, {otherwise})"
@@ -501,13 +622,17 @@ class BroadcastPrinter(VectorPrinter):
 
     def __init__(self, shapes: dict, names: set[str], depth: int, output: tuple[str, ...]):
         super().__init__(shapes, names, depth)
-        self.output = [py_name(index) for index in output]
+        self.output = list(output)
 
-    def element(self, name: str, indices) -> str:
-        if not indices:
-            return f"{py_name(name)}[0]"  # the Numba modules keep a scalar as one element
-        first = self.output.index(indices[0])
-        return f"{py_name(name)}[{', '.join(':' if i in indices else 'None' for i in self.output[first:])}]"
+    def _print_Element(self, node: Element) -> str:
+        if not node.indices:
+            return f"{py_name(node.name)}[0]"  # the Numba modules keep a scalar as one element
+        read = [a.terms[0][0] for a in node.indices]  # plain indices in the output's order (see broadcasts)
+        axes = self.output[self.output.index(read[0]):]
+        return f"{py_name(node.name)}[{', '.join(':' if axis in read else 'None' for axis in axes)}]"
+
+    def element_nesting(self, node: Element) -> int:
+        return 1
 
 
 def _identity_text(value: float, infinity: str) -> str:
@@ -522,13 +647,6 @@ def _has_loop(node: Expr) -> bool:
     return any(isinstance(part, Sum) for part in postorder(node))
 
 
-def _nesting(text: str) -> int:
-    """How deeply brackets nest in ``text``."""
-    depth = deepest = 0
-    for char in text:
-        if char in "([{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in ")]}":
-            depth -= 1
-    return deepest
+def _repeated_product(node: Binary) -> bool:
+    """Whether ``node`` is a square or a cube, written as a product of its base repeated (no pow call)."""
+    return isinstance(node.right, Number) and node.right.value in (2, 3)

@@ -14,6 +14,7 @@ The reductions' accumulations (``max{k}``, ``min{k}``) are spelled here too, as 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from string import Formatter
 from types import MappingProxyType
 
 #: functions of one argument that Python's ``math`` module (compiled by Numba on the CPU and for CUDA) has under
@@ -104,3 +105,35 @@ def spelled(spellings: Mapping[str, str], op: str) -> str:
     except KeyError:
         raise KeyError(f"no kernel spelling of the operation {op!r}: add one to every mapping of "
                        "tensoradbook/codegen/spellings.py") from None
+
+
+def _parsed(template: str) -> tuple[int, dict[int, int], bool]:
+    """A spelling's own bracket depth, the depth of the brackets around each operand (at its deepest place), and
+    whether it reads an operand more than once, from the format string's parse (its literal text between the
+    fields)."""
+    depth = deepest = 0
+    around: dict[int, int] = {}
+    reads = []
+    for literal, name, _, _ in Formatter().parse(template):
+        for char in literal:
+            depth += (char in "([{") - (char in ")]}")
+            deepest = max(deepest, depth)
+        if name is not None:
+            reads.append(int(name))
+            around[int(name)] = max(around.get(int(name), 0), depth)
+    return deepest, around, len(reads) != len(set(reads))
+
+
+_PARSED = {template: _parsed(template) for style in STYLES.values() for template in style.values()}
+
+
+def nesting(template: str) -> tuple[int, dict[int, int]]:
+    """How deeply a spelling's own brackets nest, and how deeply they nest around each operand: the code of an
+    operation nests as deep as the deeper of those plus its operands' own nesting."""
+    return _PARSED[template][:2]
+
+
+def read_twice(template: str) -> bool:
+    """Whether a spelling reads one of its operands more than once (max and min, CUDA's sign and round): the
+    operand is then computed once into a temporary."""
+    return _PARSED[template][2]

@@ -79,6 +79,15 @@ class Target:
         body."""
         raise NotImplementedError
 
+    def scatter_loop(self, loop: ScatterLoop) -> tuple:
+        """``loop`` (eq. 40, over every forward element) as nodes, where the target :attr:`scatters_gradients`."""
+        raise NotImplementedError(f"the {self.name} target gathers each gradient element: it writes no scatter loop")
+
+    def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
+        """``value`` added into ``element`` (of the array ``gradient``, at the index codes ``index``), where the
+        target :attr:`scatters_gradients`: a plain add where one thread adds, an atomic one where several may."""
+        raise NotImplementedError(f"the {self.name} target gathers each gradient element: it accumulates nothing")
+
     def output_element(self, indices: tuple[str, ...]) -> str:
         """The subscript of ``_out`` an element loop's body writes, at the output's ``indices``."""
         return ", ".join(indices) if indices else "0"
