@@ -2,8 +2,8 @@
 (``npm pack``, by exact version), never from a CDN while a page is shown.
 
 ``python -m classroom.assets`` fills :data:`ASSETS` (inside ``.venv/``); :func:`asset` finds one file there
-and says how to get it when it is missing. MathJax 2.7 comes from the PyPI package ``jupyter-server-mathjax``
-and the reveal.js script from Voila's own wheel; npm brings what no PyPI package ships.
+and says how to get it when it is missing. MathJax 3 (classroom/mathjax.py: the site, the decks, the feedback)
+comes from npm, the reveal.js script from Voila's own wheel; npm brings what no PyPI package ships.
 """
 
 from __future__ import annotations
@@ -57,13 +57,6 @@ def asset(package: str, relative: str) -> Path:
         raise MissingAsset(f"{path} is missing: run `make install` (or `{sys.executable} -m classroom.assets`), "
                            f"which fetches {package} from the npm registry")
     return path
-
-
-def mathjax_dir() -> Path:
-    """MathJax 2.7 as the PyPI package ``jupyter-server-mathjax`` ships it."""
-    import jupyter_server_mathjax
-
-    return Path(jupyter_server_mathjax.__file__).parent / "static"
 
 
 def fetch(npm: str = "npm") -> None:

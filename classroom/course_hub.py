@@ -65,7 +65,7 @@ def _as_instructor(settings, command: str, only: str | None, force: bool = False
     entry = pwd.getpwnam(settings.instructors[0])
     if entry.pw_uid == 0:
         raise SystemExit(f"error: the instructor {entry.pw_name} is root: name an ordinary user in {settings.path}")
-    # the instructor reads the course table through the staff group; a git pull since make hub rewrote it as root's
+    # the instructor reads the exercise files through the staff group; a git pull since make hub rewrote them as root's
     # and readable by all: locked away again, for the staff group
     hub.hide_solutions(settings)
     env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),

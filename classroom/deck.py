@@ -25,15 +25,12 @@ from pathlib import Path
 import nbformat
 from nbconvert import SlidesExporter
 
-from classroom.assets import asset, icon_fonts_css, mathjax_dir, package_dir
+from classroom.assets import asset, icon_fonts_css, package_dir
+from classroom.mathjax import MATHJAX_CONFIG, MATHJAX_HUB, MATHJAX_URL, typeset_math
 from classroom.paths import ASSETS_URL, NOTEBOOKS, REPO
 
 DECKS = REPO / "build" / "slides"
 SLIDES_DIR = Path(__file__).resolve().parent / "voila_slides"
-# jupyter-server-mathjax's trimmed MathJax 2.7: its one combined configuration, and only its STIX-Web fonts.
-MATHJAX_URL = f"{ASSETS_URL}/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
-MATHJAX_CONFIG = ('MathJax.Hub.Config({"HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageFont: null, '
-                  'preferredFont: null}, "fast-preview": {disabled: true}});')
 WIDTH, HEIGHT = 1280, 720
 #: How long a deck may take to load in the browser (the widget manager and MathJax included).
 LOAD_TIMEOUT_MS = 120_000
@@ -45,7 +42,6 @@ def exporter():
         extra_template_basedirs=[str(SLIDES_DIR)],
         reveal_url_prefix=f"{ASSETS_URL}/reveal.js",
         reveal_transition="none",
-        mathjax_url=MATHJAX_URL,
         require_js_url=f"{ASSETS_URL}/require.js",
         jquery_url=f"{ASSETS_URL}/jquery.min.js",
         widget_renderer_url=f"{ASSETS_URL}/embed-amd.js",
@@ -64,15 +60,17 @@ def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
     assets = directory / ASSETS_URL
     if assets.exists():
         shutil.rmtree(assets)
-    shutil.copytree(mathjax_dir(), assets / "mathjax")
     shutil.copytree(package_dir("reveal.js"), assets / "reveal.js")
+    (assets / "mathjax").mkdir()
+    shutil.copy2(asset("mathjax", "es5/tex-svg-full.js"), assets / "mathjax" / "tex-svg-full.js")
     for package, relative in (("requirejs", "require.js"), ("jquery", "dist/jquery.min.js"),
                               ("@jupyter-widgets/html-manager", "dist/embed-amd.js")):
         shutil.copy2(asset(package, relative), assets / Path(relative).name)
     for name in ("tensoradbook-slides.css", "tensoradbook-slides.js"):
         shutil.copy2(SLIDES_DIR / "static" / name, assets / name)
     # Font Awesome for widget icons (GradientLab's Run), as the site has
-    deck = {"assets": ASSETS_URL, "mathjax_config": MATHJAX_CONFIG, "icon_fonts": icon_fonts_css()}
+    deck = {"assets": ASSETS_URL, "mathjax_url": MATHJAX_URL, "mathjax_config": MATHJAX_CONFIG,
+            "mathjax_hub": MATHJAX_HUB, "icon_fonts": icon_fonts_css()}
     export = exporter()
     written = []
     for stem in stems:
@@ -81,6 +79,7 @@ def build(stems: list[str], directory: Path = DECKS) -> list[Path]:
         path = directory / f"{stem}.html"
         path.write_text(body, encoding="utf-8")
         written.append(path)
+    typeset_math(written)  # as the site's pages: no raw TeX while a slide is shown, and none left to print
     return written
 
 
@@ -112,12 +111,12 @@ def chromium_path() -> str:
 
 
 # The deck is ready when reveal has started and the slides are shown (a live page shows them once Voila has
-# finished), MathJax has typeset (its queue runs the callback last), and what draws itself after the page loads
+# finished), MathJax 3 has started, and what draws itself after the page loads
 # (the widget manager's views, a live page's outputs and typeset math) has stopped coming for a second.
 _SETTLE = """async () => {
   const sleep = ms => new Promise(r => setTimeout(r, ms)), deadline = Date.now() + 90000;
   while (document.querySelector('.reveal').offsetHeight === 0 && Date.now() < deadline) await sleep(100);
-  if (window.MathJax && window.MathJax.Hub) await new Promise(r => window.MathJax.Hub.Queue(r));
+  if (window.MathJax && window.MathJax.startup) await window.MathJax.startup.promise;
   const drawn = () => ['.jp-OutputArea-output', '.jupyter-widgets', 'img', 'mjx-container', '.MathJax']
     .map(q => document.querySelectorAll(q).length).join();
   let last = drawn(), since = Date.now();

@@ -1,9 +1,10 @@
 """One MathJax for the pages the book writes: MathJax 3 from npm (``make install``, classroom/assets.py).
 
-The static site's pages (classroom/site.py) and the graded feedback (classroom/grading.py) have their TeX typeset
-into SVG when they are written, in node (:func:`typeset_math`, ``site_math.js``), so that they read offline and from
-file://; a page that draws widget views live loads the same MathJax to typeset what the views ask for
-(:data:`MATHJAX_URL`, :data:`MATHJAX_CONFIG`, :data:`MATHJAX_HUB`).
+The static site's pages (classroom/site.py), the decks (classroom/deck.py) and the graded feedback
+(classroom/grading.py) have their TeX typeset into SVG when they are written, in node (:func:`typeset_math`,
+``site_math.js``), so that they read offline and from file://; a page that draws widget views live loads the same
+MathJax to typeset what the views ask for (:data:`MATHJAX_URL`, :data:`MATHJAX_CONFIG`, :data:`MATHJAX_HUB`).
+Voila's pages (the demos, the live slides) bring Voila's own MathJax 3.
 """
 
 from __future__ import annotations
