@@ -9,8 +9,22 @@ PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# models: PyTorch (CPU build) and JAX, which chapters 10 and 11 and tensoradbook.torch / .jax use; hub: make hub
+comma  := ,
+# What each command installs (EXTRAS=... on the command line instead): reading needs the book's libraries and
+# JupyterLab (lab); the tests, the benchmarks and executing every chapter also PyTorch and JAX (models: chapters 10
+# and 11, tensoradbook.torch / .jax), the test tools and the class server (hub); make hub the class server, whose
+# students read every chapter (models).
+ifneq ($(filter test lint fuzz book notebooks,$(MAKECMDGOALS)),)
 EXTRAS ?= lab,test,models,hub
+else ifneq ($(filter hub,$(MAKECMDGOALS)),)
+EXTRAS ?= lab,models,hub
+else
+EXTRAS ?= lab
+endif
+# The extras .venv/ has (the stamp lists them) and those asked for that it has not: those install on top.
+INSTALLED_EXTRAS := $(subst $(comma), ,$(shell cat $(STAMP) 2>/dev/null))
+MISSING_EXTRAS   := $(filter-out $(INSTALLED_EXTRAS),$(subst $(comma), ,$(EXTRAS)))
+EVERY_EXTRA      := $(subst $() ,$(comma),$(sort $(INSTALLED_EXTRAS) $(subst $(comma), ,$(EXTRAS))))
 
 # make lab PORT=9999 IP=0.0.0.0
 IP   ?= 127.0.0.1
@@ -38,7 +52,8 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install lab work test lint fuzz book notebooks assignments grade demo slides slides-pdf site hub clean
+.PHONY: help install assets proxy extras-missing lab work test lint fuzz book notebooks assignments grade demo slides \
+        slides-pdf site hub clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE), your working copy of the chapters in $(WORK)/ (IP=$(IP) PORT=$(PORT))"
@@ -55,13 +70,15 @@ help:
 	@echo "make slides-pdf  every chapter's slides as build/slides/<chapter>.pdf, printed offline by chromium (CHAPTER=...: one)"
 	@echo "make site       the static HTML edition into site/ (every chapter with its outputs and widgets; BINDER_REPO=owner/name: its live links)"
 	@echo "make hub        as root: the class server, JupyterHub for the course of hub/course.toml (users, nbgrader exchange, warm kernel cache)"
-	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)]"
+	@echo "make install    create $(VENV)/ (Python >= 3.11) with the project editable and extras [$(EXTRAS)] (each command its own: lab to read, lab,test,models,hub to test)"
+	@echo "make assets     fetch reveal.js, the widget manager and MathJax from npm for offline slides, demos and site (they run it)"
 	@echo "make clean      remove $(VENV)/ and build leftovers"
 
 install: $(STAMP)
 
-# Re-installs only when pyproject.toml (or this Makefile) changed, or .venv/ is gone.
-$(STAMP): pyproject.toml Makefile
+# Re-installs only when pyproject.toml (or this Makefile) changed, .venv/ is gone, or an extra asked for is missing
+# (make lab, then make test: the test extras on top of what is there).
+$(STAMP): pyproject.toml Makefile $(if $(MISSING_EXTRAS),extras-missing)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	  echo "error: tensoradbook needs Python 3.11 or newer; '$(PYTHON)' is $$($(PYTHON) --version 2>&1 || echo missing)." >&2; \
 	  echo "       Install a newer Python and run e.g. 'make install PYTHON=python3.12'." >&2; \
@@ -74,15 +91,22 @@ $(STAMP): pyproject.toml Makefile
 	fi
 	@# pip, and the build backend (build-system.requires) for the wheel test's --no-build-isolation
 	$(VPY) -m pip install --quiet --upgrade pip $$($(VPY) -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
-	$(VPY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(VPY) -m pip install --quiet -e '.[$(EVERY_EXTRA)]'
 	@# A kernelspec inside the venv, so notebooks' "python3" kernel is the venv's Python.
 	$(VPY) -m ipykernel install --sys-prefix --name python3 --display-name 'Python 3 (ipykernel)' >/dev/null
-	@# reveal.js, the widget manager, require.js and jQuery for offline slides and the static site (npm pack)
+	@echo '$(EVERY_EXTRA)' > $@
+	@echo "Installed into $(VENV)/ with the extras [$(EVERY_EXTRA)]"
+
+extras-missing:
+
+# reveal.js, the widget manager, require.js, jQuery and MathJax for offline slides, demos and the static site (npm
+# pack, once per version): what reading in JupyterLab does not need, fetched when those are first built.
+assets: install
 	$(VPY) -m classroom.assets
-	@# configurable-http-proxy (JupyterHub's proxy, for make hub) from npm into the venv, when the hub extra is in
+
+# configurable-http-proxy (JupyterHub's proxy) from npm into the venv, once per version.
+proxy: install
 	$(VPY) -m classroom.hub install-proxy
-	@touch $@
-	@echo "Installed into $(VENV)/"
 
 lab: install work
 	@echo "Starting JupyterLab on $(START_PAGE): open the http://$(IP):$(PORT)/lab/tree/$(START_PAGE)?token=... URL printed below (Ctrl-C to stop)."
@@ -106,7 +130,7 @@ work:
 
 # The linter first (seconds), then one pytest run: tests/ (including the browser test) plus strict nbval
 # over notebooks/.
-test: lint
+test: lint assets proxy
 	$(VPY) -m pytest $(PYTEST_OPTS) $(WORKERS) $(NBVAL_OPTS) tests $(NOTEBOOKS) $(ARGS)
 
 lint: install
@@ -142,24 +166,24 @@ assignments: install
 grade: install
 	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course grade $(CHAPTER) $(if $(filter 1,$(FORCE)),--force)
 
-demo: install
+demo: assets
 	$(VPY) -m classroom.voila_serve serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))
 
-slides: install
+slides: assets
 	@test -n "$(CHAPTER)" || { echo "usage: make slides CHAPTER=06a_kernels (a name from notebooks/)"; exit 2; }
 	$(VPY) -m classroom.voila_serve slides --ip $(IP) --port $(PORT) --scale $(SCALE) --chapter $(CHAPTER)
 
-slides-pdf: install
+slides-pdf: assets
 	$(VPY) -m classroom.deck pdf $(CHAPTER)
 
-site: install
+site: assets
 	$(VPY) -m classroom.site $(if $(BINDER_REPO),--binder-repo $(BINDER_REPO))
 
 # The class server: as root, the users of hub/students.csv, nbgrader's exchange, the course, the warm kernel cache,
 # then JupyterHub on hub/course.toml's address (HUB_SETTINGS=other.toml for another course). make assignments and
 # make grade then release into and collect from its exchange.
 HUB_SETTINGS ?=
-hub: install
+hub: assets proxy
 	$(VPY) -m classroom.hub serve $(if $(HUB_SETTINGS),--settings $(HUB_SETTINGS))
 
 clean:
