@@ -52,8 +52,8 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install assets proxy extras-missing lab work test lint fuzz book notebooks assignments grade demo slides \
-        slides-pdf site hub clean
+.PHONY: help install assets proxy extras-missing lab work test lint fuzz book notebooks assignments grade dashboard demo \
+        slides slides-pdf site hub clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE), your working copy of the chapters in $(WORK)/ (IP=$(IP) PORT=$(PORT))"
@@ -65,6 +65,7 @@ help:
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
 	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
 	@echo "make grade      nbgrader: autograde what is new in course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv, Canvas/Moodle CSV in course/export/, grading_report.csv (CHAPTER=...: one; FORCE=1: regrade all)"
+	@echo "make dashboard  after make grade: course/dashboard.html, one offline page of score spreads per assignment and exercise, the most missed exercises, late and missing submissions, tampering rows (ROSTER=hub/students.csv: the class)"
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
 	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
 	@echo "make slides-pdf  every chapter's slides as build/slides/<chapter>.pdf, printed offline by chromium (CHAPTER=...: one)"
@@ -165,6 +166,12 @@ assignments: install
 
 grade: install
 	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course grade $(CHAPTER) $(if $(filter 1,$(FORCE)),--force)
+
+# make dashboard ROSTER=hub/students.csv: every student of the class counts, those who submitted nothing as missing
+# (a CSV with a username or id column; on the class server its student list is the default)
+ROSTER ?=
+dashboard: install
+	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.dashboard $(if $(ROSTER),--roster $(ROSTER))
 
 demo: assets
 	$(VPY) -m classroom.voila_serve serve --ip $(IP) --port $(PORT) --scale $(SCALE) $(if $(CHAPTER),--chapter $(CHAPTER))
