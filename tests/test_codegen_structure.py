@@ -82,7 +82,7 @@ def test_a_condition_deeper_than_its_branches(printer_class):
     """A condition with a modulus nests deeper than its branches: numpy's masks write it inside the select's
     brackets, the other printers as a branch of their own."""
     fn = tab.parse("f[i] = if {(i + 1) % 3 = 0} then (2) else (1)", {"f": (12,)})
-    writer = printer_class(fn.shapes, {"f", "i"}, depth=0)
+    writer = printer_class(fn.shapes, {"f", "i"})
     body = fn.body
     code = writer.value(body)
     assert writer.nested(body) == brackets(code)

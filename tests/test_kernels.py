@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 import tensoradbook as tab
 from tensoradbook import codegen
 from tensoradbook.codegen import printer
+from tensoradbook.codegen.render import Renderer
+from tensoradbook.codegen.targets import KERNEL_TARGETS
 from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, Number, Sum, Unary, postorder
 from tensoradbook.lang.ops import OPERATIONS
 from tensoradbook.lang.evaluate import MAX_WORK
@@ -231,10 +233,11 @@ def test_generated_code_stays_flat_for_long_chains(vector):
     chain = Element("x", ())
     for k in range(n):
         chain = Binary("+", Unary("sin", chain), Number(k))
-    writer = (printer.VectorPrinter if vector else printer.ScalarPrinter)({"x": ()}, {"x"}, depth=0)
+    writer = (printer.VectorPrinter if vector else printer.ScalarPrinter)({"x": ()}, {"x"})
     writer.share(chain)
     result = writer.value(chain)
-    source = "\n".join(writer.lines + [f"_result = {result}"])
+    lines = Renderer(KERNEL_TARGETS["numpy" if vector else "numba"]).lines(writer.statements)
+    source = "\n".join([*lines, f"_result = {result}"])
     assert max(map(brackets, source.splitlines())) <= codegen.thresholds.MAX_NESTING.value + 5
     namespace = {"math": math, "np": np, "x": np.array(0.5) if vector else np.array([0.5])}
     exec(compile(source, "<generated>", "exec"), namespace)

@@ -50,9 +50,9 @@ def test_the_table_keeps_no_target_spelling():
 def test_each_printer_is_given_its_targets_spellings(printer, style):
     assert printer({}, set(), 0).spellings is style
     own = {"exp": "my_exp({0})"}
-    assert KernelPrinter({}, set(), 0, spellings=own).template("exp") == "my_exp({0})"
+    assert KernelPrinter({}, set(), spellings=own).template("exp") == "my_exp({0})"
 
 
 def test_a_missing_spelling_says_where_to_add_it():
     with pytest.raises(KeyError, match="codegen/spellings.py"):
-        KernelPrinter({}, set(), 0, spellings={}).template("exp")
+        KernelPrinter({}, set(), spellings={}).template("exp")

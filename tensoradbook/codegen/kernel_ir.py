@@ -34,29 +34,114 @@ if TYPE_CHECKING:  # the nodes hold these as they are; nothing here calls them
     from .printer import Lanes
 
 
-# -- statements ---------------------------------------------------------------------------------------------------
+# -- statements (rendering) ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Line:
-    """One statement."""
+    """One statement, as a target spells it (a target answers the renderer with these; planning writes none)."""
 
     text: str
 
 
 @dataclass(frozen=True)
 class Block:
-    """``header`` (ending with ``:``) and its body, one level deeper; an empty body is ``pass``."""
+    """``header`` (ending with ``:``) and its body, one level deeper; an empty body is ``pass`` (as a target
+    spells a loop or a guard for the renderer)."""
 
     header: str
     body: tuple
 
 
+# -- statements of a kernel's body (the printer's lowering of an expression) ------------------------------------
 @dataclass(frozen=True)
-class Printed:
-    """Statements the expression printer wrote, indented from 0: its per-lane arrays (``declarations``) first,
-    then the statements computing the value."""
+class Statements:
+    """What the expression printer lowered an expression to: its per-lane arrays (:class:`Declare`) first, then
+    the statements computing the value."""
 
-    lines: tuple[str, ...]
-    declarations: tuple[str, ...] = ()
+    body: tuple
+    declarations: tuple = ()
+
+
+@dataclass(frozen=True)
+class Declare:
+    """A per-lane array ``name`` of ``width`` values, allocated once before the kernel's loops."""
+
+    name: str
+    width: int
+
+
+@dataclass(frozen=True)
+class Assign:
+    """``name op value`` (``op`` ``=`` or ``+=``); on the current lane of ``lanes`` (the lane's element of the
+    per-lane array ``name``) where given."""
+
+    name: str
+    value: str
+    lanes: Lanes | None = None
+    op: str = "="
+
+
+@dataclass(frozen=True)
+class Fill:
+    """Every lane of the per-lane array ``name`` set to ``value``."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A sum's bounds ``low`` and ``high`` (per element of a grid) into the names ``lower`` and ``upper``."""
+
+    lower: str
+    upper: str
+    low: str
+    high: str
+
+
+@dataclass(frozen=True)
+class For:
+    """``body`` for ``index`` from ``low`` to ``high``, both included."""
+
+    index: str
+    low: str
+    high: str
+    body: tuple
+
+
+@dataclass(frozen=True)
+class LaneLoop:
+    """``body`` on each lane of ``lanes``."""
+
+    lanes: Lanes
+    body: tuple
+
+
+@dataclass(frozen=True)
+class Branch:
+    """``body`` where ``condition`` holds (its negation where not ``holds``), else ``orelse`` (None: nothing)."""
+
+    condition: str
+    body: tuple
+    orelse: tuple | None = None
+    holds: bool = True
+
+
+@dataclass(frozen=True)
+class Accumulate:
+    """``value`` added into ``element`` of the array ``gradient`` (at the index codes ``index``): eq. 40's add, plain
+    or atomic as the target spells it."""
+
+    gradient: str
+    element: str
+    index: tuple[str, ...]
+    value: str
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A comment line: what the statements after it compute."""
+
+    text: str
 
 
 # -- inside a kernel ----------------------------------------------------------------------------------------------

@@ -43,8 +43,8 @@ from ..lang.simplify import decided_on, gates_as_bounds
 from .contraction import (Contraction, contraction_of, gathered_contraction, inner_contraction, part_key,
                           plain_index, reads_plainly, split_contractions)
 from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, BroadcastKernel, ElementLoop, Entry, FillKept,
-                        GradientsEntry, GuardedProduct, Header, Kernel, Launch, Line, Module, Printed, ReadKept, Return,
-                        ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Store, Unflatten)
+                        GradientsEntry, GuardedProduct, Header, Kernel, Launch, Module, ReadKept, Return,
+                        ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Statements, Store, Unflatten)
 from .fusion import fuse
 from .printer import BroadcastPrinter, KernelPrinter, Lanes, py_name
 from .render import render
@@ -65,19 +65,19 @@ def element_kernel(fn: Function, target: Target, name: str) -> Kernel:
     if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
         unflatten += (RowBlock(blocks, LANE_BLOCK.value, shape[-1]),)
         row = Lanes(row.name, LANE_BLOCK.value, "_first", "_stop", row.extent, base="_first")
-    printed, value = _printed(target.printer(fn.shapes, all_names(fn), depth=0, lane=row), fn.indices, body)
+    printed, value = _printed(target.printer(fn.shapes, all_names(fn), lane=row), fn.indices, body)
     loop = ElementLoop(count, parallel, indices, shape, unflatten, (printed, Store(indices, value, row)))
     return Kernel(name, (*(py_name(a) for a in fn.arguments), "_out"), _parameter_shapes(fn), parallel,
                   compares(body), (loop,))
 
 
-def _printed(writer: KernelPrinter, bound: tuple[str, ...], body: Expr) -> tuple[Printed, str]:
+def _printed(writer: KernelPrinter, bound: tuple[str, ...], body: Expr) -> tuple[Statements, str]:
     """The statements computing ``body`` (its shared subexpressions first) inside loops binding ``bound``, and
     the text of its value."""
     writer.active |= set(bound)
     writer.share(body)
     value = writer.value(body)
-    return Printed(tuple(writer.lines), tuple(writer.declarations)), value
+    return Statements(tuple(writer.statements), tuple(writer.declarations)), value
 
 
 def _parameter_shapes(fn: Function) -> tuple[tuple, ...]:
@@ -119,7 +119,7 @@ def broadcast_kernel(fn: Function, name: str) -> BroadcastKernel:
     function that :func:`broadcasts`. numpy's functions are its own, not the kernels', and give the same bits on
     every run, as the reference evaluator's do."""
     fn = apart(fn)
-    printed, value = _printed(BroadcastPrinter(fn.shapes, all_names(fn), depth=0, output=fn.indices), (), fn.body)
+    printed, value = _printed(BroadcastPrinter(fn.shapes, all_names(fn), output=fn.indices), (), fn.body)
     return BroadcastKernel(name, (*(py_name(a) for a in fn.arguments), "_out"), (printed, Store(None, value)))
 
 
@@ -262,13 +262,13 @@ def scatter_kernel(grads: Gradients, target: Target, name: str = "scatter") -> K
     params = tuple(py_name(a) for a in [*shapes, *(g.name for g in grads.functions.values())])
     parameter_shapes = (*shapes.values(), *(tuple(g.shapes[g.name]) for g in grads.functions.values()))
     shapes.update({g.name: g.shapes[g.name] for g in grads.functions.values()})
-    writer = target.printer(shapes, all_names(fn) | set(shapes), depth=0)
+    writer = target.printer(shapes, all_names(fn) | set(shapes))
     writer.active |= set(fn.indices)
     for argument, parts in grads.contributions.items():
         for part in parts:
-            writer.contribution(grads.functions[argument].name, part, target.accumulate)
+            writer.contribution(grads.functions[argument].name, part)
     exact = any(compares(part.adjoint) for parts in grads.contributions.values() for part in parts)
-    loop = ScatterLoop(size_of(shape), (Unflatten(fn.indices, shape),), (Printed(tuple(writer.lines)),))
+    loop = ScatterLoop(size_of(shape), (Unflatten(fn.indices, shape),), (Statements(tuple(writer.statements)),))
     return Kernel(name, params, parameter_shapes, False, exact, (loop,))
 
 
@@ -482,7 +482,7 @@ def gradients_module(grads: Gradients | ProgramGradients, target: Target) -> Mod
     values = tuple(py_name(fn.name) for fn in definitions_of(subject))
     outputs = tuple((name, py_name(g.name)) for name, g in sweep.outputs.items())
     backward_entry = Entry("_backward", (*arguments, *values, adjoint, *(f"{py_name(p)}=None" for p in plan.kept)),
-                           statements or (Line("pass"),), ReturnGradients(outputs))
+                           statements, ReturnGradients(outputs))
     entries = (_forward_entry(subject, plan), _forward_entry(subject, plan, "_values", every=True),
                GradientsEntry(arguments, adjoint, len(values), bool(plan.kept)), backward_entry)
     return fuse(Module(_header([*first.values(), *gather.values()]), ScratchSetup() if plan.parts else None,

@@ -21,6 +21,7 @@ import keyword
 from collections.abc import Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..lang.expr import (Affine, Atom, Binary, Element, Expr, If, Number, Select, Sum, Unary, free_indices, postorder,
                          substitute)
@@ -28,6 +29,7 @@ from ..lang.names import fresh_name
 from ..lang.ops import REDUCTIONS
 from ..lang.printer import expr_text
 from ..lang.simplify import atom_as_bound, peel_gates
+from .kernel_ir import Accumulate, Assign, Bounds, Branch, Comment, Declare, Fill, For, LaneLoop
 from .sharing import Sharing, shared
 from .spellings import ACCUMULATE, CUDA, NUMPY, NUMPY_ACCUMULATE, SCALAR, nesting, read_twice, spelled
 from .thresholds import MAX_NESTING
@@ -66,10 +68,6 @@ class Lanes:
     stop: str | None = None
     extent: int = 0  # the whole row's length (the output's last dimension)
     base: str | None = None  # the lane stored first in the per-lane arrays, where not 0
-
-    def loop(self) -> str:
-        bounds = str(self.width) if self.first is None else f"{self.first}, {self.stop}"
-        return f"for {py_name(self.name)} in range({bounds}):"
 
     def slot(self) -> str:
         """The subscript of the current lane in a per-lane array."""
@@ -132,46 +130,41 @@ class Stored(str):
 @dataclass(frozen=True)
 class _Scope:
     """A block of the code being written: the texts of the values computed in it, by their keys (valid in it and
-    in the blocks inside it), how deeply brackets nest in each (:meth:`KernelPrinter.nested`), and the row of lanes
-    its statements run on."""
+    in the blocks inside it), how deeply brackets nest in each (:meth:`KernelPrinter.nested`), the row of lanes
+    its statements run on, and its statements (:mod:`.kernel_ir` nodes)."""
 
     known: dict[int, str]
     lanes: Lanes | None
     nests: dict[int, int] = field(default_factory=dict)
+    body: list = field(default_factory=list)
 
 
 class KernelPrinter:
-    """Python statements computing one expression; :meth:`value` returns the text of its value and writes,
-    before it, the statements it needs (sum loops, branches, shared temporaries).
+    """The statements computing one expression, as :mod:`.kernel_ir` nodes; :meth:`value` returns the text of its
+    value and writes, before it, the statements it needs (sum loops, branches, shared temporaries).
 
     What is computed once into a temporary is decided before printing (:func:`.sharing.shared`, which
-    :meth:`share` runs); the printer keeps only what printing needs: the lines and per-lane arrays written,
+    :meth:`share` runs); the printer keeps only what printing needs: the statements and per-lane arrays written,
     the blocks open (each with what is known in it and its lanes), the loop indices bound, and a counter of
     temporaries."""
 
     scalar_reads = False  # an element read loads one number (not a gather of a grid)
     spellings = SCALAR  # the target's code of each operation (codegen.spellings)
 
-    def __init__(self, shapes: dict, names: set[str], depth: int, lane: Lanes | None = None,
+    def __init__(self, shapes: dict, names: set[str], lane: Lanes | None = None,
                  spellings: Mapping[str, str] | None = None, sharing: Sharing | None = None):
         self.spellings = self.spellings if spellings is None else spellings
         self.shapes = shapes
         self.names = set(names)  # every tensor and index name the code may meet: fresh ones avoid them
         self.sharing = sharing or Sharing()
-        self.lines: list[str] = []
-        self.declarations: list[str] = []  # the per-lane arrays, allocated once before the kernel's loops
+        self.declarations: list[Declare] = []  # the per-lane arrays, allocated once before the kernel's loops
         self.declared: set[str] = set()  # the temporaries those arrays are
-        self.indent = depth  # of the outermost block
         self.scopes = [_Scope({}, lane)]  # the blocks open, innermost last
+        self.statements = self.scopes[0].body  # the outermost block's
         self.active: set[str] = set()  # index names bound by enclosing loops (Python has no block scope)
         self.counter = 0
 
     # -- bookkeeping -----------------------------------------------------------------------
-    @property
-    def depth(self) -> int:
-        """How deeply the next line is indented."""
-        return self.indent + len(self.scopes) - 1
-
     @property
     def lanes(self) -> Lanes | None:
         """The row of lanes the code is in, cut to a term's range inside lane-gated sums."""
@@ -194,19 +187,18 @@ class KernelPrinter:
     def store(self, name: str, text: str, lanes: bool, op: str = "=") -> str:
         """``name op text``, as a row of lanes when ``lanes``; returns how to read ``name`` back."""
         if not lanes:
-            self.line(f"{name} {op} {text}")
+            self.emit(Assign(name, text, op=op))
             return Stored(name)
         if op == "=":
             self.declare(name)
-        with self.block(self.lanes.loop()):
-            self.line(f"{name}[{self.lanes.slot()}] {op} {text}")
+        self.emit(LaneLoop(self.lanes, (Assign(name, text, self.lanes, op),)))
         return Stored(f"{name}[{self.lanes.slot()}]", nesting=1)
 
     def declare(self, name: str) -> None:
         """A per-lane array ``name``, allocated once before the kernel's loops."""
         if name not in self.declared:
             self.declared.add(name)
-            self.declarations.append(f"{name} = np.empty({self.width})")
+            self.declarations.append(Declare(name, self.width))
 
     def key(self, node: Expr) -> int:
         """A number per distinct subexpression (:class:`.sharing.SubexpressionKeys`)."""
@@ -216,18 +208,21 @@ class KernelPrinter:
         """Compute operations that occur more than once in ``root`` (read as a tree) into temporaries."""
         self.sharing = shared(root, self.sharing)
 
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
+    def emit(self, statement) -> None:
+        self.scopes[-1].body.append(statement)
 
     @contextmanager
-    def block(self, header: str, lanes: Lanes | None = None):
-        """Statements under ``header``, on the row ``lanes`` (by default the enclosing block's)."""
-        self.line(header)
-        self.scopes.append(_Scope({}, self.lanes if lanes is None else lanes))
+    def block(self, make=None, lanes: Lanes | None = None):
+        """Statements in a block of their own, on the row ``lanes`` (by default the enclosing block's), yielded as
+        they are written; ``make`` gives the statement holding them, written after the block."""
+        scope = _Scope({}, self.lanes if lanes is None else lanes)
+        self.scopes.append(scope)
         try:
-            yield
+            yield scope.body
         finally:
             self.scopes.pop()
+        if make is not None:
+            self.emit(make(tuple(scope.body)))
 
     @contextmanager
     def binding(self, name: str):
@@ -455,10 +450,10 @@ class KernelPrinter:
         start = _identity_text(reduction.identity, "math.inf")
         if fresh and lanes:
             self.declare(total)
-            self.line(f"{total}[:] = {start}")
+            self.emit(Fill(total, start))
         elif fresh:
-            self.line(f"{total} = {start}")
-        with self.block(self.range_loop(node.index, low, high), self.gated(gates)):
+            self.emit(Assign(total, start))
+        with self.block(partial(For, node.index, low, high), self.gated(gates)):
             if lanes and node.op == "sum" and isinstance(node.body, Sum) and node.body.op == "sum":
                 return self._print_Sum(node.body, into=total, lanes=lanes)
             term = self.value(node.body)
@@ -467,30 +462,24 @@ class KernelPrinter:
             running = f"{total}[{self.lanes.slot()}]" if lanes else total
             return self.store(total, ACCUMULATE[node.op].format(running, self.named(term, node.body)), lanes)
 
-    def range_loop(self, index: str, low: str, high: str) -> str:
-        """The header of a loop of ``index`` from ``low`` to ``high``, both included."""
-        return f"for {py_name(index)} in range({low}, {high} + 1):"
-
-    def contribution(self, gradient: str, part, accumulate) -> None:
-        """Eq. 40 for one occurrence (a :class:`~tensoradbook.ad.contribution.Contribution`): its adjoint added,
-        by the target's ``accumulate`` (gradient array, element, index codes, value), into the element of
-        ``gradient`` it reads, inside its liberated sums, where its gates hold (elsewhere the element's index may
-        leave the gradient)."""
+    def contribution(self, gradient: str, part) -> None:
+        """Eq. 40 for one occurrence (a :class:`~tensoradbook.ad.contribution.Contribution`): its adjoint added
+        (:class:`~.kernel_ir.Accumulate`, as the target spells it) into the element of ``gradient`` it reads,
+        inside its liberated sums, where its gates hold (elsewhere the element's index may leave the gradient)."""
         inside = " inside the sums over " + ", ".join(s.index for s in part.scope) if part.scope else ""
-        self.line(f"# {expr_text(part.element)}{inside}")
+        self.emit(Comment(f"{expr_text(part.element)}{inside}"))
         with ExitStack() as loops:
             for s in part.scope:
                 low, high = self.bound(s.lower, lower=True), self.bound(s.upper, lower=False)
-                loops.enter_context(self.block(self.range_loop(s.index, low, high)))
+                loops.enter_context(self.block(partial(For, s.index, low, high)))
                 loops.enter_context(self.binding(s.index))
             gates, adjoint = peel_gates(part.adjoint)
             for condition, holds in gates:
-                text = self.condition(condition)
-                loops.enter_context(self.block(f"if {text}:" if holds else f"if not ({text}):"))
+                loops.enter_context(self.block(partial(Branch, self.condition(condition), holds=holds)))
             self.share(adjoint)
             value = self.value(adjoint)
-            index = [self.affine(a) for a in part.element.indices]
-            self.line(accumulate(py_name(gradient), self.element(gradient, index), index, value))
+            index = tuple(self.affine(a) for a in part.element.indices)
+            self.emit(Accumulate(py_name(gradient), self.element(gradient, index), index, value))
 
     def gated(self, gates) -> Lanes | None:
         """The lanes where a term meets ``gates`` (:func:`lane_gated`); None (the enclosing ones) without gates."""
@@ -520,9 +509,9 @@ class KernelPrinter:
     def branch(self, condition: str, then: Expr, otherwise: Expr, lanes: bool) -> str:
         """``then`` or ``otherwise`` as an ``if`` statement: only the branch taken is computed."""
         result = self.temp("c")
-        with self.block(f"if {condition}:"):
+        with self.block() as taken:
             read = self.store(result, self.value(then), lanes)
-        with self.block("else:"):
+        with self.block(partial(Branch, condition, tuple(taken))):
             self.store(result, self.value(otherwise), lanes)
         return read
 
@@ -594,17 +583,17 @@ class VectorPrinter(KernelPrinter):
         reduction = REDUCTIONS[node.op]
         identity = _identity_text(reduction.identity, "np.inf")
         combine = NUMPY_ACCUMULATE[node.op]
-        self.line(f"{total} = np.full(_GRID, {identity})")
+        self.emit(Assign(total, f"np.full(_GRID, {identity})"))
         if all(a.is_constant for a in node.lower + node.upper):
-            with self.block(self.range_loop(node.index, low, high)):
-                self.line(f"{total} = {combine}({total}, {self.value(node.body)})")
+            with self.block(partial(For, node.index, low, high)):
+                self.emit(Assign(total, f"{combine}({total}, {self.value(node.body)})"))
             return Stored(total)
         lo, hi = self.temp("lo"), self.temp("hi")
-        self.line(f"{lo}, {hi} = {low}, {high}")
-        with self.block(f"for {index} in range(np.min({lo}), np.max({hi}) + 1):"):
+        self.emit(Bounds(lo, hi, low, high))
+        with self.block(partial(For, node.index, f"np.min({lo})", f"np.max({hi})")):
             body = self.value(node.body)
             inside = f"({lo} <= {index}) & ({index} <= {hi})"
-            self.line(f"{total} = {combine}({total}, np.where({inside}, {body}, {identity}))")
+            self.emit(Assign(total, f"{combine}({total}, np.where({inside}, {body}, {identity}))"))
         return Stored(total)
 
     def choose(self, condition: str, then: str, otherwise: str) -> str:
@@ -620,8 +609,8 @@ class BroadcastPrinter(VectorPrinter):
     and no copy; :func:`tensoradbook.codegen.module.broadcasts` says which bodies qualify. ``output`` is the
     output's indices."""
 
-    def __init__(self, shapes: dict, names: set[str], depth: int, output: tuple[str, ...]):
-        super().__init__(shapes, names, depth)
+    def __init__(self, shapes: dict, names: set[str], output: tuple[str, ...]):
+        super().__init__(shapes, names)
         self.output = list(output)
 
     def _print_Element(self, node: Element) -> str:

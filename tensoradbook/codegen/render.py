@@ -8,9 +8,10 @@ its imports) it asks the target (:class:`~.targets.Target`), which answers with 
 
 from __future__ import annotations
 
-from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, Block, BroadcastKernel, ElementLoop, Entry, FillKept,
-                        FusedKernel, GradientsEntry, GuardedProduct, Header, Kernel, Launch, Line, Module, Printed,
-                        ReadKept, Return, ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Store, Unflatten)
+from .kernel_ir import (Accumulate, Alias, Allocate, ArraysTable, Assign, BlasProduct, Block, Bounds, Branch,
+                        BroadcastKernel, Comment, Declare, ElementLoop, Entry, Fill, FillKept, For, FusedKernel,
+                        GradientsEntry, GuardedProduct, Header, Kernel, LaneLoop, Launch, Line, Module, ReadKept,
+                        Return, ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Statements, Store, Unflatten)
 from .printer import py_name
 from .targets import Target
 
@@ -37,8 +38,39 @@ class Renderer:
     def _Block(self, node: Block, depth: int) -> list[str]:
         return [INDENT * depth + node.header, *(self.lines(node.body, depth + 1) or [INDENT * (depth + 1) + "pass"])]
 
-    def _Printed(self, node: Printed, depth: int) -> list[str]:
-        return [INDENT * depth + line for line in (*node.declarations, *node.lines)]
+    # -- a kernel's body
+    def _Statements(self, node: Statements, depth: int) -> list[str]:
+        return self.lines((*node.declarations, *node.body), depth)
+
+    def _Declare(self, node: Declare, depth: int) -> list[str]:
+        return self._Line(Line(self.target.declaration(node.name, node.width)), depth)
+
+    def _Assign(self, node: Assign, depth: int) -> list[str]:
+        name = node.name if node.lanes is None else f"{node.name}[{node.lanes.slot()}]"
+        return self._Line(Line(f"{name} {node.op} {node.value}"), depth)
+
+    def _Fill(self, node: Fill, depth: int) -> list[str]:
+        return self._Line(Line(f"{node.name}[:] = {node.value}"), depth)
+
+    def _Bounds(self, node: Bounds, depth: int) -> list[str]:
+        return self._Line(Line(f"{node.lower}, {node.upper} = {node.low}, {node.high}"), depth)
+
+    def _For(self, node: For, depth: int) -> list[str]:
+        return self._Block(Block(self.target.range_loop(py_name(node.index), node.low, node.high), node.body), depth)
+
+    def _LaneLoop(self, node: LaneLoop, depth: int) -> list[str]:
+        return self._Block(Block(self.target.lane_loop(node.lanes), node.body), depth)
+
+    def _Branch(self, node: Branch, depth: int) -> list[str]:
+        condition = node.condition if node.holds else f"not ({node.condition})"
+        otherwise = () if node.orelse is None else (Block("else:", node.orelse),)
+        return self.lines((Block(f"if {condition}:", node.body), *otherwise), depth)
+
+    def _Accumulate(self, node: Accumulate, depth: int) -> list[str]:
+        return self._Line(Line(self.target.accumulate(node.gradient, node.element, node.index, node.value)), depth)
+
+    def _Comment(self, node: Comment, depth: int) -> list[str]:
+        return self._Line(Line(f"# {node.text}"), depth)
 
     # -- inside a kernel
     def _Unflatten(self, node: Unflatten, depth: int) -> list[str]:
@@ -63,7 +95,7 @@ class Renderer:
     def _Store(self, node: Store, depth: int) -> list[str]:
         where = "..." if node.indices is None else self.target.output_element(node.indices)
         store = Line(f"_out[{where}] = {node.value}")
-        return self.lines([Block(node.row.loop(), (store,)) if node.row else store], depth)
+        return self.lines([LaneLoop(node.row, (store,)) if node.row else store], depth)
 
     def _ElementLoop(self, node: ElementLoop, depth: int) -> list[str]:
         return self.lines(self.target.element_loop(node), depth)
@@ -124,7 +156,7 @@ class Renderer:
         return list(self.target.scratch_setup)
 
     def _Entry(self, node: Entry, depth: int) -> list[str]:
-        body = (*self.target.guarded(node.body), node.returns)
+        body = (*self.target.guarded(node.body or (Line("pass"),)), node.returns)
         return self.lines((Block(f"def {node.name}({', '.join(node.params)}):", body),), depth)
 
     def _Return(self, node: Return, depth: int) -> list[str]:

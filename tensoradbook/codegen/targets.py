@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernel_ir import Allocate, Block, ElementLoop, Line, ScatterLoop
-from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
+from .printer import CudaPrinter, KernelPrinter, Lanes, ScalarPrinter, VectorPrinter, py_name
 
 #: CUDA threads per block: a multiple of the 32 threads of a warp, small enough that a kernel's registers fit
 #: several blocks on one multiprocessor.
@@ -83,10 +83,23 @@ class Target:
         """``loop`` (eq. 40, over every forward element) as nodes, where the target :attr:`scatters_gradients`."""
         raise NotImplementedError(f"the {self.name} target gathers each gradient element: it writes no scatter loop")
 
-    def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
+    def accumulate(self, gradient: str, element: str, index: tuple[str, ...], value: str) -> str:
         """``value`` added into ``element`` (of the array ``gradient``, at the index codes ``index``), where the
         target :attr:`scatters_gradients`: a plain add where one thread adds, an atomic one where several may."""
         raise NotImplementedError(f"the {self.name} target gathers each gradient element: it accumulates nothing")
+
+    def range_loop(self, index: str, low: str, high: str) -> str:
+        """The header of a loop of ``index`` from ``low`` to ``high``, both included."""
+        return f"for {index} in range({low}, {high} + 1):"
+
+    def lane_loop(self, lanes: Lanes) -> str:
+        """The header of a loop over the lanes of a row: all of its ``width``, or from ``first`` up to ``stop``."""
+        bounds = str(lanes.width) if lanes.first is None else f"{lanes.first}, {lanes.stop}"
+        return f"for {py_name(lanes.name)} in range({bounds}):"
+
+    def declaration(self, name: str, width: int) -> str:
+        """A per-lane array ``name`` of ``width`` values allocated."""
+        return f"{name} = np.empty({width})"
 
     def output_element(self, indices: tuple[str, ...]) -> str:
         """The subscript of ``_out`` an element loop's body writes, at the output's ``indices``."""
@@ -234,7 +247,7 @@ class NumbaScatterTarget(NumbaTarget):
     def scatter_loop(self, loop: ScatterLoop) -> tuple:
         return (Block(f"for _flat in range({loop.count}):", (*loop.unflatten, *loop.body)),)
 
-    def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
+    def accumulate(self, gradient: str, element: str, index: tuple[str, ...], value: str) -> str:
         return f"{element} += {value}"
 
 
@@ -248,7 +261,7 @@ class CudaScatterTarget(CudaTarget):
     def scatter_loop(self, loop: ScatterLoop) -> tuple:
         return self.element_loop(loop)
 
-    def accumulate(self, gradient: str, element: str, index: list[str], value: str) -> str:
+    def accumulate(self, gradient: str, element: str, index: tuple[str, ...], value: str) -> str:
         # one index plain (NVVM rejects a 1-tuple for a 1-D array), several as a tuple
         where = index[0] if len(index) == 1 else f"({', '.join(index)})" if index else "0"
         return f"cuda.atomic.add({gradient}, {where}, {value})"
