@@ -222,6 +222,11 @@ def _short(text: str, length: int = 40) -> str:
     return text if len(text) <= length else text[:length - 1] + "…"
 
 
+def _percent_axis(axes) -> None:
+    axes.set_xlim(0, 1)
+    axes.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0%", "25%", "50%", "75%", "100%"])
+
+
 def _stacked_bars(rows: list[str], series: list[tuple[str, str, list[float]]], xlabel: str, title: str,
                   counts: list[list[int]]) -> Figure:
     """Horizontal stacked bars, one row each (the first on top), ``series`` as (label, colour, values), each
@@ -233,7 +238,8 @@ def _stacked_bars(rows: list[str], series: list[tuple[str, str, list[float]]], x
     widest = max(1e-9, *(sum(values[i] for _, _, values in series) for i in range(len(rows))))
     for (label, colour, values), numbers in zip(series, counts, strict=True):
         bars = axes.barh(y, values, left=left, color=colour, label=label, height=0.7)
-        axes.bar_label(bars, labels=[str(n) if n and width >= 0.05 * widest else ""
+        # a count where its digits fit in the segment
+        axes.bar_label(bars, labels=[str(n) if n and width >= 0.02 * len(str(n)) * widest else ""
                                      for n, width in zip(numbers, values, strict=True)],
                        label_type="center", fontsize=11)
         left = [a + b for a, b in zip(left, values, strict=True)]
@@ -244,26 +250,38 @@ def _stacked_bars(rows: list[str], series: list[tuple[str, str, list[float]]], x
     return figure
 
 
+def _stacked(values: list[float], row: int) -> list[float]:
+    """Where each value's dot goes on its row: equal values side by side across the row (a dot plot), so that
+    every dot shows and a column's height is its count; the same data draws the same page."""
+    groups = Counter(round(v, 1) for v in values)
+    step = min(0.14, 0.8 / max(1, max(groups.values(), default=1) - 1))
+    placed: Counter = Counter()
+    ys = []
+    for value in values:
+        key = round(value, 1)
+        ys.append(row + (placed[key] - (groups[key] - 1) / 2) * step)
+        placed[key] += 1
+    return ys
+
+
 def plot_assignment_scores(assignments: list[Assignment]) -> str:
     """Every submission's score in % of the assignment's points, one row per assignment, the median marked."""
-    figure = Figure(figsize=(9.5, 1.3 + 0.5 * len(assignments)), layout="constrained")
+    figure = Figure(figsize=(9.5, 1.0 + 0.6 * len(assignments)), layout="constrained")
     axes = figure.subplots()
     for row, assignment in enumerate(reversed(assignments)):
         scores = [100 * s.score / assignment.max_score if assignment.max_score else 0.0
                   for s in assignment.submissions]
-        # a fixed spread of each row's points (not random): the same data draws the same page
-        jitter = [((i * 0.618) % 1 - 0.5) * 0.5 for i in range(len(scores))]
+        axes.scatter(scores, _stacked(scores, row), s=40, color=FULL, alpha=0.8, edgecolors="white",
+                     linewidths=0.5, zorder=3, clip_on=False)
         median = statistics.median(scores)
-        axes.plot([median, median], [row - 0.38, row + 0.38], color="#222222", linewidth=2, zorder=2)
-        axes.scatter(scores, [row + j for j in jitter], s=64, color=FULL, alpha=0.75, edgecolors="white",
-                     zorder=3, clip_on=False)
+        # behind the dots, longer than their columns: the median shows without hiding a count
+        axes.plot([median, median], [row - 0.48, row + 0.48], color="#222222", linewidth=2, zorder=2)
     axes.set_yticks(range(len(assignments)), [_short(a.name) for a in reversed(assignments)])
     axes.set_xlim(-4, 104)
     axes.set_ylim(-0.6, len(assignments) - 0.4)
-    axes.set_xlabel("score (% of the assignment's points, after late penalties); black bar: median")
-    axes.set_title("Scores per assignment (one dot per submission)", loc="left")
+    axes.set_xlabel("score: % of the assignment's points, after late penalties")
     axes.grid(axis="x", alpha=0.3)
-    return _image(figure, "Strip plot of every submission's score per assignment")
+    return _image(figure, "Dot plot of every submission's score per assignment")
 
 
 def plot_exercises(assignment: Assignment) -> str:
@@ -275,7 +293,7 @@ def plot_exercises(assignment: Assignment) -> str:
     figure = _stacked_bars([f"{e.name} ({e.max_score:g} pt)" for e in assignment.exercises], series,
                            f"share of the {len(assignment.submissions)} submission(s)",
                            f"{assignment.name}: marks per exercise", counts)
-    figure.axes[0].set_xlim(0, 1)
+    _percent_axis(figure.axes[0])
     return _image(figure, f"Share of full, part and no marks per exercise of {assignment.name}")
 
 
@@ -287,10 +305,9 @@ def plot_most_missed(exercises: list[Exercise]) -> str:
     bars = axes.barh(y, shares, color=NONE, height=0.7)
     axes.bar_label(bars, labels=[f" {e.missed}/{len(e.scores)}" for e in exercises], fontsize=11)
     axes.set_yticks(y, [_short(f"{e.assignment} · {e.name}", 48) for e in exercises])
+    _percent_axis(axes)
     axes.set_xlim(0, 1.12)
-    axes.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0%", "25%", "50%", "75%", "100%"])
     axes.set_xlabel("share of the submitters below full marks")
-    axes.set_title("Exercises most students miss", loc="left")
     return _image(figure, "Bar chart of the exercises with the largest share of students below full marks")
 
 
@@ -374,7 +391,8 @@ def section_scores(view: ClassView) -> str:
     submitted = [a for a in view.assignments if a.submissions]
     if not submitted:
         return head + _empty("No submissions yet: nothing is graded.") + table
-    return head + plot_assignment_scores(submitted) + table
+    return (head + plot_assignment_scores(submitted)
+            + '<p class="caption">One dot per submission; the black bar is the median.</p>' + table)
 
 
 def section_exercises(view: ClassView) -> str:
@@ -412,6 +430,8 @@ def section_missed(view: ClassView) -> str:
 
 def _late_table(assignments: list[Assignment]) -> str:
     late = [(a, s) for a in assignments for s in a.late]
+    if not any(a.duedate for a in assignments):
+        return _empty("None can be late: no assignment submitted so far has a deadline.")
     if not late:
         return _empty("No late submissions.")
     rows = [[_e(a.name), _e(s.student), _e(_when(s.timestamp)), _e(_when(s.due)), _e(_duration(s.seconds_late)),
@@ -468,10 +488,11 @@ STYLE = """
 body { font: 16px/1.5 system-ui, sans-serif; color: #222; max-width: 1000px; margin: 0 auto; padding: 1rem 1.5rem; }
 h1 { font-size: 1.7rem; margin-bottom: 0.2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ccc; }
 nav a { margin-right: 1rem; } .muted, .stamp { color: #666; } .empty { color: #555; font-style: italic; }
-.lead { font-size: 1.1rem; } img.plot { display: block; max-width: 100%; height: auto; margin: 1rem 0; }
+.lead { font-size: 1.1rem; } .caption { color: #555; margin-top: -0.6rem; }
+img.plot { display: block; max-width: 100%; height: auto; margin: 1rem 0; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.95rem; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
-td { overflow-wrap: anywhere; } th { background: #f3f3f3; } .num { text-align: right; }
+td { overflow-wrap: anywhere; } th { background: #f3f3f3; } .num { text-align: right; } code { white-space: nowrap; }
 .summary { display: flex; gap: 1.5rem; flex-wrap: wrap; padding: 0; list-style: none; }
 .summary li { background: #f3f6fa; padding: 0.5rem 0.9rem; border-radius: 6px; }
 .summary strong { display: block; font-size: 1.5rem; }
