@@ -225,15 +225,14 @@ def test_in_chromium_offline(course):
     page_path = dashboard.build(course)
     with chromium() as browser:
         context = offline_context(browser, viewport={"width": 1280, "height": 900})
-        requests = []
+        requests, dialogs = [], []
         page = context.new_page()
         page.on("request", lambda request: requests.append(request.url))
+        page.on("dialog", lambda dialog: dialogs.append(dialog.message))  # an alert() the escaping let through
         page.goto(page_path.as_uri())
         sizes = page.eval_on_selector_all(
             "img.plot", "imgs => imgs.map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().width,"
                         " i.getBoundingClientRect().height])")
-        dialogs = []
-        page.on("dialog", lambda dialog: dialogs.append(dialog.message))
         (REPO / "screenshots").mkdir(exist_ok=True)
         page.screenshot(path=REPO / "screenshots" / "dashboard.png", full_page=True)
         context.close()
