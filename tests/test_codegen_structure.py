@@ -16,10 +16,12 @@ import pytest
 
 import tensoradbook as tab
 from tensoradbook.codegen import printer
+from tensoradbook.codegen.kernel_ir import Temp
 from tensoradbook.codegen.module import function_source, gradients_source
 from tensoradbook.codegen.spellings import STYLES, nesting, read_twice
 from tensoradbook.codegen.targets import GATHER_TARGETS, KERNEL_TARGETS, TARGETS, Target
 from tensoradbook.codegen.thresholds import MAX_NESTING
+from tensoradbook.codegen.values import CudaValues, ScalarValues, VectorValues
 from corpus import PATTERNS
 from differential import FAMILIES, Generator
 
@@ -45,16 +47,28 @@ def subjects():
     return out
 
 
+#: each printer's values as its targets spell them
+VALUES = {printer.ScalarPrinter: ScalarValues, printer.CudaPrinter: CudaValues, printer.VectorPrinter: VectorValues,
+          printer.BroadcastPrinter: VectorValues}
+
+
+def code(writer: printer.KernelPrinter, value) -> str:
+    """``value`` (lowered by ``writer``) as its target spells it."""
+    return VALUES[type(writer)](writer.lanes is not None).text(value)
+
+
 @pytest.fixture
 def written(monkeypatch):
-    """Every ``(code, counted nesting)`` the printers remember for an operation while modules are generated."""
+    """Every ``(code, counted nesting, whether a temporary)`` the printers remember for an operation while modules
+    are generated."""
     seen = []
     original = printer.KernelPrinter.write
 
     def write(self, node):
         original(self, node)
         key = self.key(node)
-        seen.append((self.scopes[-1].known[key], self.scopes[-1].nests[key]))
+        value = self.scopes[-1].known[key]
+        seen.append((code(self, value), self.scopes[-1].nests[key], isinstance(value, Temp)))
 
     monkeypatch.setattr(printer.KernelPrinter, "write", write)
     return seen
@@ -71,10 +85,10 @@ def test_the_counted_nesting_is_the_written_code_s(written):
         for target in TARGETS:
             gradients_source(grads, target)
     assert len(written) > 1000
-    assert any(isinstance(code, printer.Stored) for code, _ in written)
-    wrong = [(code[:120], depth, brackets(code)) for code, depth in written if depth != brackets(code)]
+    assert any(stored for _, _, stored in written)
+    wrong = [(text[:120], depth, brackets(text)) for text, depth, _ in written if depth != brackets(text)]
     assert not wrong, wrong[:5]
-    assert max(depth for _, depth in written) <= MAX_NESTING.value
+    assert max(depth for _, depth, _ in written) <= MAX_NESTING.value
 
 
 @pytest.mark.parametrize("printer_class", [printer.ScalarPrinter, printer.CudaPrinter, printer.VectorPrinter])
@@ -84,8 +98,8 @@ def test_a_condition_deeper_than_its_branches(printer_class):
     fn = tab.parse("f[i] = if {(i + 1) % 3 = 0} then (2) else (1)", {"f": (12,)})
     writer = printer_class(fn.shapes, {"f", "i"})
     body = fn.body
-    code = writer.value(body)
-    assert writer.nested(body) == brackets(code)
+    written = code(writer, writer.value(body))
+    assert writer.nested(body) == brackets(written)
 
 
 def open_at(text: str, position: int) -> int:

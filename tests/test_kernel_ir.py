@@ -54,8 +54,9 @@ def test_a_plain_element_kernel():
     (loop,) = kernel.body
     assert isinstance(loop, ir.ElementLoop) and loop.count == 12 and loop.indices == ("i", "j")
     assert loop.unflatten == (ir.Unflatten(("i", "j"), (3, 4)),)
-    printed, store = loop.body
-    assert isinstance(printed, ir.Statements) and store == ir.Store(("i", "j"), store.value)
+    (printed,) = loop.body
+    store = printed.body[-1]
+    assert isinstance(printed, ir.Statements) and store == ir.Store(("i", "j"), store.value) and not printed.lanes
     assert module.setup is None and module.table == ir.ArraysTable((("f_kernel", kernel.shapes),))
     (entry,) = module.entries
     assert entry.body == (ir.Allocate("f", (3, 4)), ir.Launch("f_kernel", ("x", "y", "f"), 12))
@@ -85,12 +86,13 @@ def test_a_lanes_kernel():
     (kernel,) = function_module(fn, KERNEL_TARGETS["numba"]).kernels
     (loop,) = kernel.body
     assert loop.count == 4 and loop.unflatten == (ir.Unflatten(("i",), (4,)),)  # one iteration per row
-    printed, store = loop.body
-    assert store.row is not None and store.row.name == "j" and store.row.width == 16
+    (printed,) = loop.body
+    store = printed.body[-1]
+    assert printed.lanes and store.row is not None and store.row.name == "j" and store.row.width == 16
     assert printed.declarations and all(d.width == 16 for d in printed.declarations)
     # the numpy target computes no rows of lanes: the planner asked the target, not its name
     (grid,) = function_module(fn, KERNEL_TARGETS["numpy"]).kernels
-    assert grid.body[0].body[-1].row is None
+    assert grid.body[0].body[-1].body[-1].row is None
     source = function_source(fn, "numba")
     declarations = "\n".join(Renderer(KERNEL_TARGETS["numba"]).lines(printed.declarations, 2))
     assert f"        i = _flat\n{declarations}\n" in source  # declared before the body, after the indices

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import tensoradbook as tab
 from tensoradbook import codegen
 from tensoradbook.codegen import printer
+from tensoradbook.codegen.kernel_ir import Assign
 from tensoradbook.codegen.render import Renderer
 from tensoradbook.codegen.targets import KERNEL_TARGETS
 from tensoradbook.lang.expr import Affine, Binary, Element, ExpressionError, Number, Sum, Unary, postorder
@@ -236,8 +237,8 @@ def test_generated_code_stays_flat_for_long_chains(vector):
     writer = (printer.VectorPrinter if vector else printer.ScalarPrinter)({"x": ()}, {"x"})
     writer.share(chain)
     result = writer.value(chain)
-    lines = Renderer(KERNEL_TARGETS["numpy" if vector else "numba"]).lines(writer.statements)
-    source = "\n".join([*lines, f"_result = {result}"])
+    source = "\n".join(Renderer(KERNEL_TARGETS["numpy" if vector else "numba"]).lines(
+        [*writer.statements, Assign("_result", result)]))
     assert max(map(brackets, source.splitlines())) <= codegen.thresholds.MAX_NESTING.value + 5
     namespace = {"math": math, "np": np, "x": np.array(0.5) if vector else np.array([0.5])}
     exec(compile(source, "<generated>", "exec"), namespace)

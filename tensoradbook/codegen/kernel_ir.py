@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the nodes hold these as they are; nothing here calls them
+    from ..lang.expr import Affine
     from .contraction import Contraction
     from .printer import Lanes
 
@@ -51,6 +52,151 @@ class Block:
     body: tuple
 
 
+# -- values of a kernel's body (spelled by the target's values table, :mod:`.values`) -------------------------------
+@dataclass(frozen=True)
+class Index:
+    """An affine index as an integer; with a denominator, its floor (or, ``floor`` false, its ceiling)."""
+
+    affine: Affine
+    floor: bool = True
+
+
+@dataclass(frozen=True)
+class Var:
+    """The kernel's own integer variable ``name`` (``_first``, ``_stop``: a block's lanes, :class:`RowBlock`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class After:
+    """One past the integer ``value``: a range's end from its last value."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The greatest of ``parts`` (integers) where ``lower``, else the least: a range's bound (eqs. 22-26)."""
+
+    parts: tuple
+    lower: bool
+
+
+@dataclass(frozen=True)
+class Atoms:
+    """The conjunction of index conditions ``atoms`` (the language's :class:`~tensoradbook.lang.expr.Atom`)."""
+
+    atoms: tuple
+
+
+@dataclass(frozen=True)
+class Const:
+    """The number ``value``."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A reduction's value over an empty range: 0, or an infinity."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class Read:
+    """The element of tensor ``name`` (of ``shape``) at the affine ``indices``."""
+
+    name: str
+    indices: tuple
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class View:
+    """Tensor ``name`` as a view broadcast against the output: per output axis from its first read, whether the
+    tensor has it (numpy over views, :class:`BroadcastKernel`)."""
+
+    name: str
+    axes: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class Temp:
+    """The temporary ``name``, or its current lane's element where it is per lane of ``lanes``."""
+
+    name: str
+    lanes: Lanes | None = None
+
+
+@dataclass(frozen=True)
+class Op:
+    """Operation ``op`` of the table (:data:`~tensoradbook.lang.ops.OPERATIONS`) over ``operands``."""
+
+    op: str
+    operands: tuple
+
+
+@dataclass(frozen=True)
+class Power:
+    """``base`` multiplied by itself, ``times`` times in all (a square or a cube: no pow call)."""
+
+    base: object
+    times: int
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right``, ``op`` a comparison."""
+
+    op: str
+    left: object
+    right: object
+
+
+@dataclass(frozen=True)
+class Choose:
+    """``then`` where ``condition`` holds, else ``otherwise``, both computed."""
+
+    condition: object
+    then: object
+    otherwise: object
+
+
+@dataclass(frozen=True)
+class Fold:
+    """The reduction ``op``'s ``running`` value with one more ``term``."""
+
+    op: str
+    running: object
+    term: object
+
+
+@dataclass(frozen=True)
+class Full:
+    """A grid of the output's shape, every element ``value`` (numpy)."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class Within:
+    """Whether ``low <= index <= high``, element by element of the grids ``low`` and ``high`` (numpy)."""
+
+    index: str
+    low: object
+    high: object
+
+
+@dataclass(frozen=True)
+class Extent:
+    """The least (``lower``) or greatest element of the grid ``grid`` (numpy)."""
+
+    grid: object
+    lower: bool
+
+
 # -- statements of a kernel's body (the printer's lowering of an expression) ------------------------------------
 @dataclass(frozen=True)
 class Statements:
@@ -59,6 +205,7 @@ class Statements:
 
     body: tuple
     declarations: tuple = ()
+    lanes: bool = False  # on rows of lanes (subscripts may then be spelled otherwise, :mod:`.values`)
 
 
 @dataclass(frozen=True)
@@ -75,7 +222,7 @@ class Assign:
     per-lane array ``name``) where given."""
 
     name: str
-    value: str
+    value: object
     lanes: Lanes | None = None
     op: str = "="
 
@@ -85,7 +232,7 @@ class Fill:
     """Every lane of the per-lane array ``name`` set to ``value``."""
 
     name: str
-    value: str
+    value: object
 
 
 @dataclass(frozen=True)
@@ -94,8 +241,8 @@ class Bounds:
 
     lower: str
     upper: str
-    low: str
-    high: str
+    low: object
+    high: object
 
 
 @dataclass(frozen=True)
@@ -103,8 +250,8 @@ class For:
     """``body`` for ``index`` from ``low`` to ``high``, both included."""
 
     index: str
-    low: str
-    high: str
+    low: object
+    high: object
     body: tuple
 
 
@@ -120,7 +267,7 @@ class LaneLoop:
 class Branch:
     """``body`` where ``condition`` holds (its negation where not ``holds``), else ``orelse`` (None: nothing)."""
 
-    condition: str
+    condition: object
     body: tuple
     orelse: tuple | None = None
     holds: bool = True
@@ -128,13 +275,12 @@ class Branch:
 
 @dataclass(frozen=True)
 class Accumulate:
-    """``value`` added into ``element`` of the array ``gradient`` (at the index codes ``index``): eq. 40's add, plain
-    or atomic as the target spells it."""
+    """``value`` added into ``element`` (a :class:`Read`) of the array ``gradient``: eq. 40's add, plain or atomic
+    as the target spells it."""
 
     gradient: str
-    element: str
-    index: tuple[str, ...]
-    value: str
+    element: Read
+    value: object
 
 
 @dataclass(frozen=True)
@@ -170,7 +316,7 @@ class Store:
     ``row`` where given."""
 
     indices: tuple[str, ...] | None
-    value: str
+    value: object = None
     row: Lanes | None = None
 
 

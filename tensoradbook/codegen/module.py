@@ -44,7 +44,7 @@ from .contraction import (Contraction, contraction_of, gathered_contraction, inn
                           plain_index, reads_plainly, split_contractions)
 from .kernel_ir import (Alias, Allocate, ArraysTable, BlasProduct, BroadcastKernel, ElementLoop, Entry, FillKept,
                         GradientsEntry, GuardedProduct, Header, Kernel, Launch, Module, ReadKept, Return,
-                        ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Statements, Store, Unflatten)
+                        ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Statements, Store, Unflatten, Var)
 from .fusion import fuse
 from .printer import BroadcastPrinter, KernelPrinter, Lanes, py_name
 from .render import render
@@ -64,20 +64,21 @@ def element_kernel(fn: Function, target: Target, name: str) -> Kernel:
     unflatten: tuple = (Unflatten(fn.indices[:-1] if row else fn.indices, shape[:-1] if row else shape, blocks),)
     if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
         unflatten += (RowBlock(blocks, LANE_BLOCK.value, shape[-1]),)
-        row = Lanes(row.name, LANE_BLOCK.value, "_first", "_stop", row.extent, base="_first")
-    printed, value = _printed(target.printer(fn.shapes, all_names(fn), lane=row), fn.indices, body)
-    loop = ElementLoop(count, parallel, indices, shape, unflatten, (printed, Store(indices, value, row)))
+        row = Lanes(row.name, LANE_BLOCK.value, Var("_first"), Var("_stop"), row.extent, base="_first")
+    printed = _printed(target.printer(fn.shapes, all_names(fn), lane=row), fn.indices, body, Store(indices, row=row))
+    loop = ElementLoop(count, parallel, indices, shape, unflatten, (printed,))
     return Kernel(name, (*(py_name(a) for a in fn.arguments), "_out"), _parameter_shapes(fn), parallel,
                   compares(body), (loop,))
 
 
-def _printed(writer: KernelPrinter, bound: tuple[str, ...], body: Expr) -> tuple[Statements, str]:
-    """The statements computing ``body`` (its shared subexpressions first) inside loops binding ``bound``, and
-    the text of its value."""
+def _printed(writer: KernelPrinter, bound: tuple[str, ...], body: Expr, store: Store) -> Statements:
+    """The statements computing ``body`` (its shared subexpressions first) inside loops binding ``bound``, then
+    ``store`` of its value."""
     writer.active |= set(bound)
     writer.share(body)
     value = writer.value(body)
-    return Statements(tuple(writer.statements), tuple(writer.declarations)), value
+    return Statements((*writer.statements, replace(store, value=value)), tuple(writer.declarations),
+                      writer.lanes is not None)
 
 
 def _parameter_shapes(fn: Function) -> tuple[tuple, ...]:
@@ -119,8 +120,8 @@ def broadcast_kernel(fn: Function, name: str) -> BroadcastKernel:
     function that :func:`broadcasts`. numpy's functions are its own, not the kernels', and give the same bits on
     every run, as the reference evaluator's do."""
     fn = apart(fn)
-    printed, value = _printed(BroadcastPrinter(fn.shapes, all_names(fn), output=fn.indices), (), fn.body)
-    return BroadcastKernel(name, (*(py_name(a) for a in fn.arguments), "_out"), (printed, Store(None, value)))
+    printed = _printed(BroadcastPrinter(fn.shapes, all_names(fn), output=fn.indices), (), fn.body, Store(None))
+    return BroadcastKernel(name, (*(py_name(a) for a in fn.arguments), "_out"), (printed,))
 
 
 def kernel_body(fn: Function) -> Expr:

@@ -1,17 +1,20 @@
-"""Kernel printers (report sec. 6): Python statements computing one expression, one ``_print_<Node>`` per node.
+"""Kernel printers (report sec. 6): the lowering of one expression to a kernel's statements and values
+(:mod:`.kernel_ir` nodes), one ``_print_<Node>`` per expression node.
 
 :class:`KernelPrinter` holds what every target shares: shared subexpressions computed once into
 temporaries (which ones, the pass :mod:`.sharing` decides before printing), sums as loops, conditions as
 branches, an explicit stack instead of recursion for long chains of operations, and integer index
 arithmetic. Each block the printer opens carries the row of lanes its statements run on, so a lane-gated
-sum's loop passes its cut row to its body. How a value is written is the subclass's:
+sum's loop passes its cut row to its body. Nothing here is code: the target's renderer spells the statements and
+values (:mod:`.render`, :mod:`.values`). How a value is computed, and how deeply its spelling nests brackets (where a
+temporary is made), is the subclass's:
 
 * :class:`ScalarPrinter` (Numba on the CPU): one element at a time, Python's ``math`` functions,
   optionally a row of *lanes* (the last output index innermost, see ``codegen.module``);
 * :class:`CudaPrinter`: the same for one GPU thread, with CUDA's spellings;
 * :class:`VectorPrinter` (numpy): the whole output grid at once, masks instead of branches.
 
-Each printer is given its target's spelling of every operation (:mod:`.spellings`), as sympy's code
+Each printer counts brackets with its target's spelling of every operation (:mod:`.spellings`), as sympy's code
 printers take a function table per language.
 """
 
@@ -29,9 +32,11 @@ from ..lang.names import fresh_name
 from ..lang.ops import REDUCTIONS
 from ..lang.printer import expr_text
 from ..lang.simplify import atom_as_bound, peel_gates
-from .kernel_ir import Accumulate, Assign, Bounds, Branch, Comment, Declare, Fill, For, LaneLoop
+from .kernel_ir import (Accumulate, After, Assign, Atoms, Bound, Bounds, Branch, Choose, Comment, Compare, Const,
+                        Declare, Extent, Fill, Fold, For, Full, Identity, Index, LaneLoop, Op, Power, Read, Temp, View,
+                        Within)
 from .sharing import Sharing, shared
-from .spellings import ACCUMULATE, CUDA, NUMPY, NUMPY_ACCUMULATE, SCALAR, nesting, read_twice, spelled
+from .spellings import CUDA, NUMPY, SCALAR, nesting, read_twice, spelled
 from .thresholds import MAX_NESTING
 
 # Names the generated code uses itself; user names that clash get a suffix.
@@ -60,28 +65,20 @@ def py_name(name: str) -> str:
 class Lanes:
     """A row of lanes: the output index ``name`` runs innermost, ``width`` values at a time (see
     ``codegen.module.lane``), over its whole extent or, in a block of a row, from ``first`` up to ``stop``
-    (texts of the kernel's variables); per-lane values sit in arrays of ``width``."""
+    (integer values, :mod:`.kernel_ir`); per-lane values sit in arrays of ``width``."""
 
     name: str
     width: int
-    first: str | None = None
-    stop: str | None = None
+    first: object = None
+    stop: object = None
     extent: int = 0  # the whole row's length (the output's last dimension)
-    base: str | None = None  # the lane stored first in the per-lane arrays, where not 0
+    base: str | None = None  # the kernel's variable holding the lane stored first in the per-lane arrays, where not 0
 
-    def slot(self) -> str:
-        """The subscript of the current lane in a per-lane array."""
-        return py_name(self.name) + ("" if self.base is None else f" - {self.base}")
-
-    def within(self, firsts: list[str], stops: list[str]) -> Lanes:
-        """These lanes cut to those at or above every text of ``firsts`` and below every one of ``stops``."""
-        first = self.first or "0"
-        stop = self.stop or str(self.width)
-        for text in firsts:
-            first = f"max({first}, {text})"
-        for text in stops:
-            stop = f"min({stop}, {text})"
-        return replace(self, first=first, stop=stop)
+    def within(self, firsts: list, stops: list) -> Lanes:
+        """These lanes cut to those at or above every value of ``firsts`` and below every one of ``stops``."""
+        first = self.first or Index(Affine.constant_value(0))
+        stop = self.stop or Index(Affine.constant_value(self.width))
+        return replace(self, first=Bound((first, *firsts), lower=True), stop=Bound((stop, *stops), lower=False))
 
 
 def lane_gated(node: Sum, lane: str, extent: int) -> tuple[Sum, list[Atom]]:
@@ -114,34 +111,26 @@ def lane_range(atoms: list[Atom], lane: str) -> tuple[list[Affine], list[Affine]
     return firsts, lasts
 
 
-class Stored(str):
-    """The code reading a value the printer stored (a temporary, or a lane of one: ``nesting`` its subscript's
-    brackets), never stored again. The printer knows it by its type, which only :meth:`KernelPrinter.store` and a
-    reduction's total give, never by its spelling."""
-
-    nesting: int
-
-    def __new__(cls, code: str, nesting: int = 0):
-        stored = super().__new__(cls, code)
-        stored.nesting = nesting
-        return stored
+def temp_nesting(value: Temp) -> int:
+    """The brackets of a temporary's code: a lane's subscript where it is per lane."""
+    return int(value.lanes is not None)
 
 
 @dataclass(frozen=True)
 class _Scope:
-    """A block of the code being written: the texts of the values computed in it, by their keys (valid in it and
+    """A block of the code being written: the values computed in it, by their keys (valid in it and
     in the blocks inside it), how deeply brackets nest in each (:meth:`KernelPrinter.nested`), the row of lanes
     its statements run on, and its statements (:mod:`.kernel_ir` nodes)."""
 
-    known: dict[int, str]
+    known: dict[int, object]
     lanes: Lanes | None
     nests: dict[int, int] = field(default_factory=dict)
     body: list = field(default_factory=list)
 
 
 class KernelPrinter:
-    """The statements computing one expression, as :mod:`.kernel_ir` nodes; :meth:`value` returns the text of its
-    value and writes, before it, the statements it needs (sum loops, branches, shared temporaries).
+    """The statements computing one expression, as :mod:`.kernel_ir` nodes; :meth:`value` returns its value (a
+    value node) and writes, before it, the statements it needs (sum loops, branches, shared temporaries).
 
     What is computed once into a temporary is decided before printing (:func:`.sharing.shared`, which
     :meth:`share` runs); the printer keeps only what printing needs: the statements and per-lane arrays written,
@@ -184,15 +173,16 @@ class KernelPrinter:
         """Whether ``node``'s value differs between lanes (it depends on the lane index)."""
         return self.lane is not None and self.lane in free_indices(node)
 
-    def store(self, name: str, text: str, lanes: bool, op: str = "=") -> str:
-        """``name op text``, as a row of lanes when ``lanes``; returns how to read ``name`` back."""
+    def store(self, name: str, value, lanes: bool, op: str = "=") -> Temp:
+        """``name op value``, as a row of lanes when ``lanes``; returns how to read ``name`` back: the temporary,
+        never stored again (the printer knows it by its type, not by its spelling)."""
         if not lanes:
-            self.emit(Assign(name, text, op=op))
-            return Stored(name)
+            self.emit(Assign(name, value, op=op))
+            return Temp(name)
         if op == "=":
             self.declare(name)
-        self.emit(LaneLoop(self.lanes, (Assign(name, text, self.lanes, op),)))
-        return Stored(f"{name}[{self.lanes.slot()}]", nesting=1)
+        self.emit(LaneLoop(self.lanes, (Assign(name, value, self.lanes, op),)))
+        return Temp(name, self.lanes)
 
     def declare(self, name: str) -> None:
         """A per-lane array ``name``, allocated once before the kernel's loops."""
@@ -237,46 +227,10 @@ class KernelPrinter:
         return f"_{prefix}{self.counter}"
 
     # -- integer parts ---------------------------------------------------------------------
-    def affine(self, a: Affine, floor: bool = True) -> str:
-        """``a`` as integer code; with a denominator, floor (or, ``floor=False``, ceiling) division."""
-        parts = []  # (whether subtracted, the term's code)
-        for name, c in a.terms:
-            parts.append((c < 0, py_name(name) if abs(c) == 1 else f"{abs(c)} * {py_name(name)}"))
-        if a.constant or not parts:
-            parts.append((a.constant < 0, str(abs(a.constant))))
-        (negative, first), rest = parts[0], parts[1:]
-        text = ("-" if negative else "") + first + "".join(f" {'-' if neg else '+'} {term}" for neg, term in rest)
-        if a.denominator == 1:
-            return text
-        if floor:
-            return f"({text}) // {a.denominator}"
-        return f"-(-({text}) // {a.denominator})"
-
-    def bound(self, affines: tuple[Affine, ...], lower: bool) -> str:
-        """``max`` of the ceilings of lower bounds, ``min`` of the floors of upper ones (eqs. 22-26)."""
-        pick = self.maximum if lower else self.minimum
-        texts = [self.affine(a, floor=not lower) for a in affines]
-        out = texts[0]
-        for text in texts[1:]:
-            out = f"{pick}({out}, {text})"
-        return out
-
-    maximum, minimum = "max", "min"
-
-    def condition(self, atoms: tuple[Atom, ...]) -> str:
-        parts = []
-        for atom in atoms:
-            value = self.affine(atom.affine)
-            if atom.inequality:
-                parts.append(f"{value} >= 0")
-            elif atom.modulus:
-                parts.append(f"({value}) % {atom.modulus} == 0")
-            else:
-                parts.append(f"{value} == 0")
-        return self.conjunction(parts)
-
-    def conjunction(self, parts: list[str]) -> str:
-        return " and ".join(parts)
+    @staticmethod
+    def bound(affines: tuple[Affine, ...], lower: bool) -> Bound:
+        """The greatest of the ceilings of lower bounds, the least of the floors of upper ones (eqs. 22-26)."""
+        return Bound(tuple(Index(a, floor=not lower) for a in affines), lower)
 
     def condition_nesting(self, atoms: tuple[Atom, ...]) -> int:
         """The brackets of :meth:`condition`'s code: a modulus's around its affine (an atom's affine is integral, no
@@ -284,24 +238,21 @@ class KernelPrinter:
         return self.part_brackets + max((int(bool(atom.modulus) and not atom.inequality) for atom in atoms),
                                         default=0)
 
-    part_brackets = 0  # the brackets conjunction() puts around each part
+    part_brackets = 0  # the brackets the spelling of a conjunction puts around each part
 
-    def element(self, name: str, indices) -> str:
-        """``x[...]`` for index texts; a 0-d tensor is stored as one element."""
-        if not self.shapes[name]:
-            return f"{py_name(name)}[0]"
-        return f"{py_name(name)}[{', '.join(indices)}]"
+    def element(self, name: str, indices: tuple[Affine, ...]) -> Read:
+        return Read(name, tuple(indices), tuple(self.shapes[name]))
 
     # -- values --------------------------------------------------------------------------
-    def lookup(self, node: Expr) -> str | None:
+    def lookup(self, node: Expr):
         key = self.key(node)
         for scope in reversed(self.scopes):
             if key in scope.known:
                 return scope.known[key]
         return None
 
-    def value(self, node: Expr) -> str:
-        """The text of ``node``'s value; the statements it needs are written before it.
+    def value(self, node: Expr):
+        """``node``'s value; the statements it needs are written before it.
 
         Chains of operations are written bottom-up from an explicit stack: a
         sum of hundreds of terms must not recurse hundreds of levels. Sums and
@@ -319,25 +270,25 @@ class KernelPrinter:
                 self.write(current)
         return self.text(node)
 
-    def text(self, node: Expr) -> str | None:
+    def text(self, node: Expr):
         """How to read ``node`` here: a constant, an element, or what was written for it; None if not yet."""
         if isinstance(node, Number):
-            return self._print_Number(node)
+            return Const(node.value)
         if isinstance(node, Element):
             return self._print_Element(node)
         return self.lookup(node)
 
     def write(self, node: Expr) -> None:
-        """Write ``node``, whose operands (for an operation) are written already, and remember its text."""
+        """Write ``node``, whose operands (for an operation) are written already, and remember its value."""
         method = getattr(self, f"_print_{type(node).__name__}", None)
         if method is None or isinstance(node, (Number, Element)):
             raise TypeError(f"not an expression node: {node!r}")
         text = method(node)
-        depth = text.nesting if isinstance(text, Stored) else self.nesting_of(node)
+        depth = temp_nesting(text) if isinstance(text, Temp) else self.nesting_of(node)
         # a temporary for what is used twice, and where brackets nest deeply (see MAX_NESTING)
-        if not isinstance(text, Stored) and (self.sharing.is_repeated(node) or MAX_NESTING.exceeded(depth)):
+        if not isinstance(text, Temp) and (self.sharing.is_repeated(node) or MAX_NESTING.exceeded(depth)):
             text = self.store(self.temp("t"), text, self.varies(node))
-            depth = text.nesting
+            depth = temp_nesting(text)
         self.scopes[-1].known[self.key(node)] = text
         self.scopes[-1].nests[self.key(node)] = depth
 
@@ -372,19 +323,16 @@ class KernelPrinter:
         subscript where ``node`` varies between lanes)."""
         if self.scalar_reads and isinstance(node, Element):
             return self.nested(node)
-        if self.text(node) is not None and isinstance(self.text(node), Stored):
-            return self.text(node).nesting
+        if isinstance(self.text(node), Temp):
+            return temp_nesting(self.text(node))
         return int(self.varies(node))
 
-    def _print_Number(self, node: Number) -> str:
-        return f"({float(node.value)!r})" if node.value < 0 else repr(float(node.value))
-
     def number_nesting(self, node: Number) -> int:
-        """The brackets of :meth:`_print_Number`'s code."""
+        """The brackets of a number's code (a negative one's)."""
         return int(node.value < 0)
 
-    def _print_Element(self, node: Element) -> str:
-        return self.element(node.name, [self.affine(a) for a in node.indices])
+    def _print_Element(self, node: Element) -> Read:
+        return self.element(node.name, node.indices)
 
     def element_nesting(self, node: Element) -> int:
         """The brackets of :meth:`element`'s code: the subscript's, around the deepest index's (a floor division's
@@ -393,39 +341,37 @@ class KernelPrinter:
             return 1
         return 1 + self.index_brackets + max(int(a.denominator != 1) for a in node.indices)
 
-    index_brackets = 0  # the brackets element() puts around each index of a subscript
+    index_brackets = 0  # the brackets the spelling of a subscript puts around each index
 
     def template(self, op: str) -> str:
-        """The code of operation ``op`` as a format string over its operands' texts."""
+        """The code of operation ``op`` as a format string over its operands' code."""
         return spelled(self.spellings, op)
 
-    def _print_Unary(self, node: Unary) -> str:
-        template = self.template(node.op)
+    def _print_Unary(self, node: Unary) -> Op:
         operand = self.value(node.arg)
-        if read_twice(template):  # sign and round on CUDA read their operand several times
+        if read_twice(self.template(node.op)):  # sign and round on CUDA read their operand several times
             operand = self.named(operand, node.arg)
-        return template.format(operand)
+        return Op(node.op, (operand,))
 
-    def named(self, text: str, node: Expr) -> str:
+    def named(self, text, node: Expr):
         """``text`` (the value of ``node``) as a name or element read, stored into a temporary if it is more. Where
         reading an element loads one number (:attr:`scalar_reads`), it is read again where it is needed: a copy per
         lane costs a loop and an array for nothing (a kernel summing 200 squares of reads took 34 s to compile with
         them); a vector printer's read is a gather of a whole grid, kept once."""
-        if isinstance(text, Stored) or (self.scalar_reads and isinstance(node, Element)):
+        if isinstance(text, Temp) or (self.scalar_reads and isinstance(node, Element)):
             return text
         return self.store(self.temp("t"), text, self.varies(node))
 
-    def _print_Binary(self, node: Binary) -> str:
+    def _print_Binary(self, node: Binary):
         left = self.value(node.left)
         if node.op == "**" and _repeated_product(node):  # no pow call (also for 2.0 and 3.0)
-            left = self.named(left, node.left)
-            return "(" + " * ".join([left] * int(node.right.value)) + ")"
-        template, right = self.template(node.op), self.value(node.right)
-        if read_twice(template):  # max and min read their operands several times
+            return Power(self.named(left, node.left), int(node.right.value))
+        right = self.value(node.right)
+        if read_twice(self.template(node.op)):  # max and min read their operands several times
             left, right = self.named(left, node.left), self.named(right, node.right)
-        return template.format(left, right)
+        return Op(node.op, (left, right))
 
-    def _print_Sum(self, node: Sum, into: str | None = None, lanes: bool | None = None) -> str:
+    def _print_Sum(self, node: Sum, into: str | None = None, lanes: bool | None = None) -> Temp:
         """A reduction's loop into a new total, or, for a sum directly inside a sum, ``into`` the outer one's
         (``lanes``: whether that total is per lane)."""
         total = into or self.temp("s")
@@ -441,13 +387,12 @@ class KernelPrinter:
         with self.binding(node.index):
             return self.loop(node, total, low, high, gates, lanes, fresh=into is None)
 
-    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=False, fresh=True) -> str:
+    def loop(self, node: Sum, total: str, low: Bound, high: Bound, gates=(), lanes=False, fresh=True) -> Temp:
         """The reduction as a loop accumulating into ``total`` (per lane if ``lanes``), which starts at the identity
         if ``fresh``; each term only on the lanes that meet ``gates`` (see :func:`lane_gated`). A sum per lane whose
         body is a sum adds the inner terms straight into its total: no inner total, no pass adding it up per lane
         (one element's nested sums keep their totals: LLVM vectorises the innermost as a reduction of its own)."""
-        reduction = REDUCTIONS[node.op]
-        start = _identity_text(reduction.identity, "math.inf")
+        start = Identity(REDUCTIONS[node.op].identity)
         if fresh and lanes:
             self.declare(total)
             self.emit(Fill(total, start))
@@ -459,8 +404,8 @@ class KernelPrinter:
             term = self.value(node.body)
             if node.op == "sum":
                 return self.store(total, term, lanes, op="+=")
-            running = f"{total}[{self.lanes.slot()}]" if lanes else total
-            return self.store(total, ACCUMULATE[node.op].format(running, self.named(term, node.body)), lanes)
+            running = Temp(total, self.lanes if lanes else None)
+            return self.store(total, Fold(node.op, running, self.named(term, node.body)), lanes)
 
     def contribution(self, gradient: str, part) -> None:
         """Eq. 40 for one occurrence (a :class:`~tensoradbook.ad.contribution.Contribution`): its adjoint added
@@ -475,38 +420,32 @@ class KernelPrinter:
                 loops.enter_context(self.binding(s.index))
             gates, adjoint = peel_gates(part.adjoint)
             for condition, holds in gates:
-                loops.enter_context(self.block(partial(Branch, self.condition(condition), holds=holds)))
+                loops.enter_context(self.block(partial(Branch, Atoms(condition), holds=holds)))
             self.share(adjoint)
             value = self.value(adjoint)
-            index = tuple(self.affine(a) for a in part.element.indices)
-            self.emit(Accumulate(py_name(gradient), self.element(gradient, index), index, value))
+            self.emit(Accumulate(gradient, self.element(gradient, part.element.indices), value))
 
     def gated(self, gates) -> Lanes | None:
         """The lanes where a term meets ``gates`` (:func:`lane_gated`); None (the enclosing ones) without gates."""
         if not gates:
             return None
         firsts, lasts = lane_range(gates, self.lane)
-        return self.lanes.within([self.affine(a, floor=False) for a in firsts],
-                                 [f"{self.affine(a)} + 1" for a in lasts])
+        return self.lanes.within([Index(a, floor=False) for a in firsts], [After(Index(a)) for a in lasts])
 
-    def _print_Select(self, node: Select) -> str:
+    def _print_Select(self, node: Select):
         """Both branches, then the one the comparison picks: no branch in the code, so rows of lanes stay
         vectorisable (a branch reads only valid elements: index conditions guard themselves). Except where
         a branch runs a loop and the comparison is the same for every lane: then only the branch taken
         runs (a max's gradient scans the earlier terms only at the extremal element, not at every one)."""
-        left, right = self.value(node.left), self.value(node.right)
-        comparison = f"{left} {node.op} {right}"
+        comparison = Compare(node.op, self.value(node.left), self.value(node.right))
         if not self.varies(node) and any(_has_loop(branch) for branch in (node.then, node.otherwise)):
             return self.branch(comparison, node.then, node.otherwise, lanes=False)
-        return self.choose(comparison, self.value(node.then), self.value(node.otherwise))
+        return Choose(comparison, self.value(node.then), self.value(node.otherwise))
 
-    def choose(self, condition: str, then: str, otherwise: str) -> str:
-        return f"({then} if {condition} else {otherwise})"
+    def _print_If(self, node: If):
+        return self.branch(Atoms(node.condition), node.then, node.otherwise, self.varies(node))
 
-    def _print_If(self, node: If) -> str:
-        return self.branch(self.condition(node.condition), node.then, node.otherwise, self.varies(node))
-
-    def branch(self, condition: str, then: Expr, otherwise: Expr, lanes: bool) -> str:
+    def branch(self, condition, then: Expr, otherwise: Expr, lanes: bool):
         """``then`` or ``otherwise`` as an ``if`` statement: only the branch taken is computed."""
         result = self.temp("c")
         with self.block() as taken:
@@ -517,19 +456,10 @@ class KernelPrinter:
 
 
 class ScalarPrinter(KernelPrinter):
-    """Numba on the CPU: one output element (or one row of lanes) per iteration of a ``prange``.
-
-    Subscripts are unsigned (``x[np.uint64(i + p - 2)]``): every read the kernels make is in range (the
-    bounds and conditions of the derivation see to it), and Numba then leaves out its check for negative
-    indices, whose branch on every read keeps LLVM from vectorising loops with variable bounds (a padded
-    convolution's weight gradient, for one)."""
+    """Numba on the CPU: one output element (or one row of lanes) per iteration of a ``prange``; off rows of lanes
+    its subscripts are unsigned (:class:`~.values.ScalarValues`), one pair of brackets around each index."""
 
     scalar_reads = True
-
-    def element(self, name: str, indices) -> str:
-        if self.lanes is not None:  # rows of lanes vectorise as they are, and slower with unsigned subscripts
-            return super().element(name, indices)
-        return super().element(name, [f"np.uint64({index})" for index in indices])
 
     @property
     def index_brackets(self) -> int:
@@ -540,67 +470,39 @@ class CudaPrinter(ScalarPrinter):
     """Numba CUDA: one output element per GPU thread, with the device functions of the operation table."""
 
     spellings = CUDA
-
-    def element(self, name: str, indices) -> str:  # signed subscripts: a GPU thread has no loop to vectorise
-        return KernelPrinter.element(self, name, indices)
-
-    index_brackets = 0
+    index_brackets = 0  # signed subscripts: a GPU thread has no loop to vectorise
 
 
 class VectorPrinter(KernelPrinter):
     """numpy: every output element at once over the grid ``_GRID``; conditions are masks, and indices are
     clipped, since masked-out lanes still read."""
 
-    maximum, minimum = "np.maximum", "np.minimum"
     spellings = NUMPY
-
-    def conjunction(self, parts: list[str]) -> str:
-        return " & ".join(f"({p})" for p in parts)
-
     part_brackets = 1
-
-    def element(self, name: str, indices) -> str:
-        shape = self.shapes[name]
-        if not shape:
-            return f"{py_name(name)}[()]"
-        indices = [f"np.clip({i}, 0, {n - 1})" for i, n in zip(indices, shape)]
-        return f"{py_name(name)}[{', '.join(indices)}]"
-
     index_brackets = 1
 
     def element_nesting(self, node: Element) -> int:
         return 2 if not node.indices else super().element_nesting(node)  # x[()]
 
-    def _print_Number(self, node: Number) -> str:
-        # numpy scalars: 1e308 ** 7.25 is inf and 1.0 / 0 is inf, as in the reference
-        return f"np.float64({float(node.value)!r})"
-
     def number_nesting(self, node: Number) -> int:
-        return 1
+        return 1  # np.float64(...)
 
-    def loop(self, node: Sum, total: str, low: str, high: str, gates=(), lanes=False, fresh=True) -> str:
-        index = py_name(node.index)  # no lanes here: no gates, and every sum its own total
-        reduction = REDUCTIONS[node.op]
-        identity = _identity_text(reduction.identity, "np.inf")
-        combine = NUMPY_ACCUMULATE[node.op]
-        self.emit(Assign(total, f"np.full(_GRID, {identity})"))
+    def loop(self, node: Sum, total: str, low: Bound, high: Bound, gates=(), lanes=False, fresh=True) -> Temp:
+        identity = Identity(REDUCTIONS[node.op].identity)  # no lanes here: no gates, and every sum its own total
+        self.emit(Assign(total, Full(identity)))
         if all(a.is_constant for a in node.lower + node.upper):
             with self.block(partial(For, node.index, low, high)):
-                self.emit(Assign(total, f"{combine}({total}, {self.value(node.body)})"))
-            return Stored(total)
-        lo, hi = self.temp("lo"), self.temp("hi")
-        self.emit(Bounds(lo, hi, low, high))
-        with self.block(partial(For, node.index, f"np.min({lo})", f"np.max({hi})")):
+                self.emit(Assign(total, Fold(node.op, Temp(total), self.value(node.body))))
+            return Temp(total)
+        lo, hi = Temp(self.temp("lo")), Temp(self.temp("hi"))
+        self.emit(Bounds(lo.name, hi.name, low, high))
+        with self.block(partial(For, node.index, Extent(lo, lower=True), Extent(hi, lower=False))):
             body = self.value(node.body)
-            inside = f"({lo} <= {index}) & ({index} <= {hi})"
-            self.emit(Assign(total, f"{combine}({total}, np.where({inside}, {body}, {identity}))"))
-        return Stored(total)
+            self.emit(Assign(total, Fold(node.op, Temp(total), Choose(Within(node.index, lo, hi), body, identity))))
+        return Temp(total)
 
-    def choose(self, condition: str, then: str, otherwise: str) -> str:
-        return f"np.where({condition}, {then}, {otherwise})"
-
-    def branch(self, condition: str, then: Expr, otherwise: Expr, lanes: bool) -> str:
-        return self.choose(condition, self.value(then), self.value(otherwise))
+    def branch(self, condition, then: Expr, otherwise: Expr, lanes: bool) -> Choose:
+        return Choose(condition, self.value(then), self.value(otherwise))
 
 
 class BroadcastPrinter(VectorPrinter):
@@ -613,22 +515,14 @@ class BroadcastPrinter(VectorPrinter):
         super().__init__(shapes, names)
         self.output = list(output)
 
-    def _print_Element(self, node: Element) -> str:
+    def _print_Element(self, node: Element) -> View:
         if not node.indices:
-            return f"{py_name(node.name)}[0]"  # the Numba modules keep a scalar as one element
+            return View(node.name, ())  # the Numba modules keep a scalar as one element
         read = [a.terms[0][0] for a in node.indices]  # plain indices in the output's order (see broadcasts)
-        axes = self.output[self.output.index(read[0]):]
-        return f"{py_name(node.name)}[{', '.join(':' if axis in read else 'None' for axis in axes)}]"
+        return View(node.name, tuple(axis in read for axis in self.output[self.output.index(read[0]):]))
 
     def element_nesting(self, node: Element) -> int:
         return 1
-
-
-def _identity_text(value: float, infinity: str) -> str:
-    """A reduction's value over an empty range as code: ``0.0``, or ``infinity`` with its sign."""
-    if abs(value) != float("inf"):
-        return repr(value)
-    return ("-" if value < 0 else "") + infinity
 
 
 def _has_loop(node: Expr) -> bool:

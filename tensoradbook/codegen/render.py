@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from .kernel_ir import (Accumulate, Alias, Allocate, ArraysTable, Assign, BlasProduct, Block, Bounds, Branch,
                         BroadcastKernel, Comment, Declare, ElementLoop, Entry, Fill, FillKept, For, FusedKernel,
-                        GradientsEntry, GuardedProduct, Header, Kernel, LaneLoop, Launch, Line, Module, ReadKept,
+                        GradientsEntry, GuardedProduct, Header, Index, Kernel, LaneLoop, Launch, Line, Module, ReadKept,
                         Return, ReturnGradients, RowBlock, ScatterLoop, ScratchSetup, Statements, Store, Unflatten)
 from .printer import py_name
 from .targets import Target
+from .values import VectorValues
 
 FORMAT = 1  # bump when the generated code changes meaning: new hashes, new module files
 INDENT = "    "
@@ -24,6 +25,12 @@ class Renderer:
 
     def __init__(self, target: Target):
         self.target = target
+        self.style = target.values  # how values are spelled: the target's, numpy's in a broadcast kernel
+        self.values = self.style()
+
+    def text(self, value) -> str:
+        """A value's code (:mod:`.values`)."""
+        return self.values.text(value)
 
     def lines(self, nodes, depth: int = 0) -> list[str]:
         out = []
@@ -40,34 +47,41 @@ class Renderer:
 
     # -- a kernel's body
     def _Statements(self, node: Statements, depth: int) -> list[str]:
+        self.values = self.style(node.lanes)
         return self.lines((*node.declarations, *node.body), depth)
 
     def _Declare(self, node: Declare, depth: int) -> list[str]:
         return self._Line(Line(self.target.declaration(node.name, node.width)), depth)
 
     def _Assign(self, node: Assign, depth: int) -> list[str]:
-        name = node.name if node.lanes is None else f"{node.name}[{node.lanes.slot()}]"
-        return self._Line(Line(f"{name} {node.op} {node.value}"), depth)
+        name = node.name if node.lanes is None else f"{node.name}[{self.values.slot(node.lanes)}]"
+        return self._Line(Line(f"{name} {node.op} {self.text(node.value)}"), depth)
 
     def _Fill(self, node: Fill, depth: int) -> list[str]:
-        return self._Line(Line(f"{node.name}[:] = {node.value}"), depth)
+        return self._Line(Line(f"{node.name}[:] = {self.text(node.value)}"), depth)
 
     def _Bounds(self, node: Bounds, depth: int) -> list[str]:
-        return self._Line(Line(f"{node.lower}, {node.upper} = {node.low}, {node.high}"), depth)
+        return self._Line(Line(f"{node.lower}, {node.upper} = {self.text(node.low)}, {self.text(node.high)}"), depth)
 
     def _For(self, node: For, depth: int) -> list[str]:
-        return self._Block(Block(self.target.range_loop(py_name(node.index), node.low, node.high), node.body), depth)
+        header = self.target.range_loop(py_name(node.index), self.text(node.low), self.text(node.high))
+        return self._Block(Block(header, node.body), depth)
 
     def _LaneLoop(self, node: LaneLoop, depth: int) -> list[str]:
-        return self._Block(Block(self.target.lane_loop(node.lanes), node.body), depth)
+        lanes = node.lanes
+        first, stop = (None, None) if lanes.first is None else (self.text(lanes.first), self.text(lanes.stop))
+        return self._Block(Block(self.target.lane_loop(py_name(lanes.name), lanes.width, first, stop), node.body),
+                           depth)
 
     def _Branch(self, node: Branch, depth: int) -> list[str]:
-        condition = node.condition if node.holds else f"not ({node.condition})"
+        condition = self.text(node.condition) if node.holds else f"not ({self.text(node.condition)})"
         otherwise = () if node.orelse is None else (Block("else:", node.orelse),)
         return self.lines((Block(f"if {condition}:", node.body), *otherwise), depth)
 
     def _Accumulate(self, node: Accumulate, depth: int) -> list[str]:
-        return self._Line(Line(self.target.accumulate(node.gradient, node.element, node.index, node.value)), depth)
+        index = tuple(self.text(Index(a)) for a in node.element.indices)
+        code = self.target.accumulate(py_name(node.gradient), self.text(node.element), index, self.text(node.value))
+        return self._Line(Line(code), depth)
 
     def _Comment(self, node: Comment, depth: int) -> list[str]:
         return self._Line(Line(f"# {node.text}"), depth)
@@ -94,7 +108,7 @@ class Renderer:
 
     def _Store(self, node: Store, depth: int) -> list[str]:
         where = "..." if node.indices is None else self.target.output_element(node.indices)
-        store = Line(f"_out[{where}] = {node.value}")
+        store = Line(f"_out[{where}] = {self.text(node.value)}")
         return self.lines([LaneLoop(node.row, (store,)) if node.row else store], depth)
 
     def _ElementLoop(self, node: ElementLoop, depth: int) -> list[str]:
@@ -114,6 +128,13 @@ class Renderer:
         return self.lines([*decorator, Block(f"def {node.name}({', '.join(node.params)}):", calls)], depth)
 
     def _BroadcastKernel(self, node: BroadcastKernel, depth: int) -> list[str]:
+        self.style = VectorValues  # numpy's over views, whatever the target
+        try:
+            return self._broadcast(node, depth)
+        finally:
+            self.style = self.target.values
+
+    def _broadcast(self, node: BroadcastKernel, depth: int) -> list[str]:
         guard = Block('with np.errstate(all="ignore"):  # inf and nan as the kernels give them, without warnings',
                       node.body)
         header = f"def {node.name}({', '.join(node.params)}):  # numpy's vector math (see broadcasts)"

@@ -92,7 +92,8 @@ NUMPY: Mapping[str, str] = MappingProxyType({
 #: How the one-at-a-time kernels fold a reduction's term ``{1}`` into its running value ``{0}``.
 ACCUMULATE: Mapping[str, str] = MappingProxyType({"sum": "{0} + {1}", "max": taken(">"), "min": taken("<")})
 #: numpy's ufunc folding a reduction's terms over whole arrays.
-NUMPY_ACCUMULATE: Mapping[str, str] = MappingProxyType({"sum": "np.add", "max": "np.maximum", "min": "np.minimum"})
+NUMPY_ACCUMULATE: Mapping[str, str] = MappingProxyType({
+    "sum": "np.add({0}, {1})", "max": "np.maximum({0}, {1})", "min": "np.minimum({0}, {1})"})
 
 #: every style of spelling, by the name a test reports a missing one under
 STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({"Numba (CPU)": SCALAR, "Numba CUDA": CUDA, "numpy": NUMPY})

@@ -31,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from .kernel_ir import Allocate, Block, ElementLoop, Line, ScatterLoop
-from .printer import CudaPrinter, KernelPrinter, Lanes, ScalarPrinter, VectorPrinter, py_name
+from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
+from .values import CudaValues, ScalarValues, VectorValues
 
 #: CUDA threads per block: a multiple of the 32 threads of a warp, small enough that a kernel's registers fit
 #: several blocks on one multiprocessor.
@@ -54,7 +55,8 @@ class Target:
     name: str
     label: str            # its name in a menu, with how it runs
     compiling = ""        # what compiling its kernels costs, where a user waits for it
-    printer: type[KernelPrinter]
+    printer: type[KernelPrinter]  # lowers an expression to statements and values (codegen.printer)
+    values: type[ScalarValues] = ScalarValues  # spells those values (codegen.values)
     scatters_gradients = False  # one scatter kernel per definition (eq. 40) rather than one gather kernel each
     lanes = False         # rows of the last output index as lanes (see codegen.module.lane)
     on_gpu = False        # runs on an NVIDIA GPU (or Numba's CUDA simulator)
@@ -92,10 +94,11 @@ class Target:
         """The header of a loop of ``index`` from ``low`` to ``high``, both included."""
         return f"for {index} in range({low}, {high} + 1):"
 
-    def lane_loop(self, lanes: Lanes) -> str:
-        """The header of a loop over the lanes of a row: all of its ``width``, or from ``first`` up to ``stop``."""
-        bounds = str(lanes.width) if lanes.first is None else f"{lanes.first}, {lanes.stop}"
-        return f"for {py_name(lanes.name)} in range({bounds}):"
+    def lane_loop(self, lane: str, width: int, first: str | None, stop: str | None) -> str:
+        """The header of a loop of ``lane`` over a row's lanes: all ``width`` of them, or (the code of) ``first`` up
+        to ``stop``."""
+        bounds = str(width) if first is None else f"{first}, {stop}"
+        return f"for {lane} in range({bounds}):"
 
     def declaration(self, name: str, width: int) -> str:
         """A per-lane array ``name`` of ``width`` values allocated."""
@@ -150,6 +153,7 @@ class NumpyTarget(Target):
     name = "numpy"
     label = "numpy (vectorised)"
     printer = VectorPrinter
+    values = VectorValues
     quiet = True
     imports = ("import numpy as np", "", "from tensoradbook.lang.ops import numpy_function")
 
@@ -206,6 +210,7 @@ class CudaTarget(Target):
     name = "cuda"
     label = "cuda (GPU thread per element)"
     printer = CudaPrinter
+    values = CudaValues
     on_gpu = True
     imports = ("import math", "", "import numpy as np", "from numba import cuda", "", f"THREADS = {THREADS_PER_BLOCK}")
     kernel_decorator = ("@cuda.jit(cache=True)",)
