@@ -6,6 +6,7 @@ It shows, for the lecturer:
   table of submitted, late and missing counts, mean and median;
 * each exercise's spread (full marks, part marks, none: autograded tests score all or nothing) per assignment;
 * the exercises most students miss (share of the submitters below full marks), across the course;
+* the students who may be stuck: who misses assignments others submitted, or averages below half the points;
 * late submissions (against nbgrader's due date and each student's extension, with the penalty nbgrader gave;
   "no deadline set" where the assignment has none) and missing ones (students of the roster without a submission);
 * the grading report's tampering rows (flagged answer cells, refused reads, forged replies, refused or suspicious
@@ -50,6 +51,8 @@ from classroom.paths import COURSE
 #: The grading report's kinds that say a student (or their code) went for the grading itself
 #: (classroom/grading.py's events, classroom/exchange.py's collect).
 TAMPERING_KINDS = ("tampering", "flagged", "refused", SUSPICIOUS, REFUSED)
+#: Below this mean share of the points (over what they submitted) a student is listed as perhaps stuck.
+STUCK_SHARE = 0.5
 #: How many exercises the "most missed" plot shows.
 MOST_MISSED = 15
 #: A report detail longer than this is cut in the table (the report keeps it whole).
@@ -428,6 +431,36 @@ def section_missed(view: ClassView) -> str:
     return head + lead + plot_most_missed(missed)
 
 
+def _stuck(view: ClassView) -> list[tuple[str, int, int, float | None]]:
+    """(student, submitted, missing, mean share of the points over what they submitted) of each student who misses
+    an assignment others submitted or averages below :data:`STUCK_SHARE`, those missing most first, then the
+    lowest."""
+    started = [a for a in view.assignments or [] if a.submissions]
+    rows = []
+    for student in view.students:
+        shares = [s.score / a.max_score for a in started if a.max_score for s in a.submissions
+                  if s.student == student]
+        missing = sum(student in a.missing for a in started)
+        mean = statistics.mean(shares) if shares else None
+        if missing or (mean is not None and mean < STUCK_SHARE):
+            rows.append((student, len(shares), missing, mean))
+    return sorted(rows, key=lambda r: (-r[2], -1 if r[3] is None else r[3], _natural(r[0])))
+
+
+def section_stuck(view: ClassView) -> str:
+    head = "<h2 id=stuck>Students who may be stuck</h2>"
+    if not any(a.submissions for a in view.assignments or []):
+        return head + _empty("No submissions yet.")
+    rows = [[_e(student), str(submitted), str(missing), "—" if mean is None else f"{100 * mean:.0f}%"]
+            for student, submitted, missing, mean in _stuck(view)]
+    if not rows:
+        return head + _empty(f"Every student submitted every assignment anyone submitted, averaging at least "
+                             f"{100 * STUCK_SHARE:.0f}% of the points.")
+    return (head + f"<p>Who misses an assignment that others submitted, or averages below {100 * STUCK_SHARE:.0f}% "
+            "of the points over what they submitted; most missing first, then the lowest.</p>"
+            + _table(["Student", "Submitted", "Missing", "Mean score"], rows, numeric=(1, 2, 3)))
+
+
 def _late_table(assignments: list[Assignment]) -> str:
     late = [(a, s) for a in assignments for s in a.late]
     if not any(a.duedate for a in assignments):
@@ -513,10 +546,10 @@ def render(view: ClassView, now: datetime | None = None) -> str:
     """The dashboard's HTML for ``view``."""
     now = now or datetime.now(UTC)
     with matplotlib.rc_context(PLOT_STYLE):
-        sections = [section(view) for section in (section_scores, section_exercises, section_missed,
+        sections = [section(view) for section in (section_scores, section_exercises, section_missed, section_stuck,
                                                   section_submissions, section_report)]
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
-        ("scores", "Scores"), ("exercises", "Exercises"), ("missed", "Most missed"),
+        ("scores", "Scores"), ("exercises", "Exercises"), ("missed", "Most missed"), ("stuck", "Who is stuck"),
         ("submissions", "Late and missing"), ("tampering", "Tampering")))
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             "<meta name=viewport content='width=device-width, initial-scale=1'>"

@@ -118,11 +118,15 @@ def test_the_numbers(course):
 
     page = dashboard.render(view)
     assert [re.search(r"<h2 id=(\w+)>", h)[1] for h in re.findall(r"<h2 id=\w+>", page)] == [
-        "scores", "exercises", "missed", "submissions", "tampering"]
+        "scores", "exercises", "missed", "stuck", "submissions", "tampering"]
     summary = dict((label, int(n)) for n, label in re.findall(r"<li><strong>(\d+)</strong>([^<]+)</li>", page))
     assert summary == {"students": 5, "assignments": 3, "submissions": 5, "late": 1, "missing": 5,
                        "tampering rows": 3}
     assert "Most missed: 01_intro · ex2 , 2 of 3 submitters below full marks" in text(section(page, "missed"))
+    # dan submitted nothing; eve missed one and scored 0 on the other; bob and cy each missed one
+    stuck = text(section(page, "stuck")).split("Mean score")[1]
+    assert stuck.split() == ["dan", "0", "2", "—", *text(dashboard._e(HOSTILE_ID)).split(), "1", "1", "0%",
+                             "bob", "1", "1", "50%", "cy", "1", "1", "50%"]
     late = text(section(page, "submissions"))
     assert "01_intro bob 2026-12-01 14:00 UTC 2026-12-01 12:00 UTC 2 h 00 min 1" in late
     assert "cy" not in late.split("Late")[1].split("Missing")[0]  # within his extension
@@ -136,6 +140,18 @@ def test_the_numbers(course):
     assert "ran past its clock" not in report  # the other rows are counted, not listed
     # a plot per section that has data: scores, each submitted assignment's exercises, missed, status, tampering
     assert page.count('<img class="plot"') == 6
+
+
+def test_totals_are_those_of_grades_csv(course):
+    """The scores shown are the gradebook's as grades.csv has them (nbgrader's own export), penalties included."""
+    from nbgrader.plugins import CsvExportPlugin
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        CsvExportPlugin(to=str(course / "grades.csv")).export(gradebook)
+    with open(course / "grades.csv", newline="") as f:
+        exported = {(r["assignment"], r["student_id"]): float(r["score"]) for r in csv.DictReader(f) if r["timestamp"]}
+    shown = {(a.name, s.student): s.score for a in dashboard.read_class(course).assignments for s in a.submissions}
+    assert shown == exported and shown["01_intro", "bob"] == 3
 
 
 def test_student_data_is_escaped_and_nothing_is_fetched(course):
