@@ -44,6 +44,7 @@ from pathlib import Path
 
 import matplotlib
 from matplotlib.figure import Figure
+from nbgrader.api import Gradebook
 
 from classroom.exchange import REFUSED, SUSPICIOUS
 from classroom.paths import COURSE
@@ -163,8 +164,6 @@ def _assignment(gradebook, assignment, students: list[str]) -> Assignment:
 
 def read_gradebook(path: Path, roster: list[str]) -> tuple[list[str], list[Assignment]]:
     """The students (the roster and the gradebook's) and every assignment of nbgrader's gradebook at ``path``."""
-    from nbgrader.api import Gradebook
-
     with tempfile.TemporaryDirectory() as folder:
         # a consistent snapshot, read only: opening a Gradebook writes (its tables, a course row), and grading may
         # be writing to the instructor's at this moment
