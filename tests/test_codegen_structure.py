@@ -2,12 +2,14 @@
 
 A temporary is made where the expression graph says so (an operation the sharing pass found repeated, or code
 whose brackets would nest past MAX_NESTING, counted over the expression and each spelling's own brackets); a
-value that is a temporary already is known by its type (:class:`~tensoradbook.codegen.printer.Stored`), not by a
+value that is a temporary already is known by its type (:class:`~tensoradbook.codegen.kernel_ir.Temp`), not by a
 leading underscore; a spelling that reads an operand twice is known from the format string's own parse. These
-tests check the counting against the brackets of the text actually written, for every printer, and that the
-patterns that used to read generated text do not come back.
+tests check the counting against the brackets of the text actually written, for every printer, that the patterns
+that used to read generated text do not come back, and that planning writes no code: its statements and values
+are nodes, spelled by the target when rendered.
 """
 
+import ast
 import random
 import re
 from pathlib import Path
@@ -123,9 +125,11 @@ def test_each_spelling_s_brackets_and_repeated_operands(style):
 
 
 # What read generated code to decide: bracket counting, underscores and identifiers as "a temporary already",
-# placeholder counting, and declarations found by comparing their text.
+# placeholder counting, and declarations found by comparing their text; and what wrote code while planning: the
+# printer's indented lines, a row of lanes rendering its own loop, a printed body or a stored value as text.
 READING_CODE = (r"def _nesting\b", r"\.isidentifier\(\)", r"text\.startswith\(", r'\.count\("\{0\}"\)',
-                r"not in self\.declarations", r"\.index\(indices\[")
+                r"not in self\.declarations", r"\.index\(indices\[", r"self\.line\(", r"\.loop\(\)",
+                r"\bPrinted\b", r"\bStored\b", r"def affine\(self")
 
 
 def test_no_decision_reads_generated_code():
@@ -134,6 +138,18 @@ def test_no_decision_reads_generated_code():
              for number, line in enumerate(path.read_text().splitlines(), 1)
              if any(re.search(pattern, line) for pattern in READING_CODE)]
     assert not found, "\n".join(found)
+
+
+def test_planning_writes_no_code():
+    """The planner, the printer and the sharing pass build no spelled statement (Line, Block) and fill no spelling:
+    their kernels' statements and values are nodes, which only the renderer, the targets and the values tables
+    spell."""
+    for name in ("module.py", "printer.py", "sharing.py"):
+        tree = ast.parse((CODEGEN / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                assert called not in ("Line", "Block", "format"), (name, ast.unparse(node))
 
 
 def test_every_target_answers_every_question():

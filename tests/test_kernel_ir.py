@@ -56,7 +56,8 @@ def test_a_plain_element_kernel():
     assert loop.unflatten == (ir.Unflatten(("i", "j"), (3, 4)),)
     (printed,) = loop.body
     store = printed.body[-1]
-    assert isinstance(printed, ir.Statements) and store == ir.Store(("i", "j"), store.value) and not printed.lanes
+    assert isinstance(printed, ir.Statements) and not printed.lanes
+    assert store == ir.Store(("i", "j"), store.value, shape=(3, 4))
     assert module.setup is None and module.table == ir.ArraysTable((("f_kernel", kernel.shapes),))
     (entry,) = module.entries
     assert entry.body == (ir.Allocate("f", (3, 4)), ir.Launch("f_kernel", ("x", "y", "f"), 12))

@@ -1,16 +1,27 @@
-"""The kernel representation: a generated module as values, planned for a target and rendered in its spelling.
+"""The kernel representation: a generated module as values, planned once and rendered in a target's spelling.
 
 Planning (:mod:`.module`) decides what a module computes and how: which definitions are BLAS products, which
 gathers come first, which kernels run on rows of lanes or in parallel, which arrays are scratch, what the
-backward pass reads from the forward pass. It writes those decisions down as the frozen values below, once;
-:mod:`.render` then writes them as Python source, asking the target (:mod:`.targets`) for its spelling of each
-(decorators, element loops, allocations, launches, accumulations, the errstate guard). No rendered line is
-edited afterwards: whatever a line depends on is a field of its node.
+backward pass reads from the forward pass. The printer (:mod:`.printer`) lowers each kernel's expression to
+statements over values: loops, branches, accumulations and temporaries as nodes, the operations as the table's
+names, indices and bounds as the language's affines, never code. It writes those decisions down as the frozen
+values below, once; :mod:`.render` then writes them as source, asking the target (:mod:`.targets`) for its
+spelling of each statement (decorators, loop headers, blocks, element loops, allocations, launches, accumulations,
+the errstate guard) and the target's values table (:mod:`.values`) for each value. No rendered line is edited
+afterwards: whatever a line depends on is a field of its node.
+
+Where the lowering makes a temporary depends on how deeply the spelling of its operations nests brackets, so a
+plan is made with one style of printer (the numba, CUDA or numpy one, :attr:`~.targets.Target.printer`); any
+target renders it: ``tests/test_c_target.py`` renders the numba target's plans as C with spellings alone.
 
 The nodes, from the inside out:
 
-* statements: :class:`Line`, :class:`Block` (a header and an indented body), :class:`Printed` (what the
-  expression printer wrote for a kernel's body, indented from 0);
+* values (:class:`Const`, :class:`Read`, :class:`View`, :class:`Temp`, :class:`Op`, :class:`Power`,
+  :class:`Compare`, :class:`Choose`, :class:`Fold`, :class:`Identity`; numpy's grids :class:`Full`,
+  :class:`Within`, :class:`Extent`) and integers (:class:`Index`, an affine; :class:`Var`, :class:`After`,
+  :class:`Bound`; conditions :class:`Atoms`);
+* a kernel's statements: :class:`Statements` holding :class:`Declare`, :class:`Assign`, :class:`Fill`,
+  :class:`Bounds`, :class:`For`, :class:`LaneLoop`, :class:`Branch`, :class:`Accumulate`, :class:`Comment`;
 * inside a kernel: :class:`Unflatten` (the output indices of the element number), :class:`RowBlock` (the lanes
   of a block of a row), :class:`Store` (the element written), :class:`ElementLoop` (every output element, or
   row of lanes), :class:`ScatterLoop` (every forward element, eq. 40);
@@ -21,7 +32,9 @@ The nodes, from the inside out:
   :class:`FillKept` (what the backward pass reads from the forward pass, computed where not given),
   :class:`Alias`;
 * the module: :class:`Header`, :class:`ScratchSetup`, :class:`Entry` with :class:`Return` or
-  :class:`ReturnGradients`, :class:`GradientsEntry`, :class:`ArraysTable`, and :class:`Module` holding them.
+  :class:`ReturnGradients`, :class:`GradientsEntry`, :class:`ArraysTable`, and :class:`Module` holding them;
+* spelled statements: :class:`Line` and :class:`Block` (a header and an indented body), which a target answers
+  the renderer with; planning writes none.
 """
 
 from __future__ import annotations
@@ -229,9 +242,10 @@ class Assign:
 
 @dataclass(frozen=True)
 class Fill:
-    """Every lane of the per-lane array ``name`` set to ``value``."""
+    """Every lane of the per-lane array ``name`` (of ``width``) set to ``value``."""
 
     name: str
+    width: int
     value: object
 
 
@@ -318,6 +332,7 @@ class Store:
     indices: tuple[str, ...] | None
     value: object = None
     row: Lanes | None = None
+    shape: tuple[int, ...] = ()  # the output's
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ def element_kernel(fn: Function, target: Target, name: str) -> Kernel:
     if blocks > 1:  # the row's lanes a block at a time: element _flat is block _flat % blocks of its row
         unflatten += (RowBlock(blocks, LANE_BLOCK.value, shape[-1]),)
         row = Lanes(row.name, LANE_BLOCK.value, Var("_first"), Var("_stop"), row.extent, base="_first")
-    printed = _printed(target.printer(fn.shapes, all_names(fn), lane=row), fn.indices, body, Store(indices, row=row))
+    writer = target.printer(fn.shapes, all_names(fn), lane=row)
+    printed = _printed(writer, fn.indices, body, Store(indices, row=row, shape=shape))
     loop = ElementLoop(count, parallel, indices, shape, unflatten, (printed,))
     return Kernel(name, (*(py_name(a) for a in fn.arguments), "_out"), _parameter_shapes(fn), parallel,
                   compares(body), (loop,))

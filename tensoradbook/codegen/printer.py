@@ -138,7 +138,7 @@ class KernelPrinter:
     temporaries."""
 
     scalar_reads = False  # an element read loads one number (not a gather of a grid)
-    spellings = SCALAR  # the target's code of each operation (codegen.spellings)
+    spellings = SCALAR  # the target's code of each operation (codegen.spellings), whose brackets it counts
 
     def __init__(self, shapes: dict, names: set[str], lane: Lanes | None = None,
                  spellings: Mapping[str, str] | None = None, sharing: Sharing | None = None):
@@ -261,16 +261,16 @@ class KernelPrinter:
         pending = [(node, False)]
         while pending:
             current, expanded = pending.pop()
-            if self.text(current) is not None:
+            if self.read(current) is not None:
                 continue
             if isinstance(current, (Unary, Binary)) and not expanded:  # children first, left to right
                 pending.append((current, True))
                 pending.extend((child, False) for child in reversed(current.children()))
             else:
                 self.write(current)
-        return self.text(node)
+        return self.read(node)
 
-    def text(self, node: Expr):
+    def read(self, node: Expr):
         """How to read ``node`` here: a constant, an element, or what was written for it; None if not yet."""
         if isinstance(node, Number):
             return Const(node.value)
@@ -283,18 +283,18 @@ class KernelPrinter:
         method = getattr(self, f"_print_{type(node).__name__}", None)
         if method is None or isinstance(node, (Number, Element)):
             raise TypeError(f"not an expression node: {node!r}")
-        text = method(node)
-        depth = temp_nesting(text) if isinstance(text, Temp) else self.nesting_of(node)
+        value = method(node)
+        depth = temp_nesting(value) if isinstance(value, Temp) else self.nesting_of(node)
         # a temporary for what is used twice, and where brackets nest deeply (see MAX_NESTING)
-        if not isinstance(text, Temp) and (self.sharing.is_repeated(node) or MAX_NESTING.exceeded(depth)):
-            text = self.store(self.temp("t"), text, self.varies(node))
-            depth = temp_nesting(text)
-        self.scopes[-1].known[self.key(node)] = text
+        if not isinstance(value, Temp) and (self.sharing.is_repeated(node) or MAX_NESTING.exceeded(depth)):
+            value = self.store(self.temp("t"), value, self.varies(node))
+            depth = temp_nesting(value)
+        self.scopes[-1].known[self.key(node)] = value
         self.scopes[-1].nests[self.key(node)] = depth
 
     def nested(self, node: Expr) -> int:
         """How deeply brackets nest in the code of ``node`` (written already, so known in an open block). Counted
-        over the expression and the spellings, not read from the text written."""
+        over the expression and the spellings, not read from code written."""
         if isinstance(node, Number):
             return self.number_nesting(node)
         if isinstance(node, Element):
@@ -323,8 +323,8 @@ class KernelPrinter:
         subscript where ``node`` varies between lanes)."""
         if self.scalar_reads and isinstance(node, Element):
             return self.nested(node)
-        if isinstance(self.text(node), Temp):
-            return temp_nesting(self.text(node))
+        if isinstance(self.read(node), Temp):
+            return temp_nesting(self.read(node))
         return int(self.varies(node))
 
     def number_nesting(self, node: Number) -> int:
@@ -353,14 +353,14 @@ class KernelPrinter:
             operand = self.named(operand, node.arg)
         return Op(node.op, (operand,))
 
-    def named(self, text, node: Expr):
-        """``text`` (the value of ``node``) as a name or element read, stored into a temporary if it is more. Where
+    def named(self, value, node: Expr):
+        """``value`` (of ``node``) as a name or element read, stored into a temporary if it is more. Where
         reading an element loads one number (:attr:`scalar_reads`), it is read again where it is needed: a copy per
         lane costs a loop and an array for nothing (a kernel summing 200 squares of reads took 34 s to compile with
         them); a vector printer's read is a gather of a whole grid, kept once."""
-        if isinstance(text, Temp) or (self.scalar_reads and isinstance(node, Element)):
-            return text
-        return self.store(self.temp("t"), text, self.varies(node))
+        if isinstance(value, Temp) or (self.scalar_reads and isinstance(node, Element)):
+            return value
+        return self.store(self.temp("t"), value, self.varies(node))
 
     def _print_Binary(self, node: Binary):
         left = self.value(node.left)
@@ -395,7 +395,7 @@ class KernelPrinter:
         start = Identity(REDUCTIONS[node.op].identity)
         if fresh and lanes:
             self.declare(total)
-            self.emit(Fill(total, start))
+            self.emit(Fill(total, self.width, start))
         elif fresh:
             self.emit(Assign(total, start))
         with self.block(partial(For, node.index, low, high), self.gated(gates)):

@@ -1,9 +1,11 @@
-"""Rendering: a planned module (:mod:`.kernel_ir`) as Python source, for one target.
+"""Rendering: a planned module (:mod:`.kernel_ir`) as source, for one target.
 
-:class:`Renderer` has one method per node type, ``_<Node>``, each returning the node's lines at an indentation
-depth; what a target spells its own way (decorators, element loops, allocations, launches, the errstate guard,
-its imports) it asks the target (:class:`~.targets.Target`), which answers with text or with simpler nodes
-(a :class:`~.kernel_ir.Block` for a loop). Every line is written once, at its final place.
+:class:`Renderer` has one method per statement node type, ``_<Node>``, each returning the node's lines at an
+indentation depth; what a target spells its own way (decorators, kernel headers, loop headers and blocks, element
+loops, assignments, accumulations, allocations, launches, the errstate guard, its imports) it asks the target
+(:class:`~.targets.Target`), which answers with text or with simpler nodes (a :class:`~.kernel_ir.Block` for a
+loop). Values are spelled by the target's values table (:attr:`~.targets.Target.values`, :mod:`.values`); a
+broadcast kernel's by numpy's, which it is by construction. Every line is written once, at its final place.
 """
 
 from __future__ import annotations
@@ -43,7 +45,11 @@ class Renderer:
         return [INDENT * depth + node.text]
 
     def _Block(self, node: Block, depth: int) -> list[str]:
-        return [INDENT * depth + node.header, *(self.lines(node.body, depth + 1) or [INDENT * (depth + 1) + "pass"])]
+        body = self.lines(node.body, depth + 1) or [INDENT * (depth + 1) + line for line in self.target.empty_block]
+        return [INDENT * depth + node.header, *body, *(INDENT * depth + line for line in self.target.block_end)]
+
+    def _statement(self, text: str, depth: int) -> list[str]:
+        return self._Line(Line(self.target.statement(text)), depth)
 
     # -- a kernel's body
     def _Statements(self, node: Statements, depth: int) -> list[str]:
@@ -55,13 +61,13 @@ class Renderer:
 
     def _Assign(self, node: Assign, depth: int) -> list[str]:
         name = node.name if node.lanes is None else f"{node.name}[{self.values.slot(node.lanes)}]"
-        return self._Line(Line(f"{name} {node.op} {self.text(node.value)}"), depth)
+        return self._statement(f"{name} {node.op} {self.text(node.value)}", depth)
 
     def _Fill(self, node: Fill, depth: int) -> list[str]:
-        return self._Line(Line(f"{node.name}[:] = {self.text(node.value)}"), depth)
+        return self._Line(Line(self.target.fill(node.name, node.width, self.text(node.value))), depth)
 
     def _Bounds(self, node: Bounds, depth: int) -> list[str]:
-        return self._Line(Line(f"{node.lower}, {node.upper} = {self.text(node.low)}, {self.text(node.high)}"), depth)
+        return self._statement(f"{node.lower}, {node.upper} = {self.text(node.low)}, {self.text(node.high)}", depth)
 
     def _For(self, node: For, depth: int) -> list[str]:
         header = self.target.range_loop(py_name(node.index), self.text(node.low), self.text(node.high))
@@ -74,9 +80,10 @@ class Renderer:
                            depth)
 
     def _Branch(self, node: Branch, depth: int) -> list[str]:
-        condition = self.text(node.condition) if node.holds else f"not ({self.text(node.condition)})"
-        otherwise = () if node.orelse is None else (Block("else:", node.orelse),)
-        return self.lines((Block(f"if {condition}:", node.body), *otherwise), depth)
+        condition = self.text(node.condition)
+        condition = condition if node.holds else self.target.negation(condition)
+        otherwise = () if node.orelse is None else (Block(self.target.else_header, node.orelse),)
+        return self.lines((Block(self.target.if_header(condition), node.body), *otherwise), depth)
 
     def _Accumulate(self, node: Accumulate, depth: int) -> list[str]:
         index = tuple(self.text(Index(a)) for a in node.element.indices)
@@ -84,31 +91,18 @@ class Renderer:
         return self._Line(Line(code), depth)
 
     def _Comment(self, node: Comment, depth: int) -> list[str]:
-        return self._Line(Line(f"# {node.text}"), depth)
+        return self._Line(Line(self.target.comment(node.text)), depth)
 
     # -- inside a kernel
     def _Unflatten(self, node: Unflatten, depth: int) -> list[str]:
-        """``i = _flat // 4``, ``j = _flat % 4``: row-major, like numpy."""
-        flat = f"(_flat // {node.blocks})" if node.blocks > 1 else "_flat"
-        strides, stride = [], 1
-        for n in reversed(node.shape):
-            strides.append(stride)
-            stride *= n
-        lines = []
-        for name, n, s in zip(node.names, node.shape, reversed(strides)):
-            value = flat if s == 1 else f"{flat} // {s}"
-            if s * n != stride:  # not the outermost index: wrap around
-                value = f"{value} % {n}" if s == 1 else f"({value}) % {n}"
-            lines.append(f"{py_name(name)} = {value}")
-        return self.lines(map(Line, lines), depth)
+        return self.lines(self.target.unflatten(node), depth)
 
     def _RowBlock(self, node: RowBlock, depth: int) -> list[str]:
-        return self.lines((Line(f"_first = _flat % {node.blocks} * {node.width}"),
-                           Line(f"_stop = min(_first + {node.width}, {node.extent})")), depth)
+        return self.lines(self.target.row_block(node), depth)
 
     def _Store(self, node: Store, depth: int) -> list[str]:
-        where = "..." if node.indices is None else self.target.output_element(node.indices)
-        store = Line(f"_out[{where}] = {self.text(node.value)}")
+        where = "..." if node.indices is None else self.target.output_element(node.indices, node.shape)
+        store = Line(self.target.statement(f"_out[{where}] = {self.text(node.value)}"))
         return self.lines([LaneLoop(node.row, (store,)) if node.row else store], depth)
 
     def _ElementLoop(self, node: ElementLoop, depth: int) -> list[str]:
@@ -120,12 +114,13 @@ class Renderer:
     # -- kernels
     def _Kernel(self, node: Kernel, depth: int) -> list[str]:
         decorator = [Line(line) for line in self.target.decorator(node.parallel, node.exact, node.inlined)]
-        return self.lines([*decorator, Block(f"def {node.name}({', '.join(node.params)}):", node.body)], depth)
+        body = (*self.target.kernel_prologue(node), *node.body)
+        return self.lines([*decorator, Block(self.target.kernel_header(node.name, node.params), body)], depth)
 
     def _FusedKernel(self, node: FusedKernel, depth: int) -> list[str]:
         decorator = [Line(line) for line in self.target.decorator(False, node.exact)]
-        calls = tuple(Line(f"{kernel}({', '.join(args)})") for kernel, args in node.calls)
-        return self.lines([*decorator, Block(f"def {node.name}({', '.join(node.params)}):", calls)], depth)
+        calls = tuple(Line(self.target.statement(f"{kernel}({', '.join(args)})")) for kernel, args in node.calls)
+        return self.lines([*decorator, Block(self.target.kernel_header(node.name, node.params), calls)], depth)
 
     def _BroadcastKernel(self, node: BroadcastKernel, depth: int) -> list[str]:
         self.style = VectorValues  # numpy's over views, whatever the target

@@ -1,11 +1,13 @@
 """The kernel targets (report sec. 6): what differs between numpy, Numba on the CPU and Numba CUDA.
 
-One class per target; everything target-specific lives here and in the printers
-(:mod:`tensoradbook.codegen.printer`), so the planner (:mod:`tensoradbook.codegen.module`), the renderer
-(:mod:`tensoradbook.codegen.render`) and the compiled callables (:mod:`tensoradbook.codegen.compile`) never ask
-which target they serve. The planner asks a target what it decides (rows of lanes, BLAS, scatter or gather
-gradients); the renderer asks for its spelling of a node (:meth:`Target.element_loop` answers with simpler
-nodes, :meth:`Target.allocation` with a line):
+One class per target; everything target-specific lives here, in the values tables (:mod:`.values`) and in the
+printers' counting of brackets (:mod:`tensoradbook.codegen.printer`), so the planner
+(:mod:`tensoradbook.codegen.module`), the renderer (:mod:`tensoradbook.codegen.render`) and the compiled callables
+(:mod:`tensoradbook.codegen.compile`) never ask which target they serve. The planner asks a target what it decides
+(rows of lanes, BLAS, scatter or gather gradients); the renderer asks for its spelling of a node
+(:meth:`Target.element_loop` answers with simpler nodes, :meth:`Target.allocation` and the statements of a kernel's
+body with a line). The base class spells Python; a target of another language overrides those spellings (a C one
+in ``tests/test_c_target.py``):
 
 * ``"numpy"``: vectorised over the whole output, one numpy pass per sum step;
 * ``"numba"``: ``numba.njit``, a loop over the elements (or rows of lanes): a ``prange`` on Numba's threads
@@ -30,8 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernel_ir import Allocate, Block, ElementLoop, Line, ScatterLoop
-from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter
+from .kernel_ir import Allocate, Block, ElementLoop, Kernel, Line, RowBlock, ScatterLoop, Unflatten
+from .printer import CudaPrinter, KernelPrinter, ScalarPrinter, VectorPrinter, py_name
 from .values import CudaValues, ScalarValues, VectorValues
 
 #: CUDA threads per block: a multiple of the 32 threads of a warp, small enough that a kernel's registers fit
@@ -90,6 +92,56 @@ class Target:
         target :attr:`scatters_gradients`: a plain add where one thread adds, an atomic one where several may."""
         raise NotImplementedError(f"the {self.name} target gathers each gradient element: it accumulates nothing")
 
+    # -- the statements of a kernel, spelled (codegen.render): Python's, but for a target's own
+    empty_block: tuple[str, ...] = ("pass",)  # a block with no statements
+    block_end: tuple[str, ...] = ()  # the lines closing a block: none, the indentation closes it
+    else_header = "else:"
+
+    def statement(self, text: str) -> str:
+        """A simple statement's line (an assignment, a call)."""
+        return text
+
+    def comment(self, text: str) -> str:
+        return f"# {text}"
+
+    def if_header(self, condition: str) -> str:
+        return f"if {condition}:"
+
+    def negation(self, condition: str) -> str:
+        return f"not ({condition})"
+
+    def kernel_header(self, name: str, params: tuple[str, ...]) -> str:
+        return f"def {name}({', '.join(params)}):"
+
+    def kernel_prologue(self, kernel: Kernel) -> tuple:
+        """Statements opening a kernel's body, before its loop (a language that declares its variables does it
+        here)."""
+        return ()
+
+    def unflatten(self, node: Unflatten) -> tuple:
+        """``i = _flat // 4``, ``j = _flat % 4``: the indices of the element number, row-major like numpy."""
+        flat = f"(_flat // {node.blocks})" if node.blocks > 1 else "_flat"
+        strides, stride = [], 1
+        for n in reversed(node.shape):
+            strides.append(stride)
+            stride *= n
+        lines = []
+        for name, n, s in zip(node.names, node.shape, reversed(strides)):
+            value = flat if s == 1 else f"{flat} // {s}"
+            if s * n != stride:  # not the outermost index: wrap around
+                value = f"{value} % {n}" if s == 1 else f"({value}) % {n}"
+            lines.append(Line(f"{py_name(name)} = {value}"))
+        return tuple(lines)
+
+    def row_block(self, node: RowBlock) -> tuple:
+        """``_first`` and ``_stop``, the lanes of the element number's block of its row."""
+        return (Line(f"_first = _flat % {node.blocks} * {node.width}"),
+                Line(f"_stop = min(_first + {node.width}, {node.extent})"))
+
+    def fill(self, name: str, width: int, value: str) -> str:
+        """Every lane of the per-lane array ``name`` (of ``width``) set to the code ``value``."""
+        return f"{name}[:] = {value}"
+
     def range_loop(self, index: str, low: str, high: str) -> str:
         """The header of a loop of ``index`` from ``low`` to ``high``, both included."""
         return f"for {index} in range({low}, {high} + 1):"
@@ -104,8 +156,8 @@ class Target:
         """A per-lane array ``name`` of ``width`` values allocated."""
         return f"{name} = np.empty({width})"
 
-    def output_element(self, indices: tuple[str, ...]) -> str:
-        """The subscript of ``_out`` an element loop's body writes, at the output's ``indices``."""
+    def output_element(self, indices: tuple[str, ...], shape: tuple[int, ...]) -> str:
+        """The subscript of ``_out`` (of ``shape``) an element loop's body writes, at the output's ``indices``."""
         return ", ".join(indices) if indices else "0"
 
     def stored_shape(self, shape) -> tuple:
@@ -162,7 +214,7 @@ class NumpyTarget(Target):
         grid = (Line(f"{', '.join(loop.indices)}, = np.indices(_GRID, sparse=True)"),) if loop.shape else ()
         return (Line(f"_GRID = {loop.shape!r}"), *grid, *loop.body)
 
-    def output_element(self, indices: tuple[str, ...]) -> str:
+    def output_element(self, indices: tuple[str, ...], shape: tuple[int, ...]) -> str:
         return "..."
 
     def stored_shape(self, shape) -> tuple:

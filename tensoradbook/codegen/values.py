@@ -38,7 +38,7 @@ class ScalarValues:
 
     # -- integers: indices, bounds, conditions
     def _Index(self, value: Index) -> str:
-        """An affine index as integer code; with a denominator, floor (or ceiling) division."""
+        """An affine index as integer code; with a denominator, its floor (or ceiling) division."""
         a = value.affine
         parts = []  # (whether subtracted, the term's code)
         for name, c in a.terms:
@@ -47,11 +47,13 @@ class ScalarValues:
             parts.append((a.constant < 0, str(abs(a.constant))))
         (negative, first), rest = parts[0], parts[1:]
         text = ("-" if negative else "") + first + "".join(f" {'-' if neg else '+'} {term}" for neg, term in rest)
-        if a.denominator == 1:
-            return text
-        if value.floor:
-            return f"({text}) // {a.denominator}"
-        return f"-(-({text}) // {a.denominator})"
+        return text if a.denominator == 1 else self.division(text, a.denominator, value.floor)
+
+    def division(self, text: str, denominator: int, floor: bool) -> str:
+        """The integer code ``text`` divided by ``denominator``, rounded down (``floor``) or up."""
+        if floor:
+            return f"({text}) // {denominator}"
+        return f"-(-({text}) // {denominator})"
 
     @staticmethod
     def name(name: str) -> str:
