@@ -33,6 +33,7 @@ import argparse
 import ast
 import html
 import json
+import posixpath
 import re
 import shutil
 import subprocess
@@ -50,6 +51,7 @@ from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from classroom.assets import asset, icon_fonts_css
+from classroom.guides import guide_page, guides
 from classroom.mathjax import MATHJAX_CONFIG, MATHJAX_HUB, MATHJAX_URL, typeset_math
 from classroom.paths import ASSETS_URL, NOTEBOOKS, REPO, WIDGET_STATE_MIME, WIDGET_VIEW_MIME
 from classroom.solutions import with_solutions
@@ -209,10 +211,24 @@ def _inline_markdown(text: str) -> Markup:
 _LINK = re.compile(r'<a\b(?P<before>[^>]*?)\bhref="(?P<href>[^"]*)"(?P<after>[^>]*)>(?P<text>.*?)</a>', re.S)
 
 
-def rewrite_links(page: str, stems: set[str]) -> str:
-    """Chapter links (``03_tensor_functions.ipynb#part``) point to the chapter's page; other relative links
-    (``../tensoradbook/ad/derive.py``) become plain text, since the static edition does not carry the sources.
-    Absolute URLs and in-page anchors stay as they are."""
+def site_page(target: str, folder: str, stems: set[str], guide_stems: set[str]) -> str | None:
+    """The site's page for a repository path ``target`` linked from ``folder`` (``notebooks`` for a chapter,
+    ``docs`` for a guide): a chapter's or a guide's page, or None where the site does not carry the file."""
+    path = posixpath.normpath(posixpath.join(folder, target))
+    where, _, name = path.partition("/")
+    if where == "notebooks" and name.endswith(".ipynb") and name[: -len(".ipynb")] in stems:
+        return name[: -len(".ipynb")] + ".html"
+    if where == "docs" and name.endswith(".md") and name[: -len(".md")] in guide_stems:
+        return f"guide-{name[: -len('.md')]}.html"
+    return None
+
+
+def rewrite_links(page: str, stems: set[str], guide_stems: frozenset[str] = frozenset(),
+                  folder: str = "notebooks") -> str:
+    """Links to chapters (``03_tensor_functions.ipynb#part``) and guides (``../docs/student.md#the-notation``)
+    point to their pages (:func:`site_page`, from ``folder``, where the linking page's source is); other relative
+    links (``../tensoradbook/ad/derive.py``) become plain text, since the static edition does not carry the
+    sources. Absolute URLs and in-page anchors stay as they are."""
 
     def replace(m: re.Match) -> str:
         href = html.unescape(m["href"])
@@ -220,11 +236,12 @@ def rewrite_links(page: str, stems: set[str]) -> str:
                 or re.match(r"[a-z][a-z0-9+.-]*:", href)):
             return m[0]
         target, _, anchor = href.partition("#")
-        name = Path(target).name
-        if not target.startswith("../") and name.endswith(".ipynb") and name[: -len(".ipynb")] in stems:
-            new = name[: -len(".ipynb")] + ".html" + (f"#{anchor}" if anchor else "")
+        page_name = site_page(target, folder, stems, guide_stems)
+        if page_name is not None:
+            new = page_name + (f"#{anchor}" if anchor else "")
             return f'<a{m["before"]}href="{html.escape(new)}"{m["after"]}>{m["text"]}</a>'
-        if target.endswith(".html") and Path(target).stem in stems:
+        if target.endswith(".html") and (Path(target).stem in stems
+                                         or Path(target).stem.removeprefix("guide-") in guide_stems):
             return m[0]
         shown = target.lstrip("./") or href
         return f'<span class="site-repo-path" title="{html.escape(shown)} in the book\'s repository">{m["text"]}</span>'
@@ -414,6 +431,8 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder: Repositor
     if not book:
         raise SystemExit(f"error: no notebooks in {notebooks}")
     stems = {c.stem for c in book}
+    manual = guides()
+    guide_stems = frozenset(g.stem for g in manual)
     # The old folder is deleted as a whole: only one that this module built (or an empty one) may go.
     if output.exists() and any(output.iterdir()) and not (output / ASSETS_URL / "site.css").is_file():
         raise SystemExit(f"error: {output} is not a site built by classroom.site; refusing to replace it")
@@ -447,8 +466,11 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder: Repositor
                 },
             }
             page, _ = exporter.from_notebook_node(nb, resources=resources)
-            (staging / chapter.href).write_text(rewrite_links(page, stems), encoding="utf-8")
-        write_index(staging / "index.html", book, binder)
+            (staging / chapter.href).write_text(rewrite_links(page, stems, guide_stems), encoding="utf-8")
+        for guide in manual:
+            page = guide_page(guide, manual, TEMPLATES, BOOK_TITLE)
+            (staging / guide.href).write_text(rewrite_links(page, stems, guide_stems, folder="docs"), encoding="utf-8")
+        write_index(staging / "index.html", book, binder, manual)
         typeset_math(sorted(staging.glob("*.html")))
         if output.exists():
             old = output.with_name(f".{output.name}-old-{time.monotonic_ns()}")
@@ -463,8 +485,8 @@ def build(output: Path = SITE, *, notebooks: Path = NOTEBOOKS, binder: Repositor
     return output / "index.html"
 
 
-def write_index(path: Path, book: list[Chapter], repository: Repository | None) -> None:
-    """The chapter map: number, title, the report's sections and one line about each chapter."""
+def write_index(path: Path, book: list[Chapter], repository: Repository | None, manual: list | None = None) -> None:
+    """The chapter map: number, title, the report's sections and one line about each chapter; then the guides."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     start = next((c for c in book if c.stem == START_PAGE), None)
@@ -484,10 +506,13 @@ def write_index(path: Path, book: list[Chapter], repository: Repository | None) 
         book_title=BOOK_TITLE,
         intro=_inline_markdown(intro) if intro else "",
         chapters=listed,
+        guides=[{"href": g.href, "title": g.title, "summary": _inline_markdown(g.summary)} for g in manual or ()],
         binder_url=repository.binder_url() if repository else "",
         repository_url=repository.url if repository else "",
     )
-    path.write_text(page, encoding="utf-8")
+    # the guides' summaries link to each other as the files in docs/ do
+    path.write_text(rewrite_links(page, {c.stem for c in book}, frozenset(g.stem for g in manual or ()), "docs"),
+                    encoding="utf-8")
 
 
 def _outputs(path: Path) -> list[dict]:
@@ -525,8 +550,9 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
     started = time.perf_counter()
     index = build(args.output, notebooks=args.notebooks, binder=binder)
-    pages = len(list(index.parent.glob("*.html"))) - 1
-    print(f"built {pages} chapters in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    seconds = time.perf_counter() - started
+    print(f"built {len(chapters(args.notebooks))} chapters and {len(guides())} guides in {seconds:.1f} s",
+          file=sys.stderr)
     print(index)
     return 0
 

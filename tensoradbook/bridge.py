@@ -51,7 +51,7 @@ def first_order_only(kernels: Kernels, bridge: str, what: str, supported: str) -
     return (f"{bridge}: {kernels.subject.name} cannot be {what}: the operation runs compiled kernels, so it "
             f"supports first-order reverse mode only ({supported}). To differentiate a function's gradient, wrap "
             f"it: {bridge}.function(tab.derive(fn)[{example!r}]), whose inputs are the output's adjoint and fn's, "
-            "is differentiated with tensoradbook's second derivatives (README.md, 'In PyTorch and JAX')")
+            "is differentiated with tensoradbook's second derivatives (docs/developer.md, 'In PyTorch and JAX')")
 
 
 class Kernels:

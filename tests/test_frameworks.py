@@ -278,7 +278,7 @@ def test_torch_beyond_first_order_reverse_mode_is_refused_naming_the_limit(torch
     message = str(info.value)
     assert message.startswith(f"tensoradbook.torch: h cannot be {asked}")
     assert "first-order reverse mode only" in message and "tensoradbook.torch.function(tab.derive(fn)['x'])" in message
-    assert "README.md" in message
+    assert "docs/developer.md" in message
 
 
 def test_torch_a_wrapped_gradient_gives_second_derivatives(torch, tabt, subjects):
@@ -442,7 +442,7 @@ def test_jax_beyond_first_order_reverse_mode_is_refused_naming_the_limit(jax, jn
     message = str(info.value)
     assert message.startswith(f"tensoradbook.jax: h cannot be {asked}")
     assert "first-order reverse mode only" in message and "tensoradbook.jax.function(tab.derive(fn)['x'])" in message
-    assert "README.md" in message
+    assert "docs/developer.md" in message
 
 
 def test_jax_a_wrapped_gradient_gives_second_derivatives(jax, jnp, tabj, subjects):

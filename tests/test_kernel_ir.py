@@ -1,6 +1,6 @@
 """The kernel representation (tensoradbook/codegen/kernel_ir.py): what the planner decides for a few subjects, and
 that each target renders the same plan with its own spelling, every line written once (no text edited after
-rendering). The README's example of adding a target runs as written."""
+rendering). The developer's guide's example of adding a target runs as written."""
 
 import ast
 import re
@@ -228,19 +228,19 @@ def test_the_planner_and_compile_name_no_target():
 
 
 def readme_example() -> str:
-    """The Python block of the README's section "How the code is laid out"."""
-    readme = (REPO / "README.md").read_text()
+    """The Python block of the developer's guide's section "How the code is laid out"."""
+    readme = (REPO / "docs" / "developer.md").read_text()
     section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
     return block
 
 
 def test_the_readme_example_adds_a_target():
-    """The README's serial Numba target plans, renders, compiles and computes the function's values."""
+    """The developer's guide's serial Numba target plans, renders, compiles and computes the function's values."""
     code = readme_example()
     assert 20 <= len(code.splitlines()) <= 40
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 -- the README's own example
+    exec(compile(code, "docs/developer.md", "exec"), scope)  # noqa: S102 -- the guide's own example
     source, result = scope["source"], scope["result"]
     assert "numba.prange" not in source and "parallel=True" not in source and "for _flat in range(" in source
     fn = scope["fn"]

@@ -1,6 +1,6 @@
 """The package's layout: imports go one way, with no cycles, and no module grows past a reader's patience.
 
-The core is layered (README, "How the code is laid out"): ``integer <- lang <- ad <- codegen``; the two
+The core is layered (docs/developer.md, "How the code is laid out"): ``integer <- lang <- ad <- codegen``; the two
 papers' packages, ``inverse`` and ``chaining``, stand apart; ``exercises`` sits on top of the core and
 the widgets on top of everything. The optional framework modules ``torch`` and ``jax`` (and ``bridge``,
 what they share) sit on the core too, and no other part imports them. Every import statement counts, at

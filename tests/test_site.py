@@ -13,6 +13,7 @@ site-04a_integer_equations.png, and -phone.png of each) for a person to look at.
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from urllib.parse import urlsplit
 import nbformat
 import pytest
 
-from classroom import mathjax, paths, site
+from classroom import guides, mathjax, paths, site
 from tests import browser_support
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,6 +35,7 @@ BINDER = "https://mybinder.org/"
 # the chapter whose screenshot (a widget and the text above it) goes to screenshots/
 SHOT = "04a_integer_equations" if "04a_integer_equations" in STEMS else STEMS[0]
 SOMEBOOK = site.parse_repository("someone/somebook")
+GUIDES = guides.guides()
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,7 @@ def test_index_lists_every_chapter(built):
 
 def test_pages_load_nothing_from_the_network(built):
     pages = sorted(built.glob("*.html"))
-    assert len(pages) == len(CHAPTERS) + 1
+    assert len(pages) == len(CHAPTERS) + len(GUIDES) + 1
     remote_asset = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
     cdn = re.compile(r"cdnjs\.cloudflare\.com|unpkg\.com|cdn\.jsdelivr\.net|mathjax\.org/|fonts\.googleapis", re.I)
     for page in pages:
@@ -90,6 +92,30 @@ def test_chapter_links_point_to_pages(built):
         assert SOMEBOOK.binder_url(chapter.stem) in text.replace("&amp;", "&")
 
 
+def test_every_guide_is_a_page_linked_from_the_index(built):
+    """The guides of docs/ (the README's "Where to go next") are pages of the site, in order, on the index; their
+    links to each other and to the chapters point at pages, a repository file becomes plain text, and a heading's
+    anchor is GitHub's, as a link written for the repository names it."""
+    assert [g.stem for g in GUIDES][:4] == ["student", "instructor", "class_server", "developer"]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    index = (built / "index.html").read_text(encoding="utf-8")
+    positions = []
+    for guide in GUIDES:
+        assert f"](docs/{guide.stem}.md)" in readme, f"the README does not point to {guide.stem}"
+        positions.append(index.index(f'<a class="site-guide-title" href="{guide.href}">'))
+        page = (built / guide.href).read_text(encoding="utf-8")
+        assert f"<h1>{html.escape(guide.title, quote=False)}</h1>" in page
+        for href in re.findall(r'<a\b[^>]*\bhref="([^"]*)"', page):
+            target = urlsplit(href).path
+            assert not target.endswith((".md", ".ipynb")) and not target.startswith("../"), (guide.stem, href)
+            if target and not urlsplit(href).scheme:
+                assert (built / target).is_file(), f"{guide.href} links to {href}, which is not in the site"
+    assert positions == sorted(positions)
+    student = (built / "guide-student.html").read_text(encoding="utf-8")
+    assert 'id="the-notation"' in student
+    assert 'href="guide-student.html#the-notation"' in (built / "10_tensor_programs.html").read_text(encoding="utf-8")
+
+
 def test_links_are_rewritten():
     stems = {"03_tensor_functions"}
     page = ('<a href="03_tensor_functions.ipynb#vec">chapter 03</a> <a href="../tensoradbook/ad/derive.py">'
@@ -98,6 +124,10 @@ def test_links_are_rewritten():
     assert '<a href="03_tensor_functions.html#vec">chapter 03</a>' in out
     assert '<span class="site-repo-path" title="tensoradbook/ad/derive.py' in out and "derive.py\"><code>" not in out
     assert '<a href="https://example.org/x.ipynb">' in out and '<a href="#top">' in out
+    guide = site.rewrite_links('<a href="../notebooks/03_tensor_functions.ipynb">03</a> <a href="student.md#a">s</a> '
+                               '<a href="../hub/README.md">hub</a>', stems, frozenset({"student"}), folder="docs")
+    assert '<a href="03_tensor_functions.html">03</a>' in guide and '<a href="guide-student.html#a">s</a>' in guide
+    assert '<span class="site-repo-path" title="hub/README.md' in guide
 
 
 def test_refuses_to_replace_a_folder_it_did_not_build(tmp_path):
@@ -180,12 +210,15 @@ def test_math_is_typeset_at_build_time(built):
         raw = re.search(r"\$\$|\\\(|\\\[|\\begin\{|\$[^$\s<][^$<]*\$", rest)
         assert not raw, f"{page.name}: raw TeX {rest[raw.start() - 40:raw.end() + 40]!r}"
         assert '<g data-mml-node="merror"' not in text, f"{page.name}: a formula MathJax rejected"
-        if page.stem != "index" or "mjx-container" in text:
+        if (page.stem != "index" and not page.stem.startswith("guide-")) or "mjx-container" in text:  # a guide has none
             assert text.count("<mjx-container") > 0 and 'id="MJX-SVG-styles"' in text, page.name
         missing = set(re.findall(r'xlink:href="#([^"]+)"', text)) - set(re.findall(r'\bid="([^"]+)"', text))
         assert not missing, f"{page.name}: glyphs used and not defined: {sorted(missing)[:5]}"
-        if page.stem != "index" and not site.widget_view_count(site.NOTEBOOKS / f"{page.stem}.ipynb"):
-            assert mathjax.MATHJAX_URL not in text and "require.js" not in text, f"{page.name} loads MathJax"
+        chapter = site.NOTEBOOKS / f"{page.stem}.ipynb"
+        if not chapter.exists() or not site.widget_view_count(chapter):  # the index, a guide, a static chapter
+            scripts = re.findall(r'<script\b[^>]*\bsrc="([^"]*)"', text)
+            assert not [src for src in scripts if src == mathjax.MATHJAX_URL or src.endswith("require.js")], \
+                f"{page.name} loads MathJax"
 
 
 def test_every_image_has_alt_text(built):
@@ -304,6 +337,14 @@ def test_pages_in_an_offline_browser(built, tmp_path):
         page.wait_for_url(f"{base}/{CHAPTERS[1].href}")
         page.click(".site-nav-top a[rel=next]")
         page.wait_for_url(f"{base}/{CHAPTERS[2].href}")
+        # the index leads to each guide, and each guide back to the index
+        for guide in GUIDES:
+            page.goto(f"{base}/index.html", wait_until="load")
+            page.click(f'a.site-guide-title[href="{guide.href}"]')
+            page.wait_for_url(f"{base}/{guide.href}")
+            assert page.locator("h1").inner_text() == guide.title
+            page.click('.site-guide-nav a[href="index.html"]')
+            page.wait_for_url(f"{base}/index.html")
         context.close()
     assert not errors, errors
     assert not missing, f"missing from the site: {missing}"

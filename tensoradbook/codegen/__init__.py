@@ -12,7 +12,7 @@ Numba CUDA kernels, one thread per output (or gradient) element, with no atomics
 * :mod:`.compile`: the compiled callables behind ``fn.compile(target)`` and ``grads.compile(target)``,
   and :func:`compile_ptx`, the CUDA kernels compiled to PTX without a GPU.
 
-Adding a target is one class in :mod:`.targets` (and a printer subclass if its code differs); the README's "How
+Adding a target is one class in :mod:`.targets` (and a printer subclass if its code differs); docs/developer.md's "How
 the code is laid out" shows one.
 """
 
