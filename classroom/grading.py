@@ -77,32 +77,84 @@ SUSPICIOUS_MODULES = ("ctypes", "subprocess", "importlib", "builtins", "signal",
 TRUSTED_OUTPUT_LIMIT = 100_000
 
 
+#: What opens a scope of its own: a name bound inside one is not the notebook's (unless declared ``global``); a
+#: comprehension's own too, but for an assignment expression (``:=``), which binds in the scope around it.
+_FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def global_bindings(tree: ast.AST) -> set[int]:
+    """The ``id`` of every node of ``tree`` that binds a name of the notebook's namespace: a stored name, an import
+    or a ``def`` / ``class`` at the top, an assignment expression in a comprehension there, or inside a function a
+    stored name it declares ``global``. A function's own variables (``a, b = b, r`` in a student's ``bezout``) are
+    its own, whatever names the instructor's cells use."""
+    found: set[int] = set()
+
+    def binds(child: ast.AST, local: bool, declared: set[str]) -> bool:
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            return not local  # the name binds where the statement stands
+        return isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store) and (not local or child.id in declared)
+
+    def visit(node: ast.AST, local: bool, declared: set[str], walrus_local: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if binds(child, local, declared):
+                found.add(id(child))
+            if isinstance(child, ast.NamedExpr) and not walrus_local:
+                found.add(id(child.target))
+            if isinstance(child, _FUNCTION_SCOPES):
+                inner = {name for g in ast.walk(child) if isinstance(g, ast.Global) for name in g.names}
+                visit(child, True, inner, True)
+            else:
+                visit(child, local or isinstance(child, _COMPREHENSIONS), declared, walrus_local)
+
+    visit(tree, False, set(), False)
+    return found
+
+
+def _import_bindings(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The names an import binds, but for the check functions imported again as the setup imports them."""
+    if isinstance(node, ast.ImportFrom) and node.module == "tensoradbook.exercises":
+        return [a.asname for a in node.names if a.asname and a.asname != a.name]
+    return [(a.asname or a.name).split(".")[0] for a in node.names]
+
+
 def tampering(source: str, defined_by_instructor: set[str]) -> list[str]:
     """What in an answer cell looks like tampering with grading, in words (empty if nothing)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
+    rebinding = global_bindings(tree)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = node.id if isinstance(node, ast.Name) else node.attr
             if isinstance(node.ctx, ast.Store) and isinstance(node, ast.Attribute):
                 found.append(f"assigns the attribute .{name}")
-            elif isinstance(node.ctx, ast.Store) and name in defined_by_instructor:
+            elif id(node) in rebinding and name in defined_by_instructor:
                 found.append(f"redefines {name}, which an instructor's cell defines")
             elif name in SUSPICIOUS_NAMES:
                 found.append(SUSPICIOUS_NAMES[name])
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in defined_by_instructor:
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and id(node) in rebinding \
+                and node.name in defined_by_instructor:
             found.append(f"redefines {node.name}, which an instructor's cell defines")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            found += [f"imports {m}" for m in modules if m.split(".")[0] in SUSPICIOUS_MODULES
-                      or (isinstance(node, ast.Import) and m.startswith("tensoradbook.exercises"))]
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tensoradbook.exercises"):
-                found += [f"imports {a.name} from {node.module}" for a in node.names
-                          if not a.name.startswith("check_") and a.name != "NO_SOLUTION"]
+            if id(node) in rebinding:
+                found += [f"redefines {name}, which an instructor's cell defines" for name in _import_bindings(node)
+                          if name in defined_by_instructor]
+            found += _suspicious_imports(node)
     return list(dict.fromkeys(found))
+
+
+def _suspicious_imports(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """An import of a module that reaches the interpreter's machinery, or of the grader's own exercise modules."""
+    modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    found = [f"imports {m}" for m in modules if m.split(".")[0] in SUSPICIOUS_MODULES
+             or (isinstance(node, ast.Import) and m.startswith("tensoradbook.exercises"))]
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tensoradbook.exercises"):
+        found += [f"imports {a.name} from {node.module}" for a in node.names
+                  if not a.name.startswith("check_") and a.name != "NO_SOLUTION"]
+    return found
 
 
 def library_uses(source: str, aliases: dict[str, str]) -> list[str]:

@@ -136,6 +136,30 @@ def test_tampering_is_named_and_answers_are_not():
         "import tensoradbook.exercises.ch05_derivatives as m", setup)
 
 
+def test_a_function_s_own_names_are_not_the_notebook_s():
+    """The instructor's hidden test of chapter 04a binds ``a`` and ``b`` (``for a, b in pairs``); a student's
+    ``bezout`` whose loop rebinds its own ``a`` and ``b`` touches none of the notebook's names. What does rebind
+    them (at the top, in a ``for``, or inside a function that declares them ``global``) is still named."""
+    hidden = bound_names("pairs = [(391, 299)]\nfor a, b in pairs:\n    result = check_bezout(a, b, bezout)")
+    assert {"a", "b", "pairs", "result"} <= hidden
+    answer = ("def bezout(a, b):\n    x0, y0, x1, y1 = 1, 0, 0, 1\n    while b:\n        q, r = divmod(a, b)\n"
+              "        a, b = b, r\n        x0, y0, x1, y1 = x1, y1, x0 - q * x1, y0 - q * y1\n    return a, x0, y0")
+    assert tampering(answer, hidden) == []
+    assert tampering("squares = [pairs for pairs in range(3)]\nclass K:\n    result = 1", hidden) == []
+    assert tampering("def f():\n    def result():\n        pass\n    return result", hidden) == []
+    rebound = "redefines pairs, which an instructor's cell defines"
+    assert rebound in tampering("pairs = []", hidden)
+    assert rebound in tampering("for pairs in [[]]:\n    pass", hidden)
+    assert rebound in tampering("def f():\n    global pairs\n    pairs = []", hidden)
+    assert "redefines result, which an instructor's cell defines" in tampering("def result():\n    pass", hidden)
+    assert rebound in tampering("[(pairs := [])  for _ in range(1)]", hidden)
+    assert tampering("def f():\n    return [(pairs := []) for _ in range(1)]", hidden) == []
+    setup = bound_names("from tensoradbook.exercises import check_bezout")
+    assert tampering("from tensoradbook.exercises import check_bezout", setup) == []
+    assert "redefines check_bezout, which an instructor's cell defines" in tampering(
+        "from operator import truth as check_bezout", setup)
+
+
 # --- the sandbox --------------------------------------------------------------------------------------------
 
 needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_works() and os.environ.get("CI") != "true",
