@@ -14,7 +14,6 @@ Voila's own settings do most of it (:func:`room_options`); two small classes do 
 
 from __future__ import annotations
 
-import json
 import os
 
 from jupyter_core.utils import ensure_async
@@ -97,10 +96,10 @@ def room_options(max_kernels: int, pool_size: int, cull_idle_minutes: float, sca
         f"--MappingKernelManager.cull_idle_timeout={int(cull_idle_minutes * 60)}",
         "--MappingKernelManager.cull_interval=60",
         "--MappingKernelManager.cull_connected=True",
-        f"--VoilaConfiguration.resources={json.dumps({'scale': float(scale)})}",
+        f"--VoilaConfiguration.resources=scale={float(scale)}",  # key=value: traitlets 5's form for a dict
     ]
     if pool_size:
         # the gallery's page runs no code: a preheated kernel there would be memory for nothing
         options += ["--VoilaConfiguration.preheat_kernel=True", f"--VoilaConfiguration.default_pool_size={pool_size}",
-                    '--VoilaKernelManager.preheat_denylist=["index.ipynb"]']
+                    "--VoilaKernelManager.preheat_denylist=index.ipynb"]
     return options

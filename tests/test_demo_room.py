@@ -53,7 +53,7 @@ def _room(tmp_path_factory, name: str, target: Path, max_kernels: int, pool: int
     command = voila_serve.voila_command(target, "127.0.0.1", port, options)
     command[0] = sys.executable
     url = f"http://127.0.0.1:{port}"
-    ready = f"{url}/voila/templates/lab/static/voila.js"  # not a page: on one notebook, a page takes a kernel
+    ready = url + "/" + voila_serve.READY_PATH  # not a page: on one notebook, a page takes a kernel
     return server(command, ready, tmp / "voila.log", cwd=REPO, env=env), url, tmp / "voila.log"
 
 

@@ -148,8 +148,9 @@ def test_speaker_view_shows_the_notes(browser, decks):
 def test_live_slides_fit(browser, tmp_path_factory):
     from classroom.assets import SLIDES_TEMPLATE_DIR
 
-    if not (SLIDES_TEMPLATE_DIR / "static" / "tensoradbook-slides.js").exists():
+    if not (SLIDES_TEMPLATE_DIR / "static" / "revealjs").exists():
         pytest.fail("the slides template is not installed: run `make install`")
+    voila_serve.refresh_template()  # this checkout's style sheet and fit rule, as make slides serves them
     tmp = tmp_path_factory.mktemp("live-slides")
     port = free_port()
     env = dict(os.environ, **{demos.SCALE_ENV: demos.DEFAULT_SCALE}, BROWSER="true",
@@ -158,8 +159,8 @@ def test_live_slides_fit(browser, tmp_path_factory):
     options = voila_serve.slides_options(LIVE_CHAPTER)
     command = voila_serve.voila_command(voila_serve.chapter_path(LIVE_CHAPTER), "127.0.0.1", port, options)
     command[0] = sys.executable
-    # ready when it serves the template's script: "/" itself would execute the chapter once more
-    ready = f"http://127.0.0.1:{port}/voila/templates/{SLIDES_TEMPLATE_DIR.name}/static/tensoradbook-slides.js"
+    # ready when it serves a static file: "/" itself would execute the chapter once more
+    ready = f"http://127.0.0.1:{port}/{voila_serve.READY_PATH}"
     with server(command, ready, tmp / "voila.log", cwd=REPO, env=env, start_s=180):
         context, page = _open(browser, f"http://127.0.0.1:{port}/", LIVE_RENDER_MS)
         try:
