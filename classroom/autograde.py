@@ -9,8 +9,11 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from nbgrader.nbgraderformat import MetadataValidator
 from classroom.assignments import BY_STEM
 from classroom.grading import CheckTimeout, SandboxedExecute, on_a_clock
 from classroom.lms import export_lms
-from classroom.nbgrader_cli import excluding, nbgrader
+from classroom.nbgrader_cli import excluding, nbgrader, nbgrader_command
 from classroom.paths import COURSE
 from classroom.sandbox import isolation_available
 
@@ -44,6 +47,48 @@ SCREEN_SECONDS, SCREEN_MEMORY = 60, 2 * 2 ** 30
 #: Seconds one submission may take in autograde beyond its own bound (``SandboxedExecute.submission_timeout``):
 #: nbgrader's start, the sandbox's start, the feedback's files.
 SUBMISSION_OVERHEAD = 180
+#: Seconds between two looks at how many submissions the running autogrades have finished.
+POLL_S = 0.5
+#: Seconds after which the progress line is written again even if no submission finished (a log, not a terminal).
+HEARTBEAT_S = 30
+
+
+def grading_workers() -> int:
+    """How many nbgrader autogrades run at once: one per CPU this process may use (``GRADING_WORKERS=N`` to
+    choose). Each grades its share of the submissions one after another, every answer in a sandbox of its own."""
+    return max(1, int(os.environ.get("GRADING_WORKERS") or len(os.sched_getaffinity(0))))
+
+
+class Progress:
+    """One line per change for a class's grading: submissions graded out of all, a bar, and the time left at the
+    pace so far (written again every :data:`HEARTBEAT_S` while nothing finishes, so a long submission shows life)."""
+
+    WIDTH = 24
+
+    def __init__(self, label: str, total: int, stream=sys.stderr, clock=time.monotonic):
+        self.label, self.total, self.stream, self.clock = label, total, stream, clock
+        self.start = self.written = clock()
+        self.done = -1
+
+    def update(self, done: int) -> None:
+        now = self.clock()
+        if done == self.done and now - self.written < HEARTBEAT_S:
+            return
+        self.done, self.written = done, now
+        filled = self.WIDTH * done // max(self.total, 1)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        if done == self.total:
+            left = "done"
+        elif done:
+            left = f"about {_minutes((now - self.start) / done * (self.total - done))} left"
+        else:
+            left = "timing the first"
+        print(f"{self.label}: [{bar}] {done}/{self.total} graded, {left}", file=self.stream, flush=True)
+
+
+def _minutes(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds:02d} s" if minutes else f"{seconds} s"
 
 
 def _read_submission(folder: str) -> dict:
@@ -197,10 +242,9 @@ def _grade_assignment(course: Path, assignment_id: str, students: list[str], tod
     start = time.time() - 1  # file times have a coarse clock on some file systems
     if readable:
         bound = submission_bound()
-        batch = nbgrader("autograde", assignment_id, "--create", "--force", *excluding(students, readable),
-                         course=course, check=False, timeout=len(readable) * bound)
+        finished = _autograde_in_parallel(course, assignment_id, students, readable, start)
         unfinished = [s for s in readable if not _graded_since(course, assignment_id, s, start)]
-        if batch.returncode != 0 and len(unfinished) > 1:  # one of them ended the run: each alone, then
+        if not finished and len(unfinished) > 1:  # one of them ended its run: each alone, then
             for s in unfinished:
                 nbgrader("autograde", assignment_id, "--create", "--force", *excluding(students, [s]),
                          course=course, check=False, timeout=bound)
@@ -212,6 +256,39 @@ def _grade_assignment(course: Path, assignment_id: str, students: list[str], tod
         nbgrader("generate_feedback", assignment_id, "--force", *excluding(students, done), course=course,
                  check=False)
     return done
+
+
+def _autograde_in_parallel(course: Path, assignment_id: str, students: list[str], readable: list[str],
+                           start: float) -> bool:
+    """nbgrader's autograde over ``readable``, split among :func:`grading_workers` runs at once (each bounded by
+    :func:`submission_bound` a submission), with a :class:`Progress` line meanwhile; each run's own output after
+    it ends, so that runs do not interleave. Whether every run ended well."""
+    workers = grading_workers()
+    shares = [share for share in (readable[k::workers] for k in range(workers)) if share]
+    progress = Progress(assignment_id, len(readable))
+    print(f"$ nbgrader autograde {assignment_id}: {len(readable)} submission(s) in {len(shares)} run(s) at once",
+          flush=True)
+    with ExitStack() as logs:
+        runs = []
+        for share in shares:
+            cmd, env = nbgrader_command("autograde", assignment_id, "--create", "--force",
+                                        *excluding(students, share))
+            out, err = (logs.enter_context(tempfile.TemporaryFile("w+")) for _ in range(2))
+            process = subprocess.Popen(cmd, cwd=course, env=env, stdout=out, stderr=err, text=True)
+            runs.append((process, time.monotonic() + len(share) * submission_bound(), out, err))
+        while any(process.poll() is None for process, *_ in runs):
+            progress.update(sum(_graded_since(course, assignment_id, s, start) for s in readable))
+            for process, deadline, *_ in runs:
+                if process.poll() is None and time.monotonic() > deadline:
+                    process.kill()
+                    print("error: an nbgrader autograde ran past its bound and was stopped", file=sys.stderr)
+            time.sleep(POLL_S)
+        progress.update(sum(_graded_since(course, assignment_id, s, start) for s in readable))
+        for _, _, out, err in runs:
+            for log, stream in ((out, sys.stdout), (err, sys.stderr)):
+                log.seek(0)
+                stream.write(log.read())
+    return all(process.returncode == 0 for process, *_ in runs)
 
 
 def _report(course: Path, rows: list[dict], graded: int) -> int:

@@ -22,18 +22,24 @@ def nbgrader_env() -> dict:
     return env
 
 
-def nbgrader(*args: str, course: Path = COURSE, check: bool = True, user: str | None = None,
-             timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run ``nbgrader <args>`` inside ``course`` (which holds nbgrader_config.py), output passed through; as the
-    Unix ``user`` when given and run as root (nbgrader's exchange accepts releases only from the course's owner).
-    Past ``timeout`` seconds it is stopped and counts as failed (return code -9)."""
+def nbgrader_command(*args: str, user: str | None = None) -> tuple[list[str], dict]:
+    """The command line and environment of ``nbgrader <args>``; as the Unix ``user`` when given and run as root
+    (nbgrader's exchange accepts releases only from the course's owner)."""
     cmd = [sys.executable, "-m", "nbgrader", *args]
-    print("$", " ".join(cmd[2:]), flush=True)
     env = nbgrader_env()
     if user and os.geteuid() == 0:
         entry = pwd.getpwnam(user)
         cmd = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", *cmd]
         env.update(HOME=entry.pw_dir, USER=user, LOGNAME=user)
+    return cmd, env
+
+
+def nbgrader(*args: str, course: Path = COURSE, check: bool = True, user: str | None = None,
+             timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run ``nbgrader <args>`` inside ``course`` (which holds nbgrader_config.py), output passed through, as
+    :func:`nbgrader_command` says. Past ``timeout`` seconds it is stopped and counts as failed (return code -9)."""
+    cmd, env = nbgrader_command(*args, user=user)
+    print("$", "nbgrader", " ".join(args), flush=True)
     try:
         return subprocess.run(cmd, cwd=course, env=env, check=check, timeout=timeout)
     except subprocess.TimeoutExpired:
