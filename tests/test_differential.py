@@ -456,9 +456,10 @@ def test_every_planning_branch_is_reached(tmp_path):
 
 @pytest.mark.parametrize("pooled", [False, True])
 def test_max_and_min_reductions_route_as_pytorch(pooled):
-    """The developer's guide's rule for reductions (docs/developer.md), against PyTorch as the oracle on rows with ties, NaN and all -inf (every
-    target's kernels equal the reference, above): ``torch.max(dim)`` / ``torch.min(dim)`` and ``max_pool2d`` send
-    each adjoint to the first element reaching the extremum, a NaN where there is one."""
+    """The developer's guide's rule for reductions (docs/developer.md), against PyTorch as the oracle on rows with
+    ties, NaN and all -inf (every target's kernels equal the reference, above): ``torch.max(dim)`` /
+    ``torch.min(dim)`` and ``max_pool2d`` send each adjoint to the first element reaching the extremum, a NaN where
+    there is one."""
     from test_frameworks import require
 
     torch = require("torch")
