@@ -51,7 +51,8 @@ def _figures(widget) -> list[Figure]:
 
 
 def _make(demo):
-    return eval(demo.make, vars(widgets))  # the expressions of classroom.demo.DEMOS
+    # the expressions of classroom.demo.DEMOS, each naming its widget alone (imported at first use)
+    return eval(demo.make, {demo.widget: getattr(widgets, demo.widget)})
 
 
 def test_gallery_is_generated_from_the_table(tmp_path):

@@ -44,20 +44,28 @@ each widget also sends a static picture of what it shows (:mod:`.picture`), whic
 where there is no kernel.
 """
 
-from .chaining import ChainTable, MemoryBudget, ScheduleView, TwoFactorExplorer
-from .explorer import DerivationExplorer
-from .gradient_lab import GradientLab
-from .graph import GraphView
-from .inverse import LumpExplorer, NewtonDemo, RegisterMachine, StepInverse
-from .lattice import KernelLattice
-from .polytope import PolytopeView
-from .program_graph import ProgramGraph
-from .smith import SmithStepper
+import importlib
 
 from ._common import PRESENTATION_SCALE, get_scale, set_scale
 
-__all__ = ["DerivationExplorer", "GradientLab", "GraphView", "KernelLattice", "PolytopeView", "ProgramGraph",
-           "SmithStepper"]
-__all__ += ["ChainTable", "MemoryBudget", "ScheduleView", "TwoFactorExplorer"]
-__all__ += ["LumpExplorer", "NewtonDemo", "RegisterMachine", "StepInverse"]
-__all__ += ["PRESENTATION_SCALE", "get_scale", "set_scale"]
+#: Each widget's module, imported at the widget's first use: a notebook that shows one widget (a student's first
+#: cell) pays for that widget's libraries only, not for every chapter's.
+WIDGET_MODULES = {"ChainTable": ".chaining", "MemoryBudget": ".chaining", "ScheduleView": ".chaining",
+                  "TwoFactorExplorer": ".chaining", "DerivationExplorer": ".explorer", "GradientLab": ".gradient_lab",
+                  "GraphView": ".graph", "LumpExplorer": ".inverse", "NewtonDemo": ".inverse",
+                  "RegisterMachine": ".inverse", "StepInverse": ".inverse", "KernelLattice": ".lattice",
+                  "PolytopeView": ".polytope", "ProgramGraph": ".program_graph", "SmithStepper": ".smith"}
+
+__all__ = [*WIDGET_MODULES, "PRESENTATION_SCALE", "get_scale", "set_scale"]
+
+
+def __getattr__(name: str):
+    if name not in WIDGET_MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(WIDGET_MODULES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *WIDGET_MODULES})
