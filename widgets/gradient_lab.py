@@ -34,9 +34,11 @@ import html
 import math
 import re
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import ipywidgets as W
 import numpy as np
@@ -178,9 +180,18 @@ def _numeric(text: str, shapes: tuple, seed: int, target: str) -> dict[str, np.n
     return {name: numeric_gradient(fn, args, name, df, forward=forward) for name in fn.arguments}
 
 
+#: Where the NVIDIA driver shows itself on Linux (a machine, a GPU container; WSL's GPU is /dev/dxg).
+NVIDIA_DRIVER = (Path("/proc/driver/nvidia"), Path("/dev/dxg"))
+
+
 @lru_cache(maxsize=1)
 def cuda_problem() -> str:
-    """Why the CUDA targets cannot run in this process ("" if they can): asked once, it costs ~1 s."""
+    """Why the CUDA targets cannot run in this process ("" if they can): asked once, it costs ~1 s (importing
+    numba-cuda), except on a Linux machine with no NVIDIA driver and no simulator, where the answer is known
+    without it (every widget's first draw on a CPU-only class server paid that second)."""
+    if sys.platform == "linux" and not cuda_simulated() and not any(p.exists() for p in NVIDIA_DRIVER):
+        return ("target 'cuda' needs an NVIDIA GPU (this machine has no NVIDIA driver), or the CUDA simulator: set "
+                "the environment variable NUMBA_ENABLE_CUDASIM=1 before numba is first imported")
     return codegen.cuda_problem()
 
 
