@@ -11,13 +11,15 @@ through this module. ``python -m classroom.hub serve`` (``make hub``), as root:
   by a hash of the submission);
 * copies ``course/`` (sources, ``nbgrader_config.py``) to the course directory, owned by the instructors, 0700;
 * writes the user servers' Jupyter configuration per role (``paths.jupyter``): students get the Assignments tab
-  and Validate but no formgrader or "create assignment"; instructors get the formgrader in their own server (not as
-  a hub service, whose proxying is what 404s in nbgrader's tracker), rooted in the course directory; both get a
-  ``python3`` kernel that runs under a CPU-time limit;
+  and Validate but no formgrader or "create assignment" (and none of the server extensions they never use);
+  instructors get the formgrader in their own server (not as a hub service, whose proxying is what 404s in
+  nbgrader's tracker), rooted in the course directory; both get a ``python3`` kernel that runs under a CPU-time
+  limit;
 * warms the shared kernel cache (``python -m classroom.warm_cache``) so that no student compiles a kernel;
 * then starts JupyterHub, its database, cookie secret and passwords in ``paths.state`` (root, 0700).
 
-``python -m classroom.hub setup`` does all but the last; ``remove-users`` removes the CSV's users again.
+``python -m classroom.hub setup`` does all but the last; ``remove-users`` removes the CSV's users again;
+``start-servers``, with the hub running, starts every student's server ahead of a lecture (:func:`start_servers`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import tomllib
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +59,11 @@ PROXY = PROXY_PREFIX / "node_modules" / ".bin" / "configurable-http-proxy"
 AUTHENTICATORS = ("native", "dummy-testing-only", "oauth", "lti13")
 USERNAME = re.compile(r"^[a-z_][a-z0-9_-]{0,30}$")
 _UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+#: The server extensions a student's server does not load: nbgrader's instructor side, and what a student never
+#: opens but every server start paid for in imports (the language-server proxy, with no language server installed
+#: for the students; Voila's /voila pages, the demos being ``make demo``'s; MathJax 2 for nbgrader's formgrader).
+STUDENT_SERVER_EXTENSIONS_OFF = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list",
+                                 "jupyter_lsp", "voila.server_extension", "jupyter_server_mathjax")
 
 
 def parse_bytes(text: str) -> int:
@@ -367,8 +377,7 @@ def setup_jupyter(settings: HubSettings) -> None:
     # students: the Assignments tab and Validate; no formgrader, course list or "create assignment"
     _write(root / "student" / "nbgrader_config.py", "# written by `make hub` (classroom/hub.py)\n" + nbgrader_common)
     _write(root / "student" / "jupyter_server_config.json", json.dumps({
-        "ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": False,
-                                              "nbgrader.server_extensions.course_list": False}},
+        "ServerApp": {"jpserver_extensions": {name: False for name in STUDENT_SERVER_EXTENSIONS_OFF}},
         **kernel_culling, **quiet_lab}, indent=1))
     for role in ("student", "instructor"):  # no "would you like news?" on a server without a network
         _write(root / role / "labconfig" / "default_setting_overrides.json", no_news)
@@ -518,6 +527,43 @@ def secret_file(settings: HubSettings, name: str, nbytes: int = 32) -> str:
     return path.read_text().strip()
 
 
+#: The hub's service that starts the students' servers before a lecture (``start-servers``), and its rights.
+STARTER = "class-starter"
+STARTER_SCOPES = ["servers", "read:users"]
+
+
+def _hub_api(settings: HubSettings, method: str, path: str) -> tuple[int, dict]:
+    request = urllib.request.Request(f"http://127.0.0.1:{settings.hub_port}/hub/api{path}", method=method,
+                                     headers={"Authorization": f"token {secret_file(settings, 'starter_token')}"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, {}
+
+
+def start_servers(settings: HubSettings, names: list[str], *, at_once: int, timeout: float = 600) -> None:
+    """Start these users' servers through JupyterHub's REST API, ``at_once`` starting together (the machine's cores:
+    more only queue for them), each batch until every server answers: run before a lecture, a student who logs in
+    finds their server running and pays for a kernel alone. The servers wait for them as idle servers do, until
+    the culler's ``limits.cull_idle_seconds``."""
+    for first in range(0, len(names), at_once):
+        batch = names[first:first + at_once]
+        for name in batch:
+            status, _ = _hub_api(settings, "POST", f"/users/{name}/server")
+            if status not in (201, 202, 400):  # 400: already running
+                raise RuntimeError(f"starting {name}'s server: HTTP {status} (is the hub running?)")
+        deadline = time.monotonic() + timeout
+        waiting = set(batch)
+        while waiting:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"servers not ready within {timeout:.0f} s: {sorted(waiting)}")
+            time.sleep(0.5)
+            waiting = {n for n in waiting if not _hub_api(settings, "GET", f"/users/{n}")[1]
+                       .get("servers", {}).get("", {}).get("ready")}
+        print(f"{first + len(batch)}/{len(names)} servers running", flush=True)
+
+
 def jupyterhub_command(settings: HubSettings) -> list[str]:
     return [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")]
 
@@ -541,11 +587,14 @@ def main(argv: list[str] | None = None) -> int:
         kernel_main(argv[1:])
         return 0
     parser = argparse.ArgumentParser(prog="python -m classroom.hub", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["serve", "setup", "remove-users", "install-proxy", "settings"])
+    parser.add_argument("command", choices=["serve", "setup", "remove-users", "install-proxy", "settings",
+                                            "start-servers"])
     parser.add_argument("--settings", type=Path, default=None,
                         help=f"the settings file (default: ${SETTINGS_ENV} or hub/course.toml)")
     parser.add_argument("--no-warm", action="store_true", help="do not warm the shared kernel cache")
     parser.add_argument("--warm-only", nargs="+", metavar="STEM", help="warm these chapters or demos only")
+    parser.add_argument("--at-once", type=int, default=os.cpu_count(), help="start-servers: how many start together")
+    parser.add_argument("--users", nargs="+", metavar="NAME", help="start-servers: these (default: every student)")
     args = parser.parse_args(argv)
     if args.command == "install-proxy":
         install_proxy()
@@ -555,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: str(v) for k, v in settings.__dict__.items()}, indent=1))
     elif args.command == "setup":
         setup(settings, warm=not args.no_warm, warm_only=args.warm_only)
+    elif args.command == "start-servers":
+        start_servers(settings, args.users or [s.username for s in settings.students()], at_once=args.at_once)
     elif args.command == "remove-users":
         remove_users(settings)
     else:

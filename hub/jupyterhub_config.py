@@ -101,9 +101,16 @@ c.JupyterHub.services = [{
     "name": "idle-culler",
     "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_seconds}",
                 f"--cull-every={max(10, min(300, settings.cull_idle_seconds // 4))}"],
+}, {  # `python -m classroom.hub start-servers` before a lecture, as root (the token is root's, in the state folder)
+    "name": hub.STARTER,
+    "api_token": hub.secret_file(settings, "starter_token"),
 }]
 c.JupyterHub.load_roles = [{
     "name": "idle-culler",
     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
     "services": ["idle-culler"],
+}, {
+    "name": hub.STARTER,
+    "scopes": hub.STARTER_SCOPES,
+    "services": [hub.STARTER],
 }]

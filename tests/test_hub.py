@@ -393,6 +393,25 @@ def test_hub_restart_keeps_servers_and_submissions(klass):
     assert listed.get(CHAPTER) == "submitted", listed
 
 
+def test_servers_started_before_the_lecture(klass):
+    """``python -m classroom.hub start-servers``: the server is running when the student logs in."""
+    name = _students(klass)[-1]
+    s = Student(klass.url, name)
+    assert s.login()
+    s.make_token()
+    s.hub_api("DELETE", f"/users/{name}/server")
+    deadline = time.monotonic() + 300
+    while s.hub_api("GET", f"/users/{name}").json()["servers"] and time.monotonic() < deadline:
+        time.sleep(1)
+    proc = subprocess.run([sys.executable, "-m", "classroom.hub", "start-servers", "--settings",
+                           str(klass.settings.path), "--users", name], cwd=REPO, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # the student asked for nothing: their server answers at once
+    assert s.hub_api("GET", f"/users/{name}").json()["servers"][""]["ready"]
+    assert s.api("GET", "/api/status").status_code == 200
+
+
 # --- without root: the settings and what make hub writes ------------------------------------------------------
 
 def test_settings_of_the_repository_load():
@@ -405,6 +424,18 @@ def test_settings_of_the_repository_load():
     assert hub.parse_bytes("512M") == 512 * 2 ** 20 and hub.parse_bytes("1.5G") == 3 * 2 ** 29
     with pytest.raises(ValueError):
         hub.parse_bytes("lots")
+
+
+def loaded_extensions(config: Path) -> set[str]:
+    """The server extensions a user server with this configuration folder loads (jupyter_server's own reading)."""
+    code = ("import json\nfrom jupyter_server.serverapp import ServerApp\n"
+            "app = ServerApp()\n"
+            "app.initialize(argv=['--port=0'], find_extensions=True, new_httpserver=False)\n"
+            "print(json.dumps([n for n, p in app.extension_manager.extensions.items() if p.enabled]))")
+    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, JUPYTER_CONFIG_PATH=str(config)),
+                          capture_output=True, text=True, timeout=300, cwd=config)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def test_user_environment_and_configuration(tmp_path):
@@ -423,6 +454,10 @@ def test_user_environment_and_configuration(tmp_path):
     hub.setup_jupyter(s)
     server = json.loads((s.jupyter / "student" / "jupyter_server_config.json").read_text())
     assert server["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"] is False
+    assert loaded_extensions(s.jupyter / "student") == {
+        "jupyterlab", "notebook", "notebook_shim", "jupyter_server_terminals",
+        "nbgrader.server_extensions.assignment_list", "nbgrader.server_extensions.validate_assignment"}
+    assert "nbgrader.server_extensions.formgrader" in loaded_extensions(s.jupyter / "instructor")
     lab = json.loads((s.jupyter / "student" / "labconfig" / "page_config.json").read_text())
     assert lab["disabledExtensions"]["@jupyter/nbgrader:formgrader"] is True
     instructor = (s.jupyter / "instructor" / "nbgrader_config.py").read_text()
