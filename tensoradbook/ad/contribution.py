@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from sympy import factorint
 
 from ..integer.fourier_motzkin import TooManyInequalities, fourier_motzkin
 from ..integer.smith import IntegerInverse, integer_inverse
@@ -291,6 +290,8 @@ def _coprime_factors(m: int) -> tuple[int, ...]:
     prime powers packed first-fit, largest first; ``(m,)`` where one prime power reaches MAX_INTEGER."""
     if m < MAX_INTEGER:
         return (m,)
+    from sympy import factorint  # at first use: sympy's import (~0.3 s) is not paid by what never needs it
+
     powers = sorted((p**e for p, e in factorint(m).items()), reverse=True)
     if powers[0] >= MAX_INTEGER:
         return (m,)

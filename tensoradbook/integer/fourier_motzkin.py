@@ -26,11 +26,14 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy
 
 from .matrix import as_exact_vector, as_lists, as_rational_matrix, normalize, shown, zeros
+
+if TYPE_CHECKING:
+    import sympy
 
 
 def _array(rows: list[list], n_cols: int) -> np.ndarray:
@@ -176,6 +179,8 @@ class FourierMotzkin:
         ``lower`` is ``Max(ceiling(...), ...)``, ``upper`` likewise with ``Min``
         and ``floor``, and an unbounded side is ``-oo`` / ``oo``.
         """
+        import sympy  # at first use: sympy's import (~0.3 s) is not paid by what never needs it
+
         if isinstance(b, (str, bytes)) or not hasattr(b, "__len__"):
             raise ValueError(f"b must be a sequence of {self.A.shape[0]} numbers or sympy expressions, "
                              f"got {shown(b)}")

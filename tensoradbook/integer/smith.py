@@ -22,7 +22,6 @@ from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
-import sympy
 
 from .matrix import as_exact_vector, as_int_matrix, as_lists, identity, matmul, matvec, normalize, shown, zeros
 
@@ -377,6 +376,8 @@ class IntegerInverse:
         ``I beta`` integral); the bounds are those of
         :meth:`tensoradbook.FourierMotzkin.symbolic_bounds`.
         """
+        import sympy  # at first use: sympy's import (~0.3 s) is not paid by what never needs it
+
         n_rows = self.A.shape[0]
         names = beta_names or [f"beta_{k}" for k in range(n_rows)]
         if (isinstance(names, str) or not hasattr(names, "__len__") or len(names) != n_rows
@@ -406,6 +407,8 @@ class IntegerInverse:
             image = matvec(self.A, list(K[:, j]))
             if any(image):
                 raise ValueError(f"column {j} of K is not in the kernel: A K[:, {j}] = {tuple(image)}")
+        import sympy  # at first use: sympy's import (~0.3 s) is not paid by what never needs it
+
         V_inverse = sympy.Matrix(self.smith.V.tolist()).inv() if n_cols else sympy.zeros(0, 0)
         coordinates = (V_inverse * sympy.Matrix(K.shape[0], K.shape[1], list(K.flat)))[self.rank:, :]
         return _to_array([[int(v) for v in coordinates.row(i)] for i in range(coordinates.rows)], K.shape[1])
@@ -416,6 +419,8 @@ class IntegerInverse:
         dim = self.kernel.shape[1]
         if W.shape != (dim, dim):
             raise ValueError(f"K has {W.shape[1]} columns but the kernel has dimension {dim}")
+        import sympy  # at first use: sympy's import (~0.3 s) is not paid by what never needs it
+
         index = abs(int(sympy.Matrix(W.tolist()).det())) if dim else 1
         if index != 1:
             raise ValueError(f"the columns of K span only a sublattice of index {index} of the kernel"
