@@ -12,7 +12,9 @@ Each demo is visited ``--times`` times in turn (one visitor after the other, as 
 ``--times`` times in parallel groups of ``--group`` (a room opening the same demo at once). Memory, the RSS
 of the server and of all its kernels together, is sampled throughout: at the start (every preheated kernel
 drawn and the server idle), its peak, and at the end (every visitor gone, the pools refilled, idle again):
-the end must come back to the start (within ``--slack`` MiB per preheated kernel, one kernel's drift).
+the end must come back to the start (within ``--slack`` MiB per preheated kernel, one kernel's drift). Each run's
+``cpu_s_per_visit``: the CPU time of the server and its kernels over the run (the pages, the kernels handed out and
+the preheating of their successors) divided among its visits, robust to other load on the machine.
 
 Run: ``.venv/bin/python benchmarks/demo_room.py [--times 50] [--group 10] [--demos 02_kernel_lattice ...]
 [--json benchmarks/results/demo_room.json]``.
@@ -139,6 +141,18 @@ async def _sample_peak(server: psutil.Process, peak: dict, stop: asyncio.Event) 
         await asyncio.sleep(0.5)
 
 
+def cpu_s(server: psutil.Process) -> float:
+    """The CPU time of the server and of every kernel it started so far (alive, or gone and reaped by it)."""
+    total = 0.0
+    for process in [server, *server.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 async def room(base: str, server: psutil.Process, stems: list[str], times: int, group: int) -> tuple[list, dict]:
     peak, stop = {}, asyncio.Event()
     sampler = asyncio.create_task(_sample_peak(server, peak, stop))
@@ -146,7 +160,7 @@ async def room(base: str, server: psutil.Process, stems: list[str], times: int, 
     try:
         for stem in stems:
             for mode in ("in turn", "parallel"):
-                visits, refused = [], 0
+                visits, refused, cpu_before, load = [], 0, cpu_s(server), os.getloadavg()[0]
                 batches = [1] * times if mode == "in turn" else [group] * (times // group) + [times % group]
                 for size in filter(None, batches):
                     for result in await asyncio.gather(*(visit(base, stem) for _ in range(size)),
@@ -158,12 +172,15 @@ async def room(base: str, server: psutil.Process, stems: list[str], times: int, 
                         else:
                             visits.append(result)
                 row = {"demo": stem, "mode": mode, "group": 1 if mode == "in turn" else group, "visits": len(visits),
-                       "refused": refused,
+                       "refused": refused, "load_average_before": load,
+                       # the pages, their kernels and the preheating of the next ones, divided among the visits
+                       "cpu_s_per_visit": (cpu_s(server) - cpu_before) / max(1, len(visits)),
                        **{k: _quantiles([v[f"{k}_s"] for v in visits]) for k in ("render", "ready")}}
                 rows.append(row)
                 print(f"{stem:24s} {mode:8s} render median {row['render']['median']:6.2f} s  p95 "
                       f"{row['render']['p95']:6.2f} s  ready median {row['ready']['median']:6.2f} s  "
-                      f"({len(visits)} visits, {refused} refused)", flush=True)
+                      f"({len(visits)} visits, {refused} refused; {row['cpu_s_per_visit']:.2f} CPU-s a visit, load "
+                      f"{load:.2f})", flush=True)
     finally:
         stop.set()
         await sampler
