@@ -52,7 +52,7 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install assets proxy extras-missing lab work test lint fuzz book notebooks assignments grade dashboard demo \
+.PHONY: help install assets proxy extras-missing lab work test lint fuzz book notebooks assignments grade extend dashboard demo \
         slides slides-pdf site hub clean
 
 help:
@@ -65,6 +65,7 @@ help:
 	@echo "make notebooks  install, then re-execute every notebook in place, saving its outputs"
 	@echo "make assignments  nbgrader: the student release of every chapter's assignment into course/release/"
 	@echo "make grade      nbgrader: autograde what is new in course/submitted/ (answers in a bubblewrap sandbox), feedback, grades.csv, Canvas/Moodle CSV in course/export/, grading_report.csv (CHAPTER=...: one; FORCE=1: regrade all)"
+	@echo "make extend STUDENT=alice CHAPTER=04a_integer_equations UNTIL=2026-12-20T23:59+01:00  nbgrader: one student's extension in the gradebook (due dates, cut-offs, penalties: course/deadlines.toml)"
 	@echo "make dashboard  after make grade: course/dashboard.html, one offline page of score spreads per assignment and exercise, the most missed exercises, late and missing submissions, tampering rows (ROSTER=hub/students.csv: the class)"
 	@echo "make demo       Voila on the demo gallery at http://$(IP):$(PORT)/ (CHAPTER=04a_integer_equations: one chapter)"
 	@echo "make slides CHAPTER=06a_kernels  a chapter as reveal.js slides with live widgets (Voila, offline)"
@@ -166,6 +167,9 @@ assignments: install
 
 grade: install
 	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course grade $(CHAPTER) $(if $(filter 1,$(FORCE)),--force)
+
+extend: install
+	PYTHONDONTWRITEBYTECODE=1 $(VPY) -B -m classroom.course extend $(CHAPTER) --student "$(STUDENT)" --until "$(UNTIL)"
 
 # make dashboard ROSTER=hub/students.csv: every student of the class counts, those who submitted nothing as missing
 # (a CSV with a username or id column; on the class server its student list is the default)

@@ -21,6 +21,7 @@ import nbformat
 from nbgrader.nbgraderformat import MetadataValidator
 
 from classroom.assignments import BY_STEM
+from classroom.deadlines import record
 from classroom.grading import CheckTimeout, SandboxedExecute, on_a_clock
 from classroom.lms import export_lms
 from classroom.nbgrader_cli import excluding, nbgrader, nbgrader_command
@@ -234,6 +235,8 @@ def _grade_assignment(course: Path, assignment_id: str, students: list[str], tod
                                          and (course / "release" / assignment_id).is_dir()):
         # autograde needs the assignment and its tests in the gradebook: `make assignments` was not run here
         nbgrader("generate_assignment", assignment_id, "--force", course=course, check=False)
+    if (course / "gradebook.db").exists():  # the due date as deadlines.toml has it now, for the late penalty
+        record(course, [assignment_id])
     unreadable = {s: why for s in todo if (why := screen(course / "submitted" / s / assignment_id))}
     rows += [{"assignment": assignment_id, "student": s, "cell": "", "kind": "not graded", "detail": why}
              for s, why in unreadable.items()]

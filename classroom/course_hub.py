@@ -14,6 +14,7 @@ from pathlib import Path
 from classroom import exchange, hub
 from classroom.assignments import ASSIGNMENTS
 from classroom.autograde import grade
+from classroom.deadlines import cutoffs
 from classroom.nbgrader_cli import excluding, generate_assignments, nbgrader
 from classroom.paths import EXCHANGE_ENV, REPO
 
@@ -56,7 +57,7 @@ def _give_to_instructors(settings) -> None:
             print(f"warning: {top} was not handed to the instructors: {error}", file=sys.stderr)
 
 
-def _as_instructor(settings, command: str, only: str | None, force: bool = False) -> int:
+def _as_instructor(settings, command: str, only: str | None, force: bool = False, more: tuple[str, ...] = ()) -> int:
     """``python -B -m classroom.course <command> [only] --hub`` as the course's first instructor (setpriv, their
     groups), from the repository, in an environment of its own: the instructor's HOME, this Python's bin folder
     first on PATH, the repository alone on PYTHONPATH, the instructors' Jupyter configuration of the class server
@@ -77,7 +78,7 @@ def _as_instructor(settings, command: str, only: str | None, force: bool = False
     setpriv = shutil.which("setpriv", path="/usr/bin:/bin") or "setpriv"  # not from whatever root's PATH has first
     cmd = [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
            sys.executable, "-B", "-m", "classroom.course", command, *([only] if only else []), "--hub",
-           "--settings", str(settings.path), *(["--force"] if force else [])]
+           "--settings", str(settings.path), *(["--force"] if force else []), *more]
     print(f"As the instructor {entry.pw_name} (root runs nothing of the course's):", flush=True)
     return subprocess.run(cmd, cwd=REPO, env=env).returncode
 
@@ -99,10 +100,7 @@ def hub_assignments(settings, only: str | None = None) -> None:
         return
     os.environ[EXCHANGE_ENV] = str(settings.exchange)
     stems = [only] if only else [a.stem for a in ASSIGNMENTS]
-    if only:
-        nbgrader("generate_assignment", only, "--force", course=settings.course)
-    else:
-        generate_assignments(settings.course)
+    generate_assignments(settings.course, only)
     for stem in stems:
         nbgrader("release_assignment", stem, "--force", *_hub_options(settings), course=settings.course)
     print(f"Released {len(stems)} assignment(s) into {settings.exchange / settings.course_id / 'outbound'}: "
@@ -149,10 +147,17 @@ def hub_grade(settings, only: str | None = None, force: bool = False) -> int:
         return _as_instructor(settings, "grade", only, force)
     os.environ[EXCHANGE_ENV] = str(settings.exchange)
     stems = [only] if only else [a.stem for a in ASSIGNMENTS]
-    rows = exchange.collect(settings, stems)
+    rows = exchange.collect(settings, stems, cutoffs=cutoffs(settings.course))
     rows += _unreleasable(settings.course, stems)
     status = grade(settings.course, only, force=force, extra_rows=rows)
     _release_feedback(settings, stems)
     return status
 
 
+def hub_extend(settings, args, extend) -> int:
+    """``extend(course, args, students)`` on the hub's course for a student of its class list, as the instructor
+    (run as root, it starts itself again as the instructor: :func:`_as_instructor`)."""
+    if os.geteuid() == 0:
+        return _as_instructor(settings, "extend", args.assignment,
+                              more=("--student", args.student, "--until", args.until.isoformat()))
+    return extend(settings.course, args, [s.username for s in settings.students()])

@@ -152,6 +152,8 @@ def _assignment(gradebook, assignment, students: list[str]) -> Assignment:
                  for notebook in assignment.notebooks for cell in [*notebook.grade_cells, *notebook.task_cells]}
     submissions = []
     for submitted in gradebook.assignment_submissions(assignment.name):
+        if submitted.timestamp is None:  # an extension granted (make extend), nothing handed in yet
+            continue
         submissions.append(_submission(submitted))
         for notebook in submitted.notebooks:
             for grade in notebook.grades:

@@ -16,6 +16,10 @@ submission. Here an entry is taken only when
   with ``O_NOFOLLOW`` (a link swapped in while it is read is refused, never followed);
 * its time parses, is not in the future (beyond :data:`CLOCK_SKEW`) and is what its ``timestamp.txt`` says;
 * it is within :data:`MAX_FILE_BYTES`, :data:`MAX_ENTRY_BYTES`, :data:`MAX_FILES` and :data:`MAX_DEPTH`.
+* it arrived before the assignment's hard cut-off, the student's extension added (course/deadlines.toml,
+  :mod:`classroom.deadlines`). Its arrival is the latest change time (``ctime``) of its folder and files as the
+  kernel keeps it, not the time in its name or ``timestamp.txt``, which the student writes: a student can make a
+  ``ctime`` later (by touching the entry) but never earlier, so a backdated entry cannot pass the cut-off.
 
 Of each student's entries the latest one taken is copied into ``<course>/submitted/<student>/<assignment>/`` as
 nbgrader's collect lays it out (the files, ``timestamp.txt``, ``submission_secret.txt``), replacing what is there
@@ -56,6 +60,8 @@ MAX_FILES = 500
 MAX_DEPTH = 8
 #: What nbgrader's collect leaves out (CourseDirectory.ignore): skipped, neither read nor refused.
 IGNORED = (".ipynb_checkpoints", "__pycache__", "feedback")
+#: Seconds an entry's arrival may lie past the cut-off: ``nbgrader submit`` copies its files after taking its time.
+ARRIVAL_SLACK = 60
 REFUSED = "refused submission"
 SUSPICIOUS = "suspicious submission"
 
@@ -449,13 +455,25 @@ def _take(course: Path, entry: Entry, files: dict[str, bytes], changed: float, g
     return [_row(entry.assignment, entry.student, SUSPICIOUS, detail)]
 
 
+def _check_arrival(entry: Entry, changed: float, cutoff: datetime | None) -> None:
+    """:class:`Refused` for an entry that arrived (or says it was made) after its ``cutoff``."""
+    if cutoff is None:
+        return
+    arrived = datetime.fromtimestamp(changed, UTC).replace(tzinfo=None)
+    if (max(arrived, entry.when) - cutoff).total_seconds() > ARRIVAL_SLACK:
+        raise Refused(f"it arrived at {arrived:%Y-%m-%d %H:%M:%S} UTC, after the hard cut-off of "
+                      f"{cutoff:%Y-%m-%d %H:%M:%S} UTC (extension included): submissions are no longer accepted")
+
+
 def _collect_latest(course: Path, inbound_fd: int, entries: list[Entry], uid: int, groupshared: bool,
-                    refuse) -> list[dict]:
+                    refuse, cutoff: datetime | None) -> list[dict]:
     """The latest of one student's entries for one assignment that can be taken, placed in the course folder (each
-    later one refused on the way, ``refuse(assignment, student, name, why)``); its report rows."""
+    later one refused on the way, ``refuse(assignment, student, name, why)``, as is one after ``cutoff``); its
+    report rows."""
     for entry in sorted(entries, key=lambda e: e.when, reverse=True):
         try:
             files, changed = read_entry(inbound_fd, entry, uid)
+            _check_arrival(entry, changed, cutoff)
         except Refused as why:
             refuse(entry.assignment, entry.student, entry.name, str(why))
             continue
@@ -466,10 +484,13 @@ def _collect_latest(course: Path, inbound_fd: int, entries: list[Entry], uid: in
     return []
 
 
-def collect(settings, assignments: list[str], *, now: datetime | None = None) -> list[dict]:
+def collect(settings, assignments: list[str], *, now: datetime | None = None,
+            cutoffs: dict[tuple[str, str], datetime] | None = None) -> list[dict]:
     """Collect the latest submission taken of every student on the class list for each of ``assignments`` from
     the exchange's inbound into the course folder (see the module's text); returns the report rows of the entries
-    refused and of those taken that look edited after their time. Runs as the instructor, never as root."""
+    refused and of those taken that look edited after their time. ``cutoffs``: (assignment, student) -> the
+    student's hard cut-off, (assignment, "") everyone else's (:func:`classroom.deadlines.cutoffs`), in UTC without
+    a zone. Runs as the instructor, never as root."""
     if os.geteuid() == 0:
         raise RuntimeError("the collect runs as the instructor, not as root (it writes into the course folder); "
                            "classroom.course_hub.hub_grade starts it so")
@@ -502,8 +523,10 @@ def collect(settings, assignments: list[str], *, now: datetime | None = None) ->
                 continue
             candidates[(entry.student, entry.assignment)].append(entry)
         groupshared = len(settings.instructors) > 1
-        for (student, _), entries in sorted(candidates.items()):
-            rows += _collect_latest(settings.course, inbound_fd, entries, uids[student], groupshared, refuse)
+        cutoffs = cutoffs or {}
+        for (student, assignment), entries in sorted(candidates.items()):
+            cutoff = cutoffs.get((assignment, student), cutoffs.get((assignment, "")))
+            rows += _collect_latest(settings.course, inbound_fd, entries, uids[student], groupshared, refuse, cutoff)
     finally:
         os.close(inbound_fd)
     return rows

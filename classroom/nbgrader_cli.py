@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from classroom.assignments import ASSIGNMENTS
+from classroom.deadlines import record, stamp_sources
 from classroom.paths import COURSE, REPO
 
 
@@ -54,9 +55,12 @@ def excluding(students: list[str], chosen: list[str]) -> list[str]:
     return [f"--CourseDirectory.student_id_exclude={','.join(rest)}"] if rest else []
 
 
-def generate_assignments(course: Path = COURSE) -> None:
-    """The student version of every assignment in ``course/release/``; gradebook entries are created."""
+def generate_assignments(course: Path = COURSE, only: str | None = None) -> None:
+    """The student version of every assignment (or ``only`` one) in ``course/release/``, its header and the
+    gradebook's due date as deadlines.toml says; gradebook entries are created."""
+    stamp_sources(course)
     # one nbgrader process for all of them: "*" is a glob over source/ (starting nbgrader takes seconds)
-    nbgrader("generate_assignment", "*", "--force", course=course)
+    nbgrader("generate_assignment", only or "*", "--force", course=course)
+    record(course)
     print(f"Releases are in {course / 'release'}/<assignment>/ "
-          f"({', '.join(a.stem for a in ASSIGNMENTS)}).")
+          f"({only or ', '.join(a.stem for a in ASSIGNMENTS)}).")

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from classroom.assignments import ASSIGNMENTS, Assignment, Part
+from classroom.deadlines import load, with_due
 from classroom.paths import COURSE, NOTEBOOKS
 
 ASSERT_MESSAGE = "not right yet: see the feedback above"
@@ -99,8 +100,9 @@ def setup_source(assignment: Assignment) -> str:
             f'{assignment.setup}\n\nenforce("{assignment.stem}")')
 
 
-def source_notebook(assignment: Assignment) -> dict:
-    """The instructor's notebook of one assignment, in nbgrader's cell metadata (schema 3)."""
+def source_notebook(assignment: Assignment, due: str = "") -> dict:
+    """The instructor's notebook of one assignment, in nbgrader's cell metadata (schema 3); ``due``: its deadline's
+    line for the header (classroom/deadlines.py)."""
     intro, texts = exercise_texts(NOTEBOOKS / f"{assignment.stem}.ipynb")
     n = len(assignment.exercises)
     header = "\n".join([
@@ -118,7 +120,7 @@ def source_notebook(assignment: Assignment) -> dict:
         "* The setup cell prints what of the library your answers may not use here (what would give an answer away); "
         "using it raises an error, in this notebook and when graded.",
     ] + (["", intro] if intro else []))
-    cells = [_cell("markdown", header, "header"), _cell("code", setup_source(assignment), "setup")]
+    cells = [_cell("markdown", with_due(header, due), "header"), _cell("code", setup_source(assignment), "setup")]
     for ex in assignment.exercises:
         text = ex.text or texts[ex.number]
         text += f"\n\n*({ex.points} point{'s' if ex.points != 1 else ''})*"
@@ -157,12 +159,14 @@ def _with_ids(nb: dict, stem: str) -> dict:
 
 
 def build_source(course: Path = COURSE) -> list[Path]:
-    """Write ``course/source/<stem>/<stem>.ipynb`` for every assignment; returns the paths."""
-    written = []
+    """Write ``course/source/<stem>/<stem>.ipynb`` for every assignment, with the deadlines of the course's
+    deadlines.toml; returns the paths."""
+    written, deadlines = [], load(course)
     for assignment in ASSIGNMENTS:
         path = course / "source" / assignment.stem / f"{assignment.stem}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
-        nb = _with_ids(source_notebook(assignment), assignment.stem)
+        deadline = deadlines.get(assignment.stem)
+        nb = _with_ids(source_notebook(assignment, deadline.shown if deadline else ""), assignment.stem)
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         written.append(path)
     return written

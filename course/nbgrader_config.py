@@ -42,6 +42,7 @@ except ImportError:  # nbgrader started by hand or by the Formgrader: the reposi
 
     sys.path.insert(0, os.path.dirname(HERE))
     from classroom.grading import HideHiddenTests, OverwriteReleasedCells, SandboxedExecute, TypesetFeedback
+from classroom.deadlines import LatePenalty  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
                                     DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteKernelspec,
@@ -59,3 +60,8 @@ c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMet
 c.SandboxedExecute.timeout = 120
 c.SandboxedExecute.report_directory = os.path.join(HERE, "grading_reports")
 c.SandboxedExecute.hidden = [EXCHANGE]
+
+# Late penalties by deadlines.toml (classroom/deadlines.py): nbgrader's own AssignLatePenalties, against the due dates
+# and extensions in the gradebook, with the course's rule as its plugin
+c.AssignLatePenalties.plugin_class = LatePenalty
+c.LatePenalty.course = HERE
