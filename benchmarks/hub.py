@@ -10,12 +10,20 @@ Then waves of 10, 20 and 40 students starting at once; each student, in a thread
   needs the sec. 6 example's Numba kernels) and does its first interaction (``classroom.demo.interact``);
 * ``login_to_interaction``: from the login to the end of that interaction; ``interaction``: the click alone;
 * ``compiled``: the Numba compilations in that kernel (``numba:compile`` events, which fire only where no cache
-  had the machine code): the goal is none.
+  had the machine code): the goal is none;
+* ``steps``: the path step by step (login, spawn, kernel start, imports, building and drawing the widget, the
+  interaction), each with its wall time and the CPU time (``/proc/<pid>/stat``: robust to other load) of the hub
+  (with its proxy and services), the student's server and their kernel; ``cpu_s_per_student``: the server's and
+  the kernel's, and a share of the hub's over the wave.
+
+``--started`` starts each wave's servers first (``python -m classroom.hub start-servers``, as a lecturer does before
+the lecture; ``started_before``: its wall time and CPU), so the wave pays for the login and the kernel alone.
 
 After each wave, with every server and kernel alive: resident and proportional memory (RSS, PSS) of each student's
 server and kernel. Between waves every server is stopped, so each wave spawns afresh. Printed, and with ``--json``
-recorded with the machine and its load. Goals: 40 students at p95 under 10 s login to interaction, no
-compilation, under 300 MB per student; and the largest class whose every interaction is under 3 s.
+recorded with the machine and its load. Goals: one student alone under 3 s and 1.5 CPU-s from login to the first
+interaction, 10 at once under 10 s and 40 under 30 s at p95 on 2 CPUs, no compilation, at most 250 MB
+proportional per student; and the largest class whose every interaction is under 3 s.
 Run as root: ``.venv/bin/python benchmarks/hub.py --json benchmarks/results/hub.json``.
 """
 
