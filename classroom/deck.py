@@ -134,8 +134,9 @@ def settle(page, timeout_ms: int = LOAD_TIMEOUT_MS) -> None:
 
 
 #: Every leaf slide in document order: its reveal indices, its first heading, its height and width as laid
-#: out with and without the fit rule, how many blocks the rule framed, the smallest table text, and the
-#: controls (buttons, sliders, menus) that stick out of the slide.
+#: out with and without the fit rule, how many blocks the rule framed, the smallest table text, the
+#: controls (buttons, sliders, menus) that stick out of the slide, the lines and formulas cut at its edges, the
+#: formulas wider than their block, and the prose in a scrolling frame.
 _MEASURE = """() => {
   const F = window.tensoradbookFit, root = document.documentElement;
   const slides = F.leaves();
@@ -152,11 +153,22 @@ _MEASURE = """() => {
       .filter(r => r.right - box.left > box.width + 1 || r.bottom - box.top > box.height + 1 || r.left < box.left - 1);
     const tables = Array.from(s.querySelectorAll('td, th')).filter(c => c.offsetHeight > 0 && c.textContent.trim())
       .map(c => parseFloat(getComputedStyle(c).fontSize));
+    // text or a formula (MathJax's drawing, not its hidden MathML) past the slide's edges, which hide it
+    const edge = {right: box.left + box.width + 1, bottom: box.top + box.height + 1};
+    const drawn = 'mjx-container > svg, mjx-container > mjx-math';
+    const cut = Array.from(s.querySelectorAll(`p, li, h1, h2, h3, ${drawn}`))
+      .filter(e => !e.parentElement.closest('[data-fit]')).map(e => e.getBoundingClientRect())
+      .filter(r => r.height > 0 && (r.right > edge.right || r.bottom > edge.bottom)).length;
+    const wideMath = Array.from(s.querySelectorAll(drawn)).filter(m => {
+      const block = m.parentElement.parentElement.closest('p, li, div');  // in a table: the table's block
+      return m.getBoundingClientRect().right > block.getBoundingClientRect().right + 1;
+    }).length;
     const indices = window.tensoradbookReveal.getIndices(s);
     const heading = s.querySelector('h1, h2, h3');
     return {h: indices.h, v: indices.v || 0, title: heading ? heading.textContent.replace('¶', '').trim() : '',
             natural: natural[k], height: s.scrollHeight, width: s.scrollWidth, box: [s.clientWidth, s.clientHeight],
-            framed: s.querySelectorAll('[data-fit]').length, outside: outside.length,
+            framed: s.querySelectorAll('[data-fit]').length, outside: outside.length, cut, wide_math: wideMath,
+            framed_prose: s.querySelectorAll('.jp-RenderedMarkdown[data-fit], [data-fit] .jp-RenderedMarkdown').length,
             table_px: tables.length ? Math.min(...tables) : null};
   });
   root.classList.remove('tab-measuring');
@@ -170,7 +182,8 @@ def measure(page) -> list[dict]:
 
 
 def overflows(slide: dict) -> list[str]:
-    """What is wrong with one measured slide: taller or wider than its frame, a control outside it."""
+    """What is wrong with one measured slide: taller or wider than its frame, a control outside it, text or a formula
+    cut at its edges, a formula wider than its block, prose a lecturer would scroll."""
     width, height = slide["box"]
     found = []
     if slide["height"] > height:
@@ -179,6 +192,12 @@ def overflows(slide: dict) -> list[str]:
         found.append(f"{slide['width']} px wide")
     if slide["outside"]:
         found.append(f"{slide['outside']} control(s) outside the slide")
+    if slide["cut"]:
+        found.append(f"{slide['cut']} line(s) or formula(s) cut at its edges")
+    if slide["wide_math"]:
+        found.append(f"{slide['wide_math']} formula(s) wider than their block")
+    if slide["framed_prose"]:
+        found.append("prose in a scrolling frame")
     return found
 
 

@@ -8,7 +8,9 @@ chapter, by one rule (:func:`slide_types`), and nothing else; ``--check`` only s
 * a cell that would take the slide it continues past :data:`BUDGET_PX` starts a subslide, its height estimated
   from its text and stored outputs (:func:`estimated_height`) with each block counted at most
   :data:`FRAME_PX`: on the screen (``classroom/voila_slides``) a slide is 1280 x 720 pixels, and the tallest
-  blocks of a fuller one scroll or shrink in frames, so a long listing stays with the words that introduce it;
+  code and outputs of a fuller one scroll or shrink in frames, so a long listing stays with the words that
+  introduce it, while prose that runs past the bottom goes on on a next slide, cut after a sentence, and a formula
+  wider than the slide is scaled to its width (both as the slides are drawn, from what the browser measures);
 * a code cell that shows a widget comes in as a fragment, after the words that introduce it;
 * code cells that only import, assign or define (no output) are speaker notes: they still run, the hall does not
   read them, the speaker view (S) shows them;

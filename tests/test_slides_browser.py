@@ -1,5 +1,9 @@
 """Every slide of every chapter fits a 1280 x 720 screen, and the keys visit them all in order, offline.
 
+Fits: nothing is taller or wider than its slide, no line of text and no formula is cut at the slide's edges, no
+formula is wider than the block it is in (the fit rule scales it), and no prose scrolls in a frame (the fit rule
+carries it on to a next slide after a sentence); only code and outputs may scroll in their own frames.
+
 Measured on the static decks of classroom.deck (the chapters' committed outputs, widgets drawn from their stored
 state; seconds a chapter) for all chapters, and on the live slides Voila serves (``make slides``: the chapter
 executed, seconds on a warm Numba cache, a minute and more on a cold one) for the chapter with the largest widget,
