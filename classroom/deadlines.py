@@ -140,7 +140,7 @@ def stamp_sources(course: Path) -> None:
 
 def extend(course: Path, student: str, stem: str, until: datetime, known: list[str]) -> str:
     """Give ``student`` until ``until`` (aware) for ``stem``: nbgrader's extension on their submission (made, empty,
-    where they have none yet), the due date recorded first; ``known`` are the students who may have one. Returns
+    where they have none yet), beside the due date it extends; ``known`` are the students who may have one. Returns
     what was done; :class:`DeadlineError` for an unknown student or chapter, or one without a due date."""
     deadline = load(course).get(stem)
     if stem not in BY_STEM:
@@ -152,10 +152,11 @@ def extend(course: Path, student: str, stem: str, until: datetime, known: list[s
     when = _utc(until, "UNTIL")
     if when <= deadline.due:
         raise DeadlineError(f"{until.isoformat()} is not after {stem}'s due date ({deadline.shown})")
-    record(course, [stem])
+    if not (course / "gradebook.db").exists():
+        raise DeadlineError(f"{course} has no gradebook yet: run `make assignments` first")
     with Gradebook(_db_url(course)) as gradebook:
         try:
-            gradebook.find_assignment(stem)
+            gradebook.find_assignment(stem).duedate = deadline.due  # nbgrader adds the extension to it
         except MissingEntry:
             raise DeadlineError(f"{stem} is not in the gradebook yet: run `make assignments` first") from None
         gradebook.update_or_create_student(student)
@@ -181,11 +182,8 @@ def cutoffs(course: Path) -> dict[tuple[str, str], datetime]:
     if found and (course / "gradebook.db").exists():
         with Gradebook(_db_url(course)) as gradebook:
             for stem, _ in list(found):
-                try:
-                    extended = [s for s in gradebook.assignment_submissions(stem) if s.extension]
-                except MissingEntry:
-                    continue
-                found.update({(stem, s.student_id): found[stem, ""] + s.extension for s in extended})
+                found.update({(stem, s.student_id): found[stem, ""] + s.extension
+                              for s in gradebook.assignment_submissions(stem) if s.extension})
     return found
 
 
