@@ -29,6 +29,7 @@ import pytest
 from nbgrader.preprocessors import AssignLatePenalties
 from test_course import ALICE, CYCLE, RUNTIME_DIRS, _answer, _env
 
+from classroom import course as course_cli
 from classroom import dashboard, deadlines, exchange
 from classroom.hub import Student
 
@@ -80,6 +81,22 @@ def test_the_settings_in_utc_and_the_rule(tmp_path):
     dated = deadlines.with_due(header, found.shown)
     assert dated == f"# Title\n\nThe exercises.\n\n{found.shown}\n\n* Run the setup cell."
     assert deadlines.with_due(dated, "") == header
+
+
+def test_extend_says_what_it_needs(tmp_path, capsys):
+    course = _course(tmp_path, TERM)
+    for missing in (["--student", "carol"], ["--student", "carol", "--until", "2026-12-20T23:59"]):
+        with pytest.raises(SystemExit):
+            course_cli.main(["extend", CYCLE, *missing, "--course", str(course)])
+    assert "has no UTC offset" in capsys.readouterr().err
+    (course / "submitted" / "carol").mkdir(parents=True)
+    assert course_cli.main(["extend", CYCLE, "--student", "carol", "--until", "2026-12-20T23:59+01:00",
+                            "--course", str(course)]) == 1
+    assert "no gradebook yet: run `make assignments` first" in capsys.readouterr().err
+    plan = subprocess.run(["make", "-n", "-o", ".venv/.installed", "extend", "STUDENT=carol", f"CHAPTER={CYCLE}",
+                           "UNTIL=2026-12-20T23:59+01:00"], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    assert f'-m classroom.course extend {CYCLE} --student "carol" --until "2026-12-20T23:59+01:00"' in plan
 
 
 # --- the scripted term ----------------------------------------------------------------------------------------
