@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -109,14 +110,24 @@ def answers(url: str, server: subprocess.Popen, timeout_s: float = 600) -> bool:
 
 
 def run(command: list[str], url: str, message: str) -> int:
-    """Run Voila (``command``) until it stops; print ``message`` once the server at ``url`` (its root) answers."""
+    """Run Voila (``command``) until it stops; print ``message`` once the server at ``url`` (its root) answers.
+    A ``kill`` or a closed terminal (SIGTERM, SIGHUP) reaches this process alone: it is passed on to Voila, which
+    stops its kernels and exits, rather than leaving them running with no one to stop them."""
     voila = subprocess.Popen(command)
+
+    def stop(signum, frame):
+        voila.terminate()
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if answers(url + READY_PATH, voila):
             print(message, flush=True)
         return voila.wait()
     except KeyboardInterrupt:
         return voila.wait()  # the terminal's Ctrl-C reached Voila too: it stops its kernels, then exits
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def main(argv=None) -> int:

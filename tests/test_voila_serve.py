@@ -5,13 +5,18 @@ notebooks."""
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 import sys
+import time
 
 import nbformat
+import pytest
 from nbformat.sign import NotebookNotary
 
 from classroom import demo as demos
 from classroom import voila_room, voila_serve
+from tests.alarm import time_limit
 from tests.browser_support import free_port
 
 # A server that answers after a while: it says when it has answered the first request, before the answer leaves.
@@ -51,6 +56,34 @@ def test_a_server_that_never_answers_prints_no_address(capfd):
     code = voila_serve.run([sys.executable, "-c", "raise SystemExit(3)"], f"http://127.0.0.1:{free_port()}/", "open")
     assert code == 3
     assert "open" not in capfd.readouterr().out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["kill", "terminal closed"])
+def test_a_kill_or_a_closed_terminal_stops_voila_too(tmp_path, signum):
+    """``make demo`` killed, or its terminal closed, stops the server it started: no Voila and no kernels left
+    running with no one to stop them."""
+    pid_file = tmp_path / "server.pid"
+    server = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    runner = ("import sys; from classroom import voila_serve; "
+              f"sys.exit(voila_serve.run([sys.executable, '-c', {server!r}], 'http://127.0.0.1:{free_port()}/', 'x'))")
+    with subprocess.Popen([sys.executable, "-c", runner], cwd=voila_serve.REPO) as serving, time_limit(60):
+        while not pid_file.exists() or not pid_file.read_text():
+            time.sleep(0.1)
+        server_pid = int(pid_file.read_text())
+        serving.send_signal(signum)
+        serving.wait()
+        while _alive(server_pid):
+            time.sleep(0.1)
+    assert not _alive(server_pid)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, waited for by no one yet, counts as stopped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_served_notebooks_are_signed_as_trusted(tmp_path, monkeypatch):
