@@ -52,8 +52,8 @@ PYTEST_OPTS ?= -p no:cacheprovider
 # two workers (pytest-xdist), each file on one of them: a notebook's cells run in order in one kernel
 WORKERS ?= -n 2 --dist loadfile
 
-.PHONY: help install assets proxy extras-missing lab work test lint fuzz book notebooks assignments grade extend dashboard demo \
-        slides slides-pdf site hub clean
+.PHONY: help install assets proxy extras-missing lab work test lint fuzz book notebooks
+.PHONY: assignments grade extend dashboard demo slides slides-pdf site hub clean
 
 help:
 	@echo "make lab        install, then start JupyterLab on $(START_PAGE), your working copy of the chapters in $(WORK)/ (IP=$(IP) PORT=$(PORT))"
